@@ -1,0 +1,66 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "error.h"
+
+const char *skipper_strerror(int status)
+{
+	switch (status) {
+	case SKIPPER_OK: return "success";
+	case SKIPPER_ERR_NOMEM: return "out of memory";
+	case SKIPPER_ERR_IO: return "input/output error";
+	case SKIPPER_ERR_FORMAT: return "malformed file";
+	case SKIPPER_ERR_UNSUPPORTED: return "not supported";
+	case SKIPPER_ERR_CONFIG: return "configuration error";
+	case SKIPPER_ERR_ARG: return "invalid argument";
+	case SKIPPER_ERR_PLUGIN: return "policy plugin error";
+	case SKIPPER_ERR_NETWORK: return "network error";
+	case SKIPPER_ERR_NOT_FOUND: return "not found";
+	case SKIPPER_ERR_CHECKSUM: return "checksum mismatch";
+	case SKIPPER_ERR_AUTH: return "authentication required or refused";
+	case SKIPPER_ERR_BACKEND: return "backend error";
+	case SKIPPER_ERR_RANGE: return "limit exceeded";
+	case SKIPPER_ERR_INTERNAL: return "internal error";
+	case SKIPPER_ERR_OFFLINE: return "not available offline";
+	case SKIPPER_ERR_SIGNATURE: return "signature missing or invalid";
+	case SKIPPER_ERR_MISMATCH: return "made for another model";
+	case SKIPPER_ERR_INTERRUPTED: return "interrupted";
+	}
+	return "unknown error";
+}
+
+int skipper_fail(struct skipper_error *err, int status, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+		va_end(ap);
+		err->status = status;
+	}
+	return status;
+}
+
+int skipper_fail_prefix(struct skipper_error *err, const char *fmt, ...)
+{
+	char prefix[SKIPPER_ERROR_MAX], old[SKIPPER_ERROR_MAX];
+	va_list ap;
+
+	if (!err)
+		return SKIPPER_ERR_INTERNAL;
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof prefix, fmt, ap);
+	va_end(ap);
+	memcpy(old, err->msg, sizeof old);
+	snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+	return err->status;
+}
+
+void skipper_error_clear(struct skipper_error *err)
+{
+	if (err) {
+		err->status = 0;
+		err->msg[0] = '\0';
+	}
+}
