@@ -17,7 +17,7 @@
 #define SKIPPER_PROFILE_MAX_KEYS 100000
 
 struct parse_ctx {
-	struct skipper_profile_doc *doc;
+	struct skipper_hub_profile_doc *doc;
 	size_t cap;
 	int failed; /* SKIPPER_ERR_* from the handler */
 	char why[256];
@@ -26,12 +26,12 @@ struct parse_ctx {
 static int handler(void *user, const char *section, const char *name, const char *value)
 {
 	struct parse_ctx *c = user;
-	struct skipper_profile_doc *d = c->doc;
-	struct skipper_profile_kv *kv;
+	struct skipper_hub_profile_doc *d = c->doc;
+	struct skipper_hub_profile_kv *kv;
 
 	if (c->failed)
 		return 0;
-	if (skipper_profile_get(d, section, name)) {
+	if (skipper_hub_profile_get(d, section, name)) {
 		c->failed = SKIPPER_ERR_FORMAT;
 		snprintf(c->why, sizeof c->why, "duplicate key [%.80s] %.80s (multi-line values are not supported)",
 		         section, name);
@@ -70,7 +70,7 @@ static int handler(void *user, const char *section, const char *name, const char
 	return 1;
 }
 
-const char *skipper_profile_get(const struct skipper_profile_doc *doc, const char *section, const char *key)
+const char *skipper_hub_profile_get(const struct skipper_hub_profile_doc *doc, const char *section, const char *key)
 {
 	for (size_t i = 0; i < doc->n; i++)
 		if (strcmp(doc->kv[i].section, section) == 0 && strcmp(doc->kv[i].key, key) == 0)
@@ -78,7 +78,7 @@ const char *skipper_profile_get(const struct skipper_profile_doc *doc, const cha
 	return NULL;
 }
 
-static int has_section(const struct skipper_profile_doc *doc, const char *section)
+static int has_section(const struct skipper_hub_profile_doc *doc, const char *section)
 {
 	for (size_t i = 0; i < doc->n; i++)
 		if (strcmp(doc->kv[i].section, section) == 0)
@@ -86,7 +86,7 @@ static int has_section(const struct skipper_profile_doc *doc, const char *sectio
 	return 0;
 }
 
-int skipper_profile_parse_layers(const char *list, int max_layers, unsigned char *mask, int *count)
+int skipper_hub_profile_parse_layers(const char *list, int max_layers, unsigned char *mask, int *count)
 {
 	unsigned char seen[4096] = {0};
 	const char *p = list;
@@ -152,7 +152,7 @@ static int hex64(const char *s)
 	return 1;
 }
 
-static int check_doc(const char *name, const struct skipper_profile_doc *doc, struct skipper_error *err)
+static int check_doc(const char *name, const struct skipper_hub_profile_doc *doc, struct skipper_error *err)
 {
 	const char *v;
 	long n_layers = 0;
@@ -160,7 +160,7 @@ static int check_doc(const char *name, const struct skipper_profile_doc *doc, st
 
 	if (!has_section(doc, "profile"))
 		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: no [profile] section (is this a skip profile?)", name);
-	if ((v = skipper_profile_get(doc, "profile", "n_layers"))) {
+	if ((v = skipper_hub_profile_get(doc, "profile", "n_layers"))) {
 		char *end;
 		errno = 0;
 		n_layers = strtol(v, &end, 10);
@@ -168,15 +168,15 @@ static int check_doc(const char *name, const struct skipper_profile_doc *doc, st
 			return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: [profile] n_layers = \"%.40s\" is not a layer count",
 			                    name, v);
 	}
-	if ((v = skipper_profile_get(doc, "profile", "model_sha256")) && !hex64(v))
+	if ((v = skipper_hub_profile_get(doc, "profile", "model_sha256")) && !hex64(v))
 		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: [profile] model_sha256 is not 64 hex digits", name);
 	for (size_t i = 0; i < doc->n; i++) {
-		const struct skipper_profile_kv *kv = &doc->kv[i];
+		const struct skipper_hub_profile_kv *kv = &doc->kv[i];
 		if (strcmp(kv->section, "mask") != 0 && strncmp(kv->section, "domain.", 7) != 0)
 			continue;
 		if (strcmp(kv->key, "attn") != 0 && strcmp(kv->key, "mlp") != 0)
 			continue;
-		if (skipper_profile_parse_layers(kv->value, (int)n_layers, NULL, &count) < 0)
+		if (skipper_hub_profile_parse_layers(kv->value, (int)n_layers, NULL, &count) < 0)
 			return skipper_fail(err, SKIPPER_ERR_FORMAT,
 			                    "%s: [%.80s] %s = \"%.60s\" is not a layer list like 3,5,7-12%s", name,
 			                    kv->section, kv->key, kv->value, n_layers ? " within n_layers" : "");
@@ -184,7 +184,7 @@ static int check_doc(const char *name, const struct skipper_profile_doc *doc, st
 	return SKIPPER_OK;
 }
 
-int skipper_profile_parse(const char *name, const char *text, size_t len, struct skipper_profile_doc *out,
+int skipper_hub_profile_parse(const char *name, const char *text, size_t len, struct skipper_hub_profile_doc *out,
                           struct skipper_error *err)
 {
 	struct parse_ctx c = {.doc = out};
@@ -210,11 +210,11 @@ int skipper_profile_parse(const char *name, const char *text, size_t len, struct
 	else
 		rc = check_doc(name, out, err);
 	if (rc)
-		skipper_profile_doc_free(out);
+		skipper_hub_profile_doc_free(out);
 	return rc;
 }
 
-int skipper_profile_load(const char *path, struct skipper_profile_doc *out, struct skipper_error *err)
+int skipper_hub_profile_load(const char *path, struct skipper_hub_profile_doc *out, struct skipper_error *err)
 {
 	FILE *f = fopen(path, "rb");
 	char *buf;
@@ -234,13 +234,13 @@ int skipper_profile_load(const char *path, struct skipper_profile_doc *out, stru
 	if (ferror(f))
 		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: read error", path);
 	else
-		rc = skipper_profile_parse(path, buf, n, out, err);
+		rc = skipper_hub_profile_parse(path, buf, n, out, err);
 	fclose(f);
 	free(buf);
 	return rc;
 }
 
-void skipper_profile_doc_free(struct skipper_profile_doc *doc)
+void skipper_hub_profile_doc_free(struct skipper_hub_profile_doc *doc)
 {
 	for (size_t i = 0; i < doc->n; i++) {
 		free(doc->kv[i].section);

@@ -252,3 +252,15 @@ size_t skipper_sign_split_keys(char *list, const char **keys, size_t max)
 	}
 	return n;
 }
+
+int skipper_sign_check_trusted(const char *file, const char *const *keys, size_t n, struct skipper_error *err)
+{
+	int rc;
+
+	if (n == 0)
+		return SKIPPER_OK;
+	rc = skipper_sign_verify(file, NULL, keys, n, NULL, err);
+	if (rc == SKIPPER_ERR_SIGNATURE)
+		skipper_fail_prefix(err, "profile refused ([hub] trusted_keys is set)");
+	return rc;
+}

@@ -24,6 +24,12 @@ int skipper_sign_file(const char *key_path, const char *file, const char *sig_pa
 int skipper_sign_verify(const char *file, const char *sig_path, const char *const *pub_keys, size_t n, size_t *which,
                         struct skipper_error *err);
 
+/* The trust rule for profiles: with no trusted keys every profile is
+ * accepted (its signature is not looked at); with keys, file must carry a
+ * NAME.sig that verifies with one of them, else SKIPPER_ERR_SIGNATURE with a
+ * message saying refused and why. */
+int skipper_sign_check_trusted(const char *file, const char *const *keys, size_t n, struct skipper_error *err);
+
 /* Split a comma list of key paths (from [hub] trusted_keys) in place into
  * at most max entries; spaces around names are dropped. Returns the count. */
 size_t skipper_sign_split_keys(char *list, const char **keys, size_t max);
