@@ -1,7 +1,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
+#include "build-config.h"
 #include "cli.h"
 
 int main(int argc, char **argv)
