@@ -9,6 +9,7 @@
 
 #include "engine.h"
 #include "error.h"
+#include "quant.h"
 
 #define MAX_DRAFT 32        /* chain tokens per round */
 #define MAX_NODES 128       /* tree nodes per round (root excluded) */
@@ -16,7 +17,7 @@
 struct skipper_engine {
 	struct skipper_backend *be;
 	const struct skipper_tokenizer *tok;
-	struct skipper_engine_policy pol;
+	struct skipper_policy_instance *pol; /* NULL = autoregressive */
 	int n_vocab, n_layer, top_k;
 	uint64_t request_id;
 
@@ -40,6 +41,18 @@ struct skipper_engine {
 	/* output so far */
 	int32_t *gen;
 	int gen_cap;
+	int committed;        /* KV length visible to compute services */
+	/* captures the policy needs (skipper_needs) */
+	uint64_t needs;
+	int prompt_rows;
+	int32_t cap_layers[1025];
+	float *cap;           /* [MAX_NODES + 1][n_layer + 1][n_embd] */
+	float *cap_sel;       /* the selected rows, handed to on_accept */
+	int32_t cap_pos[MAX_NODES + 1], cap_tok[MAX_NODES + 1];
+	/* fixed plan (no policy): host->trial */
+	uint8_t *fixed_attn, *fixed_mlp;
+	int fixed_max_draft;
+	double fixed_threshold;
 	struct skipper_prng rng;
 };
 
@@ -49,6 +62,32 @@ static double now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
+
+void skipper_engine_set_fixed_plan(struct skipper_engine *e, const uint8_t *skip_attn, const uint8_t *skip_mlp,
+                                   int max_draft, double threshold)
+{
+	size_t n = (size_t)e->n_layer;
+	if (!e->fixed_attn)
+		e->fixed_attn = calloc(n, 1);
+	if (!e->fixed_mlp)
+		e->fixed_mlp = calloc(n, 1);
+	if (!e->fixed_attn || !e->fixed_mlp) {
+		e->fixed_max_draft = 0; /* out of memory: plain decoding is still correct */
+		return;
+	}
+	memset(e->fixed_attn, 0, n);
+	memset(e->fixed_mlp, 0, n);
+	if (skip_attn)
+		memcpy(e->fixed_attn, skip_attn, n);
+	if (skip_mlp)
+		memcpy(e->fixed_mlp, skip_mlp, n);
+	e->fixed_max_draft = max_draft;
+	e->fixed_threshold = threshold;
+}
+
+struct skipper_backend *skipper_engine_backend(struct skipper_engine *e) { return e->be; }
+
+int skipper_engine_committed(const struct skipper_engine *e) { return e->committed; }
 
 void skipper_engine_free(struct skipper_engine *e)
 {
@@ -64,11 +103,15 @@ void skipper_engine_free(struct skipper_engine *e)
 	free(e->q);
 	free(e->scratch);
 	free(e->gen);
+	free(e->fixed_attn);
+	free(e->fixed_mlp);
+	free(e->cap);
+	free(e->cap_sel);
 	free(e);
 }
 
 int skipper_engine_new(struct skipper_backend *be, const struct skipper_tokenizer *tok,
-                       const struct skipper_engine_policy *pol, struct skipper_engine **out,
+                       struct skipper_policy_instance *pol, struct skipper_engine **out,
                        struct skipper_error *err)
 {
 	struct skipper_engine *e = calloc(1, sizeof *e);
@@ -78,13 +121,36 @@ int skipper_engine_new(struct skipper_backend *be, const struct skipper_tokenize
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 	e->be = be;
 	e->tok = tok;
-	if (pol)
-		e->pol = *pol;
+	e->pol = pol;
 	e->n_vocab = be->model->hp.n_vocab;
 	e->n_layer = be->model->hp.n_layer;
 	e->top_k = 1;
-	if (e->pol.desc && (e->pol.needs.flags & SKIPPER_NEED_TOPK))
-		e->top_k = e->pol.needs.top_k > 0 ? e->pol.needs.top_k : 10;
+	if (pol) {
+		const struct skipper_needs *nd = skipper_policy_instance_needs(pol);
+		if (nd->flags & SKIPPER_NEED_TOPK)
+			e->top_k = nd->top_k > 0 ? nd->top_k : 10;
+		e->needs = nd->flags;
+		e->prompt_rows = nd->prompt_rows > 0 ? nd->prompt_rows : 1;
+		if (e->prompt_rows > MAX_NODES + 1)
+			e->prompt_rows = MAX_NODES + 1;
+	}
+	if (e->needs & SKIPPER_NEED_SUBLAYER_STATES) {
+		skipper_engine_free(e);
+		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED,
+		                    "policy %s needs sub-layer state captures, which this engine does not provide yet",
+		                    skipper_policy_instance_desc(pol)->name);
+	}
+	if (e->needs & (SKIPPER_NEED_LAST_LAYER_STATES | SKIPPER_NEED_ACCEPTED_STATES)) {
+		size_t per = (size_t)(e->n_layer + 1) * be->model->hp.n_embd;
+		for (int l = 0; l <= e->n_layer; l++)
+			e->cap_layers[l] = l - 1;
+		e->cap = malloc((MAX_NODES + 1) * per * sizeof *e->cap);
+		e->cap_sel = malloc((MAX_NODES + 1) * per * sizeof *e->cap_sel);
+		if (!e->cap || !e->cap_sel) {
+			skipper_engine_free(e);
+			return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory (state captures)");
+		}
+	}
 	if (e->top_k > SKIPPER_TOPK_MAX)
 		e->top_k = SKIPPER_TOPK_MAX;
 	nv = (size_t)e->n_vocab;
@@ -130,15 +196,6 @@ static int push_generated(struct skipper_engine *e, int n, int32_t tok)
 	return SKIPPER_OK;
 }
 
-static int policy_failed(struct skipper_engine *e, const char *hook, int rc, struct skipper_error *err)
-{
-	/* The host's set_error already wrote err->msg through the host context
-	 * when the policy used it; keep that text and say where it came from. */
-	if (err && err->status == SKIPPER_ERR_PLUGIN && err->msg[0])
-		return skipper_fail_prefix(err, "policy %s: %s", e->pol.desc->name, hook);
-	return skipper_fail(err, SKIPPER_ERR_PLUGIN, "policy %s: %s failed (code %d)", e->pol.desc->name, hook, rc);
-}
-
 /* Softmax probability of token under raw logits (temperature 1). */
 static float raw_prob(const float *logits, int n, int32_t tok)
 {
@@ -163,6 +220,22 @@ static int residual(float *p, const float *q, int n)
 	for (int i = 0; i < n; i++)
 		p[i] = (float)(p[i] / sum);
 	return 1;
+}
+
+/* Copy captured rows (batch rows, all layer points) into cap_sel and
+ * describe them; row r sits at position base + its index in the path. */
+static void select_states(struct skipper_engine *e, const int *rows, int n, int base, struct skipper_states *st)
+{
+	size_t per = (size_t)(e->n_layer + 1) * e->be->model->hp.n_embd;
+	for (int i = 0; i < n; i++) {
+		memcpy(&e->cap_sel[i * per], &e->cap[(size_t)rows[i] * per], per * sizeof *e->cap);
+		e->cap_pos[i] = base + i;
+		e->cap_tok[i] = e->b_tok[rows[i]];
+	}
+	if (n == 1) /* only the last committed row: its position is base + path length */
+		e->cap_pos[0] = base + e->b_depth[rows[0]];
+	*st = (struct skipper_states){ .n_rows = n, .n_points = e->n_layer + 1, .n_embd = e->be->model->hp.n_embd,
+	                               .pos = e->cap_pos, .token = e->cap_tok, .data = e->cap_sel };
 }
 
 struct round_ctx {
@@ -199,8 +272,6 @@ static int draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, i
 {
 	int32_t x = r->root;
 	int n = 0, rc;
-	const struct skipper_policy *pd = e->pol.desc;
-
 	while (n < max_draft) {
 		int32_t pos = r->n_past + n, row = 0;
 		float *lg = r->greedy ? NULL : e->logits;
@@ -226,7 +297,10 @@ static int draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, i
 		n++;
 		if (skipper_tokenizer_is_eog(e->tok, x))
 			break;
-		if (pd && pd->should_exit) {
+		if (!e->pol && e->fixed_threshold > 0 && e->d_top_probs[(n - 1) * e->top_k] < e->fixed_threshold)
+			break;
+		if (e->pol) {
+			int stop = 0;
 			struct skipper_step step = {
 				.index = n - 1, .token = x, .prob = e->d_prob[n - 1], .top_k = e->top_k,
 				.top_ids = &e->d_top_ids[(n - 1) * e->top_k],
@@ -234,11 +308,11 @@ static int draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, i
 				.max_draft = max_draft, .n_committed = r->n_past,
 			};
 			double t0 = now();
-			rc = pd->should_exit(e->pol.state, &step);
+			rc = skipper_policy_should_exit(e->pol, &step, &stop, err);
 			r->st->t_policy += now() - t0;
-			if (rc < 0)
-				return policy_failed(e, "should_exit", rc, err);
-			if (rc == SKIPPER_DRAFT_STOP)
+			if (rc)
+				return rc;
+			if (stop)
 				break;
 		}
 	}
@@ -254,25 +328,19 @@ static int draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, i
 static int build_batch(struct skipper_engine *e, struct round_ctx *r, int n_draft, int *n_rows,
                        struct skipper_error *err)
 {
-	const struct skipper_policy *pd = e->pol.desc;
 	struct skipper_tree tree = { .capacity = MAX_NODES, .tokens = e->t_tok, .parent = e->t_parent,
 	                             .chain_node = e->t_chain };
 	int rc, n;
 
-	for (int i = 0; i < MAX_NODES; i++)
-		e->t_chain[i] = -1;
-	if (pd && pd->verify && n_draft > 0) {
+	if (e->pol && n_draft > 0) {
 		struct skipper_draft d = { .root = r->root, .n = n_draft, .tokens = e->d_tok, .probs = e->d_prob,
 		                           .top_k = e->top_k, .top_ids = e->d_top_ids, .top_probs = e->d_top_probs,
 		                           .n_committed = r->n_past };
 		double t0 = now();
-		rc = pd->verify(e->pol.state, &d, &tree);
+		rc = skipper_policy_verify(e->pol, &d, &tree, err);
 		r->st->t_policy += now() - t0;
-		if (rc < 0)
-			return policy_failed(e, "verify", rc, err);
-		if (tree.n < 0 || tree.n > MAX_NODES)
-			return skipper_fail(err, SKIPPER_ERR_PLUGIN, "policy %s: verify returned %d nodes (max %d)",
-			                    pd->name, tree.n, MAX_NODES);
+		if (rc)
+			return rc;
 		if (r->n_past + 1 + tree.n > e->be->n_ctx)
 			tree.n = 0; /* near the end of the context only the chain fits */
 	}
@@ -288,14 +356,7 @@ static int build_batch(struct skipper_engine *e, struct round_ctx *r, int n_draf
 	e->b_depth[0] = 0;
 	n = 1;
 	for (int i = 0; i < tree.n; i++) {
-		int par = tree.parent[i];
-		if (par < -1 || par >= i)
-			return skipper_fail(err, SKIPPER_ERR_PLUGIN,
-			                    "policy %s: tree node %d has parent %d (must be -1 or < %d)", pd->name, i,
-			                    par, i);
-		if (tree.tokens[i] < 0 || tree.tokens[i] >= e->n_vocab)
-			return skipper_fail(err, SKIPPER_ERR_PLUGIN, "policy %s: tree node %d has token %d", pd->name,
-			                    i, tree.tokens[i]);
+		int par = tree.parent[i]; /* checked by skipper_policy_verify */
 		e->b_tok[n] = tree.tokens[i];
 		e->b_parent[n] = par + 1; /* node index -> batch row */
 		e->b_depth[n] = e->b_depth[par + 1] + 1;
@@ -444,7 +505,6 @@ static int prune_to_spine(struct skipper_engine *e, int n_rows, int n_draft)
 static int verify_and_accept(struct skipper_engine *e, struct round_ctx *r, int n_draft,
                              struct skipper_error *err)
 {
-	const struct skipper_policy *pd = e->pol.desc;
 	int32_t path[MAX_NODES], bonus, acc_tok[MAX_NODES], acc_node[MAX_NODES];
 	int n_rows = 0, rc, n_acc, chain = 1;
 	double t0;
@@ -468,6 +528,13 @@ static int verify_and_accept(struct skipper_engine *e, struct round_ctx *r, int 
 			.n_past = r->n_past, .kv_write = 1, .n_out = n_rows, .out_rows = e->b_rows, .top_k = 1,
 			.top_ids = e->v_top, .top_probs = e->v_top_p, .logits = r->greedy ? NULL : e->logits,
 		};
+		if (e->cap) {
+			fw.n_cap_layers = e->n_layer + 1;
+			fw.cap_layers = e->cap_layers;
+			fw.n_cap_rows = n_rows;
+			fw.cap_rows = e->b_rows;
+			fw.captures = e->cap;
+		}
 		if ((rc = e->be->ops->forward(e->be, &fw, err)))
 			return rc;
 	}
@@ -496,6 +563,7 @@ static int verify_and_accept(struct skipper_engine *e, struct round_ctx *r, int 
 	r->st->drafted += n_draft;
 	r->st->accepted += n_acc;
 	r->n_past += n_acc + 1;
+	e->committed = r->n_past;
 	for (int i = 0; i < n_acc && !r->done; i++)
 		if ((rc = emit(e, r, acc_tok[i])))
 			return skipper_fail(err, rc, "out of memory");
@@ -503,29 +571,98 @@ static int verify_and_accept(struct skipper_engine *e, struct round_ctx *r, int 
 		return skipper_fail(err, rc, "out of memory");
 	r->root = bonus;
 
-	if (pd && pd->on_accept) {
+	if (e->pol) {
+		struct skipper_states states;
+		int sel_rows[MAX_NODES + 1], n_sel = 0;
+		if (e->cap) {
+			/* the committed rows of this round: the root and the accepted
+			 * path (ACCEPTED_STATES), or only the last of them */
+			if (e->needs & SKIPPER_NEED_ACCEPTED_STATES) {
+				sel_rows[n_sel++] = 0;
+				for (int i = 0; i < n_acc; i++)
+					sel_rows[n_sel++] = path[i];
+			} else {
+				sel_rows[n_sel++] = n_acc ? path[n_acc - 1] : 0;
+			}
+			select_states(e, sel_rows, n_sel, r->n_past - n_acc - 1, &states);
+		}
 		struct skipper_verdict v = {
 			.round = r->st->rounds - 1, .n_drafted = n_draft, .n_verified = n_rows - 1, .n_accepted = n_acc,
 			.accepted = acc_tok, .accepted_nodes = acc_node, .bonus = r->done ? -1 : bonus,
 			.n_committed = r->n_past, .generated = e->gen, .n_generated = r->n_gen,
-			.verify_seconds = now() - t0,
+			.verify_seconds = now() - t0, .states = e->cap ? &states : NULL,
 		};
 		t0 = now();
-		rc = pd->on_accept(e->pol.state, &v);
+		rc = skipper_policy_on_accept(e->pol, &v, err);
 		r->st->t_policy += now() - t0;
-		if (rc < 0)
-			return policy_failed(e, "on_accept", rc, err);
+		if (rc)
+			return rc;
 	}
 	return SKIPPER_OK;
+}
+
+/* rmsnorm(x) * w, as the model's final norm does. */
+static void final_norm(const struct skipper_model *m, const float *x, float *out, float *w)
+{
+	int d = m->hp.n_embd;
+	double ss = 0;
+	skipper_dequant_row(m->out_norm.type, m->out_norm.data, w, d);
+	for (int i = 0; i < d; i++)
+		ss += (double)x[i] * x[i];
+	float scale = (float)(1.0 / sqrt(ss / d + m->hp.rms_eps));
+	for (int i = 0; i < d; i++)
+		out[i] = x[i] * scale * w[i];
+}
+
+int skipper_engine_prompt_mean(struct skipper_engine *e, const int32_t *prompt, int n, float *out,
+                               struct skipper_error *err)
+{
+	const struct skipper_model *m = e->be->model;
+	int d = m->hp.n_embd, last = m->hp.n_layer - 1, rc;
+	float *cap, *tmp, *w;
+	int32_t *rows;
+
+	if (n <= 0 || n > e->be->n_ctx)
+		return skipper_fail(err, SKIPPER_ERR_RANGE, "prompt of %d tokens for a context of %d", n, e->be->n_ctx);
+	cap = malloc((size_t)n * d * sizeof *cap);
+	tmp = malloc((size_t)d * sizeof *tmp);
+	w = malloc((size_t)d * sizeof *w);
+	rows = malloc((size_t)n * sizeof *rows);
+	if (!cap || !tmp || !w || !rows) {
+		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < n; i++)
+		rows[i] = i;
+	{
+		struct skipper_forward fw = { .n = n, .tokens = prompt, .n_past = 0, .kv_write = 1, .n_cap_layers = 1,
+		                              .cap_layers = &last, .n_cap_rows = n, .cap_rows = rows, .captures = cap };
+		if ((rc = e->be->ops->forward(e->be, &fw, err)))
+			goto out;
+	}
+	memset(out, 0, (size_t)d * sizeof *out);
+	for (int i = 0; i < n; i++) {
+		final_norm(m, &cap[(size_t)i * d], tmp, w);
+		for (int k = 0; k < d; k++)
+			out[k] += tmp[k] / n;
+	}
+	rc = SKIPPER_OK;
+out:
+	free(cap);
+	free(tmp);
+	free(w);
+	free(rows);
+	return rc;
 }
 
 int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int n_prompt,
                             const struct skipper_gen_params *gp, skipper_token_cb cb, void *user,
                             struct skipper_run_stats *st, struct skipper_error *err)
 {
-	const struct skipper_policy *pd = e->pol.desc;
 	struct round_ctx r = { .gp = gp, .greedy = gp->sampling.temperature <= 0, .cb = cb, .user = user, .st = st };
 	int n_ctx = e->be->n_ctx, rc = SKIPPER_OK, began = 0;
+	struct skipper_states prompt_states;
+	float *mean = NULL;
 	double t_start = now(), t0;
 	int32_t first;
 
@@ -545,14 +682,32 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 
 	/* Prefill with the full model; its last row gives the first token. */
 	{
-		int32_t last = n_prompt - 1;
+		int32_t last = n_prompt - 1, n_rows = n_prompt < e->prompt_rows ? n_prompt : e->prompt_rows;
 		struct skipper_forward fw = {
 			.n = n_prompt, .tokens = prompt, .n_past = 0, .kv_write = 1, .n_out = 1, .out_rows = &last,
 			.top_k = 1, .top_ids = &e->v_top[0], .top_probs = &e->v_top_p[0],
 			.logits = r.greedy ? NULL : e->logits,
 		};
+		if (e->cap) {
+			for (int i = 0; i < n_rows; i++)
+				e->b_rows[i] = n_prompt - n_rows + i;
+			fw.n_cap_layers = e->n_layer + 1;
+			fw.cap_layers = e->cap_layers;
+			fw.n_cap_rows = n_rows;
+			fw.cap_rows = e->b_rows;
+			fw.captures = e->cap_sel;
+		}
 		if ((rc = e->be->ops->forward(e->be, &fw, err)))
 			return rc;
+		if (e->cap) {
+			for (int i = 0; i < n_rows; i++) {
+				e->cap_pos[i] = e->b_rows[i];
+				e->cap_tok[i] = prompt[e->b_rows[i]];
+			}
+			prompt_states = (struct skipper_states){ .n_rows = n_rows, .n_points = e->n_layer + 1,
+			                                         .n_embd = e->be->model->hp.n_embd, .pos = e->cap_pos,
+			                                         .token = e->cap_tok, .data = e->cap_sel };
+		}
 		if (r.greedy) {
 			first = e->v_top[0];
 		} else {
@@ -562,18 +717,35 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 	}
 	st->t_prefill = now() - t_start;
 	r.n_past = n_prompt;
+	e->committed = r.n_past;
 	if ((rc = emit(e, &r, first)))
 		return skipper_fail(err, rc, "out of memory");
 	r.root = first;
 
-	if (pd && pd->begin) {
+	if (e->pol) {
 		struct skipper_request req = { .id = e->request_id, .prompt = prompt, .n_prompt = n_prompt,
-		                               .n_layer = e->n_layer, .max_tokens = gp->max_tokens, .greedy = r.greedy };
+		                               .n_layer = e->n_layer, .max_tokens = gp->max_tokens, .greedy = r.greedy,
+		                               .states = e->cap ? &prompt_states : NULL };
+		if (e->needs & SKIPPER_NEED_PROMPT_MEAN) {
+			/* A second, captured pass over the prompt: it rewrites the same
+			 * KV slots with the same values (batch invariance). */
+			if (!(mean = malloc((size_t)e->be->model->hp.n_embd * sizeof *mean)))
+				return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+			t0 = now();
+			rc = skipper_engine_prompt_mean(e, prompt, n_prompt, mean, err);
+			st->t_prefill += now() - t0;
+			if (rc) {
+				free(mean);
+				return rc;
+			}
+			req.prompt_mean = mean;
+		}
 		t0 = now();
-		rc = pd->begin(e->pol.state, &req);
+		rc = skipper_policy_begin(e->pol, &req, err);
 		st->t_policy += now() - t0;
-		if (rc < 0)
-			return policy_failed(e, "begin", rc, err);
+		free(mean);
+		if (rc)
+			return rc;
 		began = 1;
 	}
 
@@ -593,20 +765,22 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 			cap = 0;
 		memset(e->skip_attn, 0, (size_t)e->n_layer);
 		memset(e->skip_mlp, 0, (size_t)e->n_layer);
-		if (pd && pd->select_draft) {
+		if (e->pol) {
 			struct skipper_plan plan = { .n_layer = e->n_layer, .skip_attn = e->skip_attn, .skip_mlp = e->skip_mlp,
 			                             .max_draft = cap, .round = st->rounds, .n_committed = r.n_past,
 			                             .n_generated = r.n_gen };
 			t0 = now();
-			rc = pd->select_draft(e->pol.state, &plan);
+			rc = skipper_policy_select_draft(e->pol, &plan, err);
 			st->t_policy += now() - t0;
-			if (rc < 0) {
-				rc = policy_failed(e, "select_draft", rc, err);
+			if (rc)
 				break;
-			}
 			n_draft = plan.max_draft < cap ? plan.max_draft : cap;
 			if (n_draft < 0)
 				n_draft = 0;
+		} else if (e->fixed_max_draft > 0) {
+			memcpy(e->skip_attn, e->fixed_attn, (size_t)e->n_layer);
+			memcpy(e->skip_mlp, e->fixed_mlp, (size_t)e->n_layer);
+			n_draft = e->fixed_max_draft < cap ? e->fixed_max_draft : cap;
 		}
 		if (n_draft > 0) {
 			t0 = now();
@@ -625,15 +799,16 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 	st->mean_accepted = st->rounds ? (double)(r.n_gen - 1) / st->rounds : 1.0;
 	if (st->t_total - st->t_prefill > 0)
 		st->tokens_per_s = r.n_gen / (st->t_total - st->t_prefill);
-	if (began && pd->end) {
+	if (began) {
 		struct skipper_stats ps = { .n_prompt = n_prompt, .n_generated = r.n_gen, .rounds = st->rounds,
 		                            .verify_passes = st->rounds, .drafted = st->drafted, .accepted = st->accepted,
 		                            .seconds = st->t_total, .prefill_seconds = st->t_prefill,
 		                            .draft_seconds = st->t_draft, .verify_seconds = st->t_verify,
 		                            .policy_seconds = st->t_policy };
-		int rc2 = pd->end(e->pol.state, &ps);
-		if (rc2 < 0 && !rc)
-			rc = policy_failed(e, "end", rc2, err);
+		struct skipper_error e2 = { 0 };
+		int rc2 = skipper_policy_end(e->pol, &ps, rc ? &e2 : err);
+		if (rc2 && !rc)
+			rc = rc2;
 	}
 	return rc;
 }

@@ -11,14 +11,7 @@
 #include "sample.h"
 #include "tokenizer.h"
 
-#include "skipper/policy.h"
-
-/* What the engine needs of a loaded policy (policy_host.c fills it). */
-struct skipper_engine_policy {
-	const struct skipper_policy *desc; /* NULL = autoregressive */
-	void *state;
-	struct skipper_needs needs;
-};
+#include "policy_host.h"
 
 struct skipper_gen_params {
 	int max_tokens;                   /* new tokens at most */
@@ -42,10 +35,10 @@ typedef int (*skipper_token_cb)(void *user, int32_t token);
 
 struct skipper_engine;
 
-/* The engine borrows be and tok and copies *pol (NULL = autoregressive);
- * be, tok and the policy state must outlive it. *out owned by the caller: skipper_engine_free(). */
+/* The engine borrows be, tok and pol (NULL = autoregressive); they must
+ * outlive it. *out owned by the caller: skipper_engine_free(). */
 int skipper_engine_new(struct skipper_backend *be, const struct skipper_tokenizer *tok,
-                       const struct skipper_engine_policy *pol, struct skipper_engine **out,
+                       struct skipper_policy_instance *pol, struct skipper_engine **out,
                        struct skipper_error *err);
 void skipper_engine_free(struct skipper_engine *e);
 
@@ -55,5 +48,22 @@ void skipper_engine_free(struct skipper_engine *e);
 int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int n_prompt,
                             const struct skipper_gen_params *p, skipper_token_cb cb, void *user,
                             struct skipper_run_stats *st, struct skipper_error *err);
+
+/* Draft with a fixed plan instead of a policy (host->trial): this mask,
+ * up to max_draft tokens, stopping early when the draft's top probability
+ * falls below threshold (0 = never). max_draft = 0 turns it off. */
+void skipper_engine_set_fixed_plan(struct skipper_engine *e, const uint8_t *skip_attn, const uint8_t *skip_mlp,
+                                   int max_draft, double threshold);
+
+/* Mean over rows of the final-normed hidden state after the last layer of
+ * a full-model prefill of prompt (writes the KV cache: call outside a
+ * request). out has n_embd floats. */
+int skipper_engine_prompt_mean(struct skipper_engine *e, const int32_t *prompt, int n, float *out,
+                               struct skipper_error *err);
+
+/* The backend the engine runs on, and its committed KV length (valid
+ * between hooks of a request; 0 outside a request). */
+struct skipper_backend *skipper_engine_backend(struct skipper_engine *e);
+int skipper_engine_committed(const struct skipper_engine *e);
 
 #endif
