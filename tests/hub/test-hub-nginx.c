@@ -520,6 +520,8 @@ int main(void)
 	test_profiles(pub);
 
 	h_stop(ng);
+	free(key);
+	free(pub);
 	if (!tap_failed && !getenv("SKIPPER_KEEP_TMP")) {
 		char *cmd = h_fmt("rm -rf '%s'", root);
 		if (system(cmd) != 0)

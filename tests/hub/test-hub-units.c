@@ -186,8 +186,11 @@ static void test_token(const char *dir)
 	f = h_fmt("%s/no-such-token", dir);
 	is_int(skipper_hub_token_load(f, &tok, &err), SKIPPER_ERR_IO, "a configured token file must exist");
 	setenv("HF_HOME", dir, 1);
-	unlink(h_fmt("%s/token", dir));
+	free(f);
+	f = h_fmt("%s/token", dir);
+	unlink(f);
 	is_int(skipper_hub_token_load(NULL, &tok, &err), SKIPPER_OK, "no token at all is fine");
+	unsetenv("HF_HOME");
 	ok(tok == NULL, "and gives none");
 	free(f);
 }
