@@ -26,13 +26,27 @@ struct sink {
 	long long off;   /* bytes in the partial file */
 	long long limit; /* never write past this */
 	EVP_MD_CTX *md;
+	EVP_MD_CTX *oid; /* git blob SHA-1, only when checking a git_oid */
 };
+
+/* git hashes "blob SIZE\0" then the content. */
+static void oid_init(struct sink *s)
+{
+	char head[40];
+	int n;
+	if (!s->oid)
+		return;
+	n = snprintf(head, sizeof head, "blob %lld", s->b->size);
+	EVP_DigestInit_ex(s->oid, EVP_sha1(), NULL);
+	EVP_DigestUpdate(s->oid, head, (size_t)n + 1);
+}
 
 static int restart_from_zero(struct sink *s, struct skipper_error *err)
 {
 	if (ftruncate(s->fd, 0) < 0 || lseek(s->fd, 0, SEEK_SET) < 0)
 		return skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", s->b->partial, strerror(errno));
 	EVP_DigestInit_ex(s->md, EVP_sha256(), NULL);
+	oid_init(s);
 	s->off = 0;
 	return SKIPPER_OK;
 }
@@ -55,6 +69,8 @@ static int on_data(void *arg, const void *data, size_t n, struct skipper_error *
 		return skipper_fail(err, SKIPPER_ERR_RANGE, "%s: the server sent more than the %lld bytes %s", s->b->file,
 		                    s->limit, s->b->size >= 0 ? "listed" : "allowed ([hub] max_file_size)");
 	EVP_DigestUpdate(s->md, data, n);
+	if (s->oid)
+		EVP_DigestUpdate(s->oid, data, n);
 	s->off += (long long)n;
 	while (n) {
 		ssize_t w = write(s->fd, p, n);
@@ -78,10 +94,11 @@ static int open_partial(struct sink *s, struct skipper_error *err)
 	if (s->fd < 0 || fstat(s->fd, &st) < 0)
 		return skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", s->b->partial, strerror(errno));
 	EVP_DigestInit_ex(s->md, EVP_sha256(), NULL);
+	oid_init(s);
 	s->off = st.st_size;
 	if (s->off > s->limit)
 		return restart_from_zero(s, err);
-	if ((rc = skipper_hub_hash_fd(s->md, s->fd, s->off, err)))
+	if ((rc = skipper_hub_hash_fd(s->md, s->oid, s->fd, s->off, err)))
 		return skipper_fail_prefix(err, "%s", s->b->partial);
 	if (lseek(s->fd, s->off, SEEK_SET) < 0)
 		return skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", s->b->partial, strerror(errno));
@@ -144,6 +161,17 @@ static int finish(struct sink *s, char blob_name[65], struct skipper_error *err)
 		                    "%s: checksum mismatch: expected sha256 %s, got %s (download discarded, nothing stored)",
 		                    b->file, b->expected_sha, blob_name);
 	}
+	if (s->oid) {
+		char oid[41];
+		EVP_DigestFinal_ex(s->oid, md, NULL);
+		skipper_hub_hex(md, 20, oid);
+		if (strcmp(oid, b->git_oid) != 0) {
+			unlink(b->partial);
+			return skipper_fail(err, SKIPPER_ERR_CHECKSUM,
+			                    "%s: checksum mismatch: expected git blob id %s, got %s (download discarded, nothing stored)",
+			                    b->file, b->git_oid, oid);
+		}
+	}
 	if (fsync(s->fd) < 0)
 		return skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", b->partial, strerror(errno));
 	dest = skipper_hub_pathf("%s/%s", b->blobs_dir, blob_name);
@@ -183,6 +211,12 @@ int skipper_hub_fetch_blob(struct skipper_hub *hub, const struct skipper_hub_blo
 		}
 	}
 	s.md = EVP_MD_CTX_new();
+	/* Without a SHA-256 the git blob id is the only check the hub offers;
+	 * it needs the size up front because git hashes it first. */
+	if (!b->expected_sha[0] && b->git_oid && b->git_oid[0] && b->size >= 0 && !(s.oid = EVP_MD_CTX_new())) {
+		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+		goto out;
+	}
 	if (!s.md) {
 		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 		goto out;
@@ -196,6 +230,7 @@ out:
 	if (s.fd >= 0)
 		close(s.fd);
 	EVP_MD_CTX_free(s.md);
+	EVP_MD_CTX_free(s.oid);
 	free(existing);
 	close(lock_fd); /* releases the flock */
 	return rc;

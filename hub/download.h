@@ -8,6 +8,7 @@ struct skipper_hub_blob {
 	const char *url;          /* resolve URL of the file */
 	const char *file;         /* repo path, for messages and progress */
 	const char *expected_sha; /* 64 hex digits, or "" when the listing had none */
+	const char *git_oid;      /* without a SHA-256: git blob id (40 hex) to check, or "" */
 	long long size;           /* -1 when unknown */
 	const char *partial;      /* where the partial download lives (outside blobs/) */
 	const char *lock;         /* lock file guarding partial and blob */

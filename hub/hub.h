@@ -39,11 +39,14 @@ int skipper_hub_new(struct skipper_hub **out, const struct skipper_hub_options *
 void skipper_hub_free(struct skipper_hub *hub);
 
 /* One entry of a listing; sha256 is "" when the hub gave none (small non-LFS
- * files on the public hub), size is -1 when unknown. */
+ * files on the public hub), in which case git_oid may hold the git blob id
+ * (SHA-1 of "blob SIZE\0" + content) the hub lists as blobId; size is -1
+ * when unknown. */
 struct skipper_hub_file {
 	char *path;
 	long long size;
 	char sha256[65];
+	char git_oid[41];
 };
 
 struct skipper_hub_listing {

@@ -289,7 +289,8 @@ static int ensure_file(struct skipper_hub *hub, const char *repo, const char *re
 		goto out;
 	}
 	{
-		struct skipper_hub_blob b = {.url = url, .file = f->path, .expected_sha = f->sha256, .size = f->size,
+		struct skipper_hub_blob b = {.url = url, .file = f->path, .expected_sha = f->sha256, .git_oid = f->git_oid,
+		                             .size = f->size,
 		                             .partial = partial, .lock = lock, .blobs_dir = blobs};
 		rc = skipper_hub_fetch_blob(hub, &b, name, &downloaded, err);
 	}

@@ -4,6 +4,8 @@
 #include <dirent.h>
 #include <stdarg.h>
 
+#include <openssl/evp.h>
+
 #include "error.h"
 #include "harness.h"
 #include "hub/hub.h"
@@ -113,6 +115,31 @@ static void make_trees(void)
 	free(p);
 	free(big);
 	free(src);
+	/* org/gitblob: small files the way the public hub lists non-LFS files,
+	 * with a git blob id instead of a SHA-256 (one right, one wrong). */
+	{
+		const char *c = "1111111111111111111111111111111111111111", *text = "{\"small\": true}\n";
+		unsigned char md[20];
+		char hex[41], *head = h_fmt("blob %zu", strlen(text));
+		EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+		EVP_DigestInit_ex(ctx, EVP_sha1(), NULL);
+		EVP_DigestUpdate(ctx, head, strlen(head) + 1);
+		EVP_DigestUpdate(ctx, text, strlen(text));
+		EVP_DigestFinal_ex(ctx, md, NULL);
+		EVP_MD_CTX_free(ctx);
+		for (int i = 0; i < 20; i++)
+			snprintf(hex + 2 * i, 3, "%02x", md[i]);
+		h_write_str(p = h_fmt("%s/org/gitblob/resolve/%s/good.json", tree, c), text), free(p);
+		h_write_str(p = h_fmt("%s/org/gitblob/resolve/%s/bad.json", tree, c), text), free(p);
+		h_write_str(p = h_fmt("%s/api/models/org/gitblob/revision/main", tree),
+		            text = h_fmt("{\"sha\": \"%s\", \"siblings\": [{\"rfilename\": \"good.json\", \"size\": %zu, "
+		                         "\"blobId\": \"%s\"}, {\"rfilename\": \"bad.json\", \"size\": %zu, "
+		                         "\"blobId\": \"0000000000000000000000000000000000000000\"}]}",
+		                         c, strlen("{\"small\": true}\n"), hex, strlen("{\"small\": true}\n")));
+		free(p);
+		free((char *)text);
+		free(head);
+	}
 }
 
 static void write_profiles(const char *key, const char *pub)
@@ -430,6 +457,20 @@ static void test_hf_layout(void)
 	free(cache);
 }
 
+static void test_git_blob_id(void)
+{
+	struct skipper_error err;
+	struct result r;
+	char *cache = cache_path("gitblob");
+
+	is_int(pull(endpoint, cache, NULL, 0, 2, "org/gitblob", "good.json", &r, &err), SKIPPER_OK,
+	       "file checked by its git blob id: %s", err.msg);
+	is_int(pull(endpoint, cache, NULL, 0, 2, "org/gitblob", "bad.json", &r, &err), SKIPPER_ERR_CHECKSUM,
+	       "wrong git blob id refused");
+	ok(strstr(err.msg, "bad.json") && strstr(err.msg, "git blob id"), "message: %s", err.msg);
+	free(cache);
+}
+
 static void test_redirect(void)
 {
 	struct skipper_error err;
@@ -516,6 +557,7 @@ int main(void)
 	test_offline();
 	test_evil_listing();
 	test_hf_layout();
+	test_git_blob_id();
 	test_redirect();
 	test_profiles(pub);
 
