@@ -25,6 +25,7 @@ enum {
  * shortcuts that are --set in disguise. */
 struct cli_common {
 	const char *config_file;
+	const char *extra_file; /* layered after config_file (bench variants) */
 	char **sets;     /* "section.key=value", owned */
 	int n_sets;
 };
