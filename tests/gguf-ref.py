@@ -74,6 +74,33 @@ for dt, t in (("f32", T.F32), ("f16", T.F16), ("bf16", T.BF16), ("q8_0", T.Q8_0)
        and int(meta["n_tensors"]) == len(r.tensors),
        f"generated {dt} model: gguf-py reads the same hyper-parameters and {len(r.tensors)} tensors")
 
+# llama.cpp itself must accept the generated models (format, tokenizer
+# metadata) and compute sane logits from them: the CPU backend's parity tests
+# rely on that.
+try:
+    import contextlib
+    import llama_cpp
+except Exception:  # noqa: BLE001
+    llama_cpp = None
+if llama_cpp is None:
+    print(f"ok {n + 1} # SKIP llama_cpp not available")
+    n += 1
+else:
+    for dt, tok in (("q4_1", "bytes"), ("bf16", "spm")):
+        path = os.path.join(tmp, f"lc-{dt}.gguf")
+        subprocess.run([gen, "--out", path, "--dtype", dt, "--tokenizer", tok, "--vocab", "300", "--redundant", "1"], check=True)
+        try:
+            with open(os.devnull, "w") as dn, contextlib.redirect_stderr(dn):
+                m = llama_cpp.Llama(model_path=path, n_ctx=64, verbose=False, logits_all=True)
+            ids = m.tokenize(b"hello the world", add_bos=False)
+            m.eval(ids)
+            lg = np.array(m.scores[: len(ids)])
+            good = m.n_vocab() == 300 and np.isfinite(lg).all() and 0.3 < float(lg.std()) < 3.0
+            detail = f"n_vocab {m.n_vocab()}, logit std {lg.std()}"
+        except Exception as e:  # noqa: BLE001
+            good, detail = False, str(e)
+        ok(good, f"llama.cpp loads the generated {dt}/{tok} model and computes sane logits", detail)
+
 if real:
     r = gguf.GGUFReader(real)
     types = {}
