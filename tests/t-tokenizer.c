@@ -11,6 +11,7 @@
 #include "gguf.h"
 #include "tap.h"
 #include "tokenizer.h"
+#include "tokenizer_impl.h" /* tok_pretokenize, to test word splits directly */
 
 struct refcase { char vocab[16]; int add_bos, special; char *text; size_t len; int32_t ids[512]; size_t n; };
 
@@ -234,6 +235,60 @@ static void spm_tests(void)
 	skipper_tokenizer_free(t);
 }
 
+struct words { char buf[4096]; size_t n; };
+
+static int collect_word(void *ctx, const char *s, size_t len)
+{
+	struct words *w = ctx;
+	for (size_t i = 0; i < len && w->n + 3 < sizeof w->buf; i++)
+		w->n += (size_t)sprintf(w->buf + w->n, "%02x", (unsigned char)s[i]);
+	if (w->n + 1 < sizeof w->buf)
+		w->buf[w->n++] = ' ';
+	w->buf[w->n] = 0;
+	return 0;
+}
+
+/* Word splits of the GPT-2 and Llama-3 patterns against the regex module
+ * (tests/data/pretokenize-ref.tsv): covers \p{N}{1,3} digit groups and
+ * case-insensitive contractions that no SmolLM2 token distinguishes. */
+static void pretokenize_tests(const char *srcdir)
+{
+	char path[4096], line[8192];
+	snprintf(path, sizeof path, "%s/tests/data/pretokenize-ref.tsv", srcdir);
+	FILE *f = fopen(path, "r");
+	if (!ok(f != NULL, "open %s", path))
+		return;
+	int n = 0, bad = 0;
+	while (fgets(line, sizeof line, f)) {
+		if (line[0] == '#')
+			continue;
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = 0;
+		char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+		if (!t2)
+			continue;
+		*t1 = *t2 = 0;
+		int pre = strcmp(line, "gpt2") == 0 ? PRE_GPT2 : PRE_LLAMA3;
+		char text[2048];
+		size_t len = strlen(t1 + 1) / 2;
+		for (size_t i = 0; i < len; i++)
+			text[i] = (char)(hexval(t1[1 + 2 * i]) * 16 + hexval(t1[2 + 2 * i]));
+		struct words w = { .n = 0 };
+		w.buf[0] = 0;
+		tok_pretokenize(pre, text, len, collect_word, &w);
+		if (w.n && w.buf[w.n - 1] == ' ')
+			w.buf[--w.n] = 0;
+		n++;
+		if (strcmp(w.buf, t2 + 1) != 0) {
+			bad++;
+			printf("# %s split of %s\n#   got  %s\n#   want %s\n", line, t1 + 1, w.buf, t2 + 1);
+		}
+	}
+	fclose(f);
+	ok(n > 50 && bad == 0, "GPT-2 and Llama-3 word splits equal the regex module's (%d texts, %d wrong)", n, bad);
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -355,6 +410,7 @@ int main(void)
 	ok(n_cases > 100, "reference cases loaded (%zu)", n_cases);
 
 	spm_tests();
+	pretokenize_tests(srcdir ? srcdir : ".");
 
 	const char *model = model_path(mbuf, sizeof mbuf);
 	FILE *f = fopen(model, "rb");

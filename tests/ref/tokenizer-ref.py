@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Record llama.cpp's tokenization as reference data for tests/t-tokenizer.c.
 
-Usage: python3 tests/ref/tokenizer-ref.py [MODEL.gguf] > tests/data/tokenizer-ref.tsv
+Usage: python3 tests/ref/tokenizer-ref.py [MODEL.gguf]
+writes tests/data/tokenizer-ref.tsv and tests/data/pretokenize-ref.tsv.
 
 MODEL defaults to $SKIPPER_TEST_MODEL, else
 ${XDG_CACHE_HOME:-~/.cache}/skipper/models/SmolLM2-135M-Instruct.Q4_1.gguf.
@@ -14,8 +15,14 @@ recorded on a real 49k vocabulary too; and a tiny SentencePiece ("llama")
 vocabulary, defined below and mirrored in t-tokenizer.c, records llama.cpp's
 SPM merging and byte fallback.
 
-Output, one case per line, tab separated:
+tokenizer-ref.tsv, one case per line, tab separated:
   vocab  add_bos  parse_special  hex(utf-8 text)  ids (space separated)
+
+pretokenize-ref.tsv records the word splits of the GPT-2 and Llama-3
+pre-tokenizer patterns by the PyPI "regex" module (which llama.cpp's
+hand-written splitters reproduce), also for digit groups and upper-case
+contractions the SmolLM2 vocabulary cannot tell apart:
+  pre  hex(text)  hex(word) ...
 """
 import os
 import sys
@@ -23,6 +30,7 @@ import tempfile
 
 import gguf
 import llama_cpp
+import regex
 from llama_cpp import Llama
 
 TEXTS = [
@@ -54,6 +62,21 @@ TEXTS = [
     "½ ² Ⅻ ٣ 一二三",
     "ǅungla ΐ ﬁ",
 ]
+
+PRE_TEXTS = TEXTS + [
+    "1234567 DON'T It'S we'LL 'RE 'Ve",
+    "(hello) [x] \"quoted\"",
+    "a\r\n\r\n  b",
+    "   \n x",
+    "x  \n\n  y\r",
+    "ab12345cd 0.123456",
+    "...!!! ?? --> <=",
+]
+PRE_PATTERNS = {
+    "gpt2": r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
+    "llama3": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+              r"|\s*[\r\n]+|\s+(?!\S)|\s+",
+}
 
 # Tiny SentencePiece vocabulary: <unk>, <s>, </s>, 256 byte tokens, then pieces
 # with scores (higher merges first).  Mirrored in tests/t-tokenizer.c.
@@ -149,13 +172,29 @@ def emit(name, llm, texts, cases):
                                           " ".join(str(i) for i in ids)))
 
 
+def write_pretokenize(path):
+    with open(path, "w") as f:
+        f.write("# word splits by the PyPI regex module %s, written by tests/ref/tokenizer-ref.py\n"
+                % regex.__version__)
+        f.write("# pre\thex(text)\thex(word) ...\n")
+        for pre, pat in PRE_PATTERNS.items():
+            for text in PRE_TEXTS:
+                words = regex.findall(pat, text)
+                assert "".join(words) == text
+                f.write("%s\t%s\t%s\n" % (pre, text.encode("utf-8").hex(),
+                                           " ".join(w.encode("utf-8").hex() for w in words)))
+
+
 def main():
     src = model_path()
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
+    write_pretokenize(os.path.join(data, "pretokenize-ref.tsv"))
+    sys.stdout = open(os.path.join(data, "tokenizer-ref.tsv"), "w")
     print("# llama.cpp reference tokenization, written by tests/ref/tokenizer-ref.py")
     print("# llama-cpp-python %s, gguf %s, model %s" % (llama_cpp.__version__, gguf.__version__
                                                          if hasattr(gguf, "__version__") else "?",
                                                          os.path.basename(src)))
-    print("# regenerate: python3 tests/ref/tokenizer-ref.py > tests/data/tokenizer-ref.tsv")
+    print("# regenerate: python3 tests/ref/tokenizer-ref.py")
     print("# vocab\tadd_bos\tparse_special\thex(text)\tids")
     cases = [(False, False), (False, True)]
     llm = Llama(model_path=src, vocab_only=True, verbose=False)
@@ -167,7 +206,7 @@ def main():
             p = os.path.join(d, pre + ".gguf")
             write_variant(src, pre, p)
             llm = Llama(model_path=p, vocab_only=True, verbose=False)
-            emit(name, llm, TEXTS, [(False, True)])
+            emit(name, llm, PRE_TEXTS, [(False, True)])
             del llm
         p = os.path.join(d, "spm.gguf")
         write_spm(p)
