@@ -260,14 +260,24 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width)
 	run_open(&ex, NULL);
 	memcpy(seq, prompt, n_prompt * sizeof *seq);
 	exact_next(ex.be, seq, n_prompt, p1);
+	/* Generation stops at an end-of-generation token: such a sequence is
+	 * shorter, padded with -1. */
 	for (int a = 0; a < nv; a++) {
 		if (p1[a] <= 0)
 			continue;
+		if (skipper_tokenizer_is_eog(tok, a)) {
+			cells[n_cells++] = (struct cell){ { a, -1, -1 }, p1[a], 0 };
+			continue;
+		}
 		seq[n_prompt] = a;
 		exact_next(ex.be, seq, n_prompt + 1, p2);
 		for (int b = 0; b < nv; b++) {
 			if (p2[b] <= 0)
 				continue;
+			if (skipper_tokenizer_is_eog(tok, b)) {
+				cells[n_cells++] = (struct cell){ { a, b, -1 }, (double)p1[a] * p2[b], 0 };
+				continue;
+			}
 			seq[n_prompt + 1] = b;
 			exact_next(ex.be, seq, n_prompt + 2, p3);
 			for (int c = 0; c < nv; c++)
@@ -285,7 +295,9 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width)
 		int found = 0;
 		if (generate(&ssd, prompt, n_prompt, &gp, &got, &st))
 			break;
-		for (int c = 0; c < n_cells && got.n == SEQ; c++)
+		for (int k = got.n; k < SEQ; k++)
+			got.t[k] = -1;
+		for (int c = 0; c < n_cells; c++)
 			if (!memcmp(cells[c].t, got.t, sizeof cells[c].t)) {
 				cells[c].count++;
 				found = 1;
