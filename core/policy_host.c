@@ -360,9 +360,10 @@ void skipper_policy_list_free(struct skipper_policy_info *list, size_t n)
 	free(list);
 }
 
-static char *dup_or_null(const char *s)
+/* Descriptor strings may be NULL in a built-in; list them as "". */
+static char *dup_text(const char *s)
 {
-	return s ? strdup(s) : NULL;
+	return strdup(s ? s : "");
 }
 
 struct list_acc {
@@ -399,9 +400,9 @@ static int list_add(struct list_acc *a, const char *name, const char *path, cons
 		return SKIPPER_ERR_NOMEM;
 	if (error)
 		return (e->error = strdup(error)) ? SKIPPER_OK : SKIPPER_ERR_NOMEM;
-	e->version = dup_or_null(d->version);
-	e->description = dup_or_null(d->description);
-	e->config_help = dup_or_null(d->config_help);
+	e->version = dup_text(d->version);
+	e->description = dup_text(d->description);
+	e->config_help = dup_text(d->config_help);
 	if (!e->version || !e->description || !e->config_help)
 		return SKIPPER_ERR_NOMEM;
 	return SKIPPER_OK;

@@ -328,7 +328,7 @@ struct read_state {
 	FILE *fp;
 	int line;
 	int too_long;
-	int failed;
+	int failed; /* line of the first handler error, 0 if none */
 	struct skipper_error *err;
 };
 
@@ -377,7 +377,7 @@ static int on_entry(void *user, const char *section, const char *key, const char
 	}
 	return 1;
 fail:
-	st->failed = 1;
+	st->failed = st->line;
 	return 0;
 }
 
@@ -459,7 +459,10 @@ int skipper_profile_read(const char *path, struct skipper_profile **out, struct 
 	}
 	rc = ini_parse_stream(read_line, &st, on_entry, &st);
 	fclose(st.fp);
-	if (st.failed) {
+	if (rc > 0 && (!st.failed || rc < st.failed)) {
+		/* inih goes on after a syntax error: report whichever came first */
+		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: INI syntax error", path, rc);
+	} else if (st.failed) {
 		rc = err ? err->status : SKIPPER_ERR_FORMAT;
 	} else if (st.too_long) {
 		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: line too long", path, st.too_long);

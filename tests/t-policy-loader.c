@@ -287,6 +287,8 @@ int main(void)
 		int seen_fixed = 0, seen_bad = 0, first_none = 0;
 		rc = skipper_policy_list(&search, &list, &n, &err);
 		ok(rc == SKIPPER_OK && n >= 3, "listing");
+		if (rc != SKIPPER_OK || n < 3)
+			diag("rc %d, n %zu: %s", rc, rc ? (size_t)0 : n, err.msg);
 		for (size_t i = 0; rc == SKIPPER_OK && i < n; i++) {
 			if (i == 0 && strcmp(list[i].name, "none") == 0)
 				first_none = 1;
