@@ -76,6 +76,7 @@ struct skipper_hub_request {
 	const char *const *files;
 	size_t n_files;
 	const char *include;
+	int (*filter)(const char *name); /* non-NULL: listing entries it returns 0 for are skipped */
 	int refresh;                 /* ask the hub even if refs/ already names a commit */
 };
 

@@ -145,6 +145,8 @@ static int selected(const struct skipper_hub_request *req, const char *name)
 				return 1;
 		return 0;
 	}
+	if (req->filter && !req->filter(name))
+		return 0;
 	return !req->include || fnmatch(req->include, name, 0) == 0;
 }
 
