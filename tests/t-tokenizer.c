@@ -309,6 +309,89 @@ static const char *model_path(char *buf, size_t cap)
 	return buf;
 }
 
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd(uint32_t n)
+{
+	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)(rng >> 33) % n;
+}
+
+static size_t put_utf8(uint32_t cp, char *o)
+{
+	if (cp < 0x80) { o[0] = (char)cp; return 1; }
+	if (cp < 0x800) { o[0] = (char)(0xc0 | cp >> 6); o[1] = (char)(0x80 | (cp & 0x3f)); return 2; }
+	if (cp < 0x10000) {
+		o[0] = (char)(0xe0 | cp >> 12); o[1] = (char)(0x80 | ((cp >> 6) & 0x3f)); o[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	o[0] = (char)(0xf0 | cp >> 18); o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+	o[2] = (char)(0x80 | ((cp >> 6) & 0x3f)); o[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/* Seeded random texts: valid UTF-8 from mixed scripts must round-trip and
+ * stream as whole characters; random bytes must tokenize without harm. */
+static void random_tests(const struct skipper_tokenizer *t)
+{
+	static const uint32_t ranges[][2] = { { 0x20, 0x7e }, { 0x20, 0x20 }, { 0x09, 0x0d }, { 0xa0, 0x24f },
+	                                      { 0x370, 0x52f }, { 0x600, 0x6ff }, { 0x3040, 0x30ff },
+	                                      { 0x4e00, 0x9fff }, { 0xac00, 0xd7a3 }, { 0x1f300, 0x1f6ff },
+	                                      { 0x30, 0x39 } };
+	int rt_bad = 0, stream_bad = 0, bytes_bad = 0;
+	char text[1024], out[4096], chunk[256];
+	for (int iter = 0; iter < 300; iter++) {
+		size_t len = 0, n_cp = 1 + rnd(60);
+		for (size_t i = 0; i < n_cp; i++) {
+			const uint32_t *r = ranges[rnd(sizeof ranges / sizeof ranges[0])];
+			len += put_utf8(r[0] + rnd(r[1] - r[0] + 1), text + len);
+		}
+		int32_t *ids;
+		size_t n;
+		struct skipper_error err;
+		if (skipper_tokenize(t, text, len, 0, 0, &ids, &n, &err)) {
+			rt_bad++;
+			continue;
+		}
+		char *dec = NULL;
+		size_t dl = 0;
+		skipper_detokenize(t, ids, n, 0, 0, &dec, &dl, &err);
+		rt_bad += !(dec && dl == len && memcmp(dec, text, len) == 0);
+		free(dec);
+		struct skipper_detok d;
+		skipper_detok_init(&d, t, 0);
+		size_t total = 0;
+		for (size_t i = 0; i < n; i++) {
+			size_t k = skipper_detok_push(&d, ids[i], chunk, sizeof chunk);
+			stream_bad += !valid_utf8((unsigned char *)chunk, k);
+			memcpy(out + total, chunk, k);
+			total += k;
+		}
+		total += skipper_detok_flush(&d, out + total, sizeof out - total);
+		stream_bad += !(total == len && memcmp(out, text, len) == 0);
+		free(ids);
+
+		/* random bytes */
+		len = rnd(200);
+		for (size_t i = 0; i < len; i++)
+			text[i] = (char)rnd(256);
+		if (skipper_tokenize(t, text, len, 0, rnd(2), &ids, &n, &err)) {
+			bytes_bad++;
+			continue;
+		}
+		for (size_t i = 0; i < n; i++)
+			bytes_bad += ids[i] < 0 || ids[i] >= skipper_tokenizer_n_vocab(t);
+		skipper_detok_init(&d, t, 1);
+		for (size_t i = 0; i < n; i++)
+			stream_bad += !valid_utf8((unsigned char *)chunk, skipper_detok_push(&d, ids[i], chunk, sizeof chunk));
+		stream_bad += !valid_utf8((unsigned char *)chunk, skipper_detok_flush(&d, chunk, sizeof chunk));
+		free(ids);
+	}
+	ok(rt_bad == 0, "300 random mixed-script texts round-trip (%d failed)", rt_bad);
+	ok(stream_bad == 0, "streamed random texts are whole UTF-8 and complete (%d failed)", stream_bad);
+	ok(bytes_bad == 0, "300 random byte strings tokenize to valid ids (%d failed)", bytes_bad);
+}
+
 static void smollm_tests(const char *path)
 {
 	struct skipper_gguf *g = NULL;
@@ -340,6 +423,8 @@ static void smollm_tests(const char *path)
 	is_int(skipper_tokenizer_find(t, "no-such-piece-xyz"), -1, "find unknown piece");
 
 	check_cases(t, "smollm", 1);
+	check_cases(t, "smollm-bad", 0);
+	random_tests(t);
 
 	/* special tokens on/off */
 	int32_t *ids;
