@@ -699,6 +699,68 @@ int skipper_gguf_arr_data(const struct skipper_gguf *g, const char *key, const v
 	return SKIPPER_OK;
 }
 
+/* Element i of a numeric array as a widened value; 0 on success. */
+static int arr_elem(const struct skipper_gguf *g, const char *key, uint64_t i, int64_t *iv, double *fv, int *is_float)
+{
+	const struct gguf_kv *kv = get(g, key);
+	if (!kv)
+		return SKIPPER_ERR_NOT_FOUND;
+	if (kv->type != GGUF_TYPE_ARRAY || kv->elem_type == GGUF_TYPE_STRING)
+		return SKIPPER_ERR_FORMAT;
+	if (i >= kv->count)
+		return SKIPPER_ERR_RANGE;
+	size_t sz = scalar_size(kv->elem_type);
+	const uint8_t *p = kv->val + i * sz;
+	*is_float = 0;
+	switch (kv->elem_type) {
+	case GGUF_TYPE_UINT8: case GGUF_TYPE_BOOL: *iv = p[0]; break;
+	case GGUF_TYPE_INT8: *iv = (int8_t)p[0]; break;
+	case GGUF_TYPE_UINT16: { uint16_t v; memcpy(&v, p, 2); *iv = v; break; }
+	case GGUF_TYPE_INT16: { int16_t v; memcpy(&v, p, 2); *iv = v; break; }
+	case GGUF_TYPE_UINT32: { uint32_t v; memcpy(&v, p, 4); *iv = v; break; }
+	case GGUF_TYPE_INT32: { int32_t v; memcpy(&v, p, 4); *iv = v; break; }
+	case GGUF_TYPE_INT64: memcpy(iv, p, 8); break;
+	case GGUF_TYPE_UINT64: {
+		uint64_t v;
+		memcpy(&v, p, 8);
+		if (v > (uint64_t)INT64_MAX)
+			return SKIPPER_ERR_FORMAT;
+		*iv = (int64_t)v;
+		break;
+	}
+	case GGUF_TYPE_FLOAT32: { float v; memcpy(&v, p, 4); *fv = v; *is_float = 1; break; }
+	case GGUF_TYPE_FLOAT64: memcpy(fv, p, 8); *is_float = 1; break;
+	default: return SKIPPER_ERR_FORMAT;
+	}
+	if (!*is_float)
+		*fv = (double)*iv;
+	return SKIPPER_OK;
+}
+
+int skipper_gguf_arr_get_i64(const struct skipper_gguf *g, const char *key, uint64_t i, int64_t *out)
+{
+	int64_t iv;
+	double fv;
+	int isf, rc = arr_elem(g, key, i, &iv, &fv, &isf);
+	if (rc)
+		return rc;
+	if (isf)
+		return SKIPPER_ERR_FORMAT;
+	*out = iv;
+	return SKIPPER_OK;
+}
+
+int skipper_gguf_arr_get_f32(const struct skipper_gguf *g, const char *key, uint64_t i, float *out)
+{
+	int64_t iv;
+	double fv;
+	int isf, rc = arr_elem(g, key, i, &iv, &fv, &isf);
+	if (rc)
+		return rc;
+	*out = (float)fv;
+	return SKIPPER_OK;
+}
+
 const struct skipper_gguf_tensor *skipper_gguf_tensor(const struct skipper_gguf *g, int64_t i)
 {
 	return (i >= 0 && i < g->n_tensors) ? &g->tensors[i] : NULL;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "quant.h"
 #include "testmodel.h"
@@ -13,7 +14,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: gen-model --out FILE [--dtype f32|f16|bf16|q8_0|q4_0|q4_1] [--layers 4] [--embd 64]\n"
 	           "                 [--ff 128] [--heads 4] [--kv-heads 2] [--vocab N] [--ctx 256] [--seed 1]\n"
-	           "                 [--redundant 1,2] [--tied] [--tokenizer bytes|spm] [--theta 10000] [--name NAME]\n");
+	           "                 [--redundant 1,2] [--tied] [--tokenizer bytes|spm] [--theta 10000] [--name NAME]\n"
+	           "                 [--rope-scaling none|llama3-tensor|llama3-keys]\n");
 }
 
 static int parse_int(const char *opt, const char *s, long lo, long hi, long *out)
@@ -35,6 +37,7 @@ int main(int argc, char **argv)
 		{ "ff", 1, 0, 'f' }, { "heads", 1, 0, 'h' }, { "kv-heads", 1, 0, 'k' }, { "vocab", 1, 0, 'v' },
 		{ "ctx", 1, 0, 'c' }, { "seed", 1, 0, 's' }, { "redundant", 1, 0, 'r' }, { "tied", 0, 0, 't' },
 		{ "tokenizer", 1, 0, 'T' }, { "theta", 1, 0, 'R' }, { "name", 1, 0, 'n' }, { "help", 0, 0, 'H' },
+		{ "rope-scaling", 1, 0, 'S' },
 		{ 0, 0, 0, 0 },
 	};
 	struct skipper_test_model_opts o;
@@ -92,7 +95,27 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'R': o.rope_theta = strtof(optarg, NULL); break;
+		case 'R': {
+			char *end;
+			o.rope_theta = strtof(optarg, &end);
+			if (*end || !(o.rope_theta > 0)) {
+				fprintf(stderr, "gen-model: --theta: '%s' is not a positive number\n", optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'S':
+			if (!strcmp(optarg, "none"))
+				o.rope_llama3 = 0;
+			else if (!strcmp(optarg, "llama3-tensor"))
+				o.rope_llama3 = 1;
+			else if (!strcmp(optarg, "llama3-keys"))
+				o.rope_llama3 = 2;
+			else {
+				fprintf(stderr, "gen-model: --rope-scaling: '%s' is not none, llama3-tensor or llama3-keys\n", optarg);
+				return 2;
+			}
+			break;
 		case 'n': o.name = optarg; break;
 		case 'H': usage(stdout); return 0;
 		default: usage(stderr); return 2;

@@ -114,7 +114,15 @@ static void test_good(void)
 	ok(skipper_gguf_arr_str(g, "t.words", 2, &s) == 0 && s.len == 0, "empty string element");
 	ok(skipper_gguf_arr_str(g, "t.words", 5, &s) == SKIPPER_ERR_RANGE, "index past the end");
 	const void *d;
-	ok(skipper_gguf_arr_data(g, "t.ints", &d) == 0 && ((const int32_t *)d)[2] == -3, "numeric array data");
+	int32_t e2 = 0;
+	if (skipper_gguf_arr_data(g, "t.ints", &d) == 0)
+		memcpy(&e2, (const char *)d + 8, 4); /* metadata is packed: no alignment promised */
+	ok(e2 == -3, "numeric array data");
+	int64_t ev;
+	float fv;
+	ok(skipper_gguf_arr_get_i64(g, "t.ints", 2, &ev) == 0 && ev == -3 && skipper_gguf_arr_get_i64(g, "t.ints", 4, &ev) == SKIPPER_ERR_RANGE &&
+	   skipper_gguf_arr_get_f32(g, "t.ints", 3, &fv) == 0 && fv == 4.0f && skipper_gguf_arr_get_i64(g, "t.words", 0, &ev) == SKIPPER_ERR_FORMAT,
+	   "array elements by index");
 	ok(skipper_gguf_arr_data(g, "t.words", &d) == SKIPPER_ERR_FORMAT, "string array has no packed data");
 	int64_t k = skipper_gguf_find_key(g, "t.f64");
 	ok(k >= 0 && skipper_gguf_key_type(g, k) == GGUF_TYPE_FLOAT64 && skipper_gguf_key_name(g, k).len == 5, "key by index");
@@ -131,7 +139,7 @@ static void test_good(void)
 		tap_skip(2, "no tensor");
 	}
 	t = skipper_gguf_find_tensor(g, "c.f16");
-	ok(t && t->n_dims == 3 && t->ne[2] == 2 && skipper_fp16_to_f32(((const uint16_t *)t->data)[5]) == 5.0f, "F16 3-D tensor");
+	ok(t && t->n_dims == 3 && t->ne[2] == 2 && skipper_fp16_to_f32(((const uint16_t *)t->data)[5]) == 5.0f, "F16 3-D tensor"); /* aligned: data offsets are */
 	ok(skipper_gguf_find_tensor(g, "zzz") == NULL && skipper_gguf_tensor(g, 3) == NULL && skipper_gguf_tensor(g, -1) == NULL,
 	   "absent tensor");
 	skipper_gguf_close(g);

@@ -259,7 +259,10 @@ int skipper_test_model_write(const char *path, const struct skipper_test_model_o
 	gw_set_alignment(w, 32);
 	gw_str(w, "general.architecture", "llama");
 	gw_str(w, "general.name", o->name ? o->name : "skipper-test");
-	gw_u32(w, "general.file_type", (uint32_t)o->dtype);
+	/* llama.cpp's file-type numbering, not the tensor type's */
+	uint32_t ftype = o->dtype == SKIPPER_F32 ? 0 : o->dtype == SKIPPER_F16 ? 1 : o->dtype == SKIPPER_Q4_0 ? 2 :
+	                 o->dtype == SKIPPER_Q4_1 ? 3 : o->dtype == SKIPPER_Q8_0 ? 7 : 32;
+	gw_u32(w, "general.file_type", ftype);
 	gw_u32(w, "llama.block_count", (uint32_t)o->n_layer);
 	gw_u32(w, "llama.context_length", (uint32_t)o->n_ctx);
 	gw_u32(w, "llama.embedding_length", (uint32_t)o->n_embd);

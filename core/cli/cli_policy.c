@@ -9,6 +9,7 @@
 #include "cli_policy.h"
 #include "engine_services.h"
 #include "error.h"
+#include "hub_cli.h"
 #include "policy_none.h"
 #include "quant.h"
 
@@ -22,6 +23,7 @@ struct cli_policy {
 	struct skipper_engine *engine;
 	char sha[65];
 	int have_sha;
+	char *profile;        /* resolved [policy] profile */
 };
 
 void cli_policy_search(const struct skipper_config *cfg, struct skipper_policy_search *search)
@@ -80,29 +82,39 @@ static int svc_time(void *ctx, int kind, int layer, int ctx_len, double *s, stru
 	return skipper_engine_time_sublayer(((struct cli_policy *)ctx)->engine, kind, layer, ctx_len, s, err);
 }
 
-int cli_policy_open(struct cli_session *s, const char *name, struct cli_policy **out, struct skipper_error *err)
+int cli_policy_open(struct cli_session *s, const struct skipper_config *cfg, const char *name,
+                    struct cli_policy **out, struct skipper_error *err)
 {
 	struct skipper_policy_search search;
 	struct cli_policy *p = calloc(1, sizeof *p);
-	const char *prof = skipper_config_get(s->cfg, "policy", "profile");
+	const char *prof = skipper_config_get(cfg, "policy", "profile");
 	long seed = 0;
 	int rc;
 
 	if (!p)
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 	p->session = s;
-	cli_policy_search(s->cfg, &search);
+	cli_policy_search(cfg, &search);
 	if ((rc = skipper_policy_load(name, &search, &p->lib, err))) {
 		free(p);
 		return rc;
 	}
-	skipper_config_get_int(s->cfg, "generate", "seed", &seed, NULL);
+	skipper_config_get_int(cfg, "generate", "seed", &seed, NULL);
 	p->env.n_layer = s->model->hp.n_layer;
 	p->env.n_embd = s->model->hp.n_embd;
 	p->env.n_vocab = s->model->hp.n_vocab;
 	p->env.n_ctx = s->be->n_ctx;
 	p->env.model_name = s->model->name;
 	p->env.model_sha256 = model_sha256;
+	if (prof && strncmp(prof, "hub:", 4) == 0) {
+		/* fetched (and signature-checked) through the hub cache */
+		if (cli_hub_profile_path(cfg, prof, &p->profile) != EXIT_OK) {
+			skipper_policy_unload(p->lib);
+			free(p);
+			return skipper_fail(err, SKIPPER_ERR_NOT_FOUND, "[policy] profile = %s: not available", prof);
+		}
+		prof = p->profile;
+	}
 	p->env.profile_path = prof && *prof ? prof : NULL;
 	p->env.seed = (uint64_t)seed;
 	p->env.log = log_line;
@@ -114,7 +126,7 @@ int cli_policy_open(struct cli_session *s, const char *name, struct cli_policy *
 	p->env.trial = cli_trial;
 	p->env.embed_prompt = cli_embed_prompt;
 	p->env.engine = p;
-	if ((rc = skipper_policy_instance_new(p->lib, &p->env, s->cfg, &p->inst, err))) {
+	if ((rc = skipper_policy_instance_new(p->lib, &p->env, cfg, &p->inst, err))) {
 		cli_policy_close(p);
 		return rc;
 	}
@@ -134,5 +146,6 @@ void cli_policy_close(struct cli_policy *p)
 		return;
 	skipper_policy_instance_free(p->inst);
 	skipper_policy_unload(p->lib);
+	free(p->profile);
 	free(p);
 }

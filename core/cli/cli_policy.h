@@ -16,9 +16,11 @@ int cli_policy_section_ok(const char *section, void *cfg);
 /* The search path of a configuration (built-ins + [policy] plugin_dir). */
 void cli_policy_search(const struct skipper_config *cfg, struct skipper_policy_search *search);
 
-/* Load NAME, create an instance configured from the session's [NAME]
- * section, bound to the session's model. *out owned: cli_policy_close(). */
-int cli_policy_open(struct cli_session *s, const char *name, struct cli_policy **out, struct skipper_error *err);
+/* Load NAME, create an instance configured from cfg's [NAME] section (and
+ * [policy] profile / plugin_dir), bound to the session's model.
+ * *out owned: cli_policy_close(). */
+int cli_policy_open(struct cli_session *s, const struct skipper_config *cfg, const char *name,
+                    struct cli_policy **out, struct skipper_error *err);
 struct skipper_policy_instance *cli_policy_instance(struct cli_policy *p);
 /* Compute services run on this engine from now on. */
 void cli_policy_bind_engine(struct cli_policy *p, struct skipper_engine *e);

@@ -108,6 +108,8 @@ int cli_load_config(const struct cli_common *c, struct skipper_config **out)
 	rc = skipper_config_load_file(cfg, sys ? sys : SKIPPER_SYSCONFDIR "/skipper.ini", 0, &err);
 	if (!rc && c->config_file)
 		rc = skipper_config_load_file(cfg, c->config_file, 1, &err);
+	if (!rc && c->extra_file)
+		rc = skipper_config_load_file(cfg, c->extra_file, 1, &err);
 	for (int i = 0; !rc && i < c->n_sets; i++)
 		rc = skipper_config_set(cfg, c->sets[i], &err);
 	if (!rc)

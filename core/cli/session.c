@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "cli_policy.h"
 #include "error.h"
+#include "hub_cli.h"
 
 static int fail(struct skipper_error *err, int code)
 {
@@ -136,7 +137,7 @@ int cli_session_set_policy(struct cli_session *s, const char *name)
 	cli_policy_close(s->policy);
 	s->policy = NULL;
 	if (strcmp(name, "none") != 0) {
-		if (cli_policy_open(s, name, &s->policy, &err))
+		if (cli_policy_open(s, s->cfg, name, &s->policy, &err))
 			return fail(&err, err.status == SKIPPER_ERR_CONFIG ? EXIT_USAGE : EXIT_FAILURE_GENERIC);
 	}
 	if (skipper_engine_new(s->be, s->tok, s->policy ? cli_policy_instance(s->policy) : NULL, &s->engine, &err))
