@@ -105,8 +105,9 @@ char *skipper_hub_url_encode(const char *s, int keep_slash);
  * $HF_HOME/hub, else ~/.cache/huggingface/hub. Caller frees. */
 char *skipper_hub_default_cache_dir(void);
 
-/* Read a token: $HF_TOKEN if set and non-empty, else the first line of
- * token_file (NULL or "": $HF_HOME/token, else ~/.cache/huggingface/token).
+/* Read a token: the first line of token_file if given; else $HF_TOKEN if
+ * non-empty; else the first line of $HF_HOME/token, or without HF_HOME of
+ * ~/.cache/huggingface/token.
  * *token is NULL when there is none; the caller frees it with
  * skipper_hub_token_free() (which wipes it). A token file that exists but
  * cannot be read is an error; one that does not exist is not. */

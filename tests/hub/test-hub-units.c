@@ -179,7 +179,10 @@ static void test_token(const char *dir)
 	skipper_hub_token_free(tok);
 	setenv("HF_TOKEN", "envtoken", 1);
 	skipper_hub_token_load(f, &tok, &err);
-	is_str(tok, "envtoken", "HF_TOKEN wins");
+	is_str(tok, "filetoken", "a configured token file wins over HF_TOKEN");
+	skipper_hub_token_free(tok);
+	skipper_hub_token_load(NULL, &tok, &err);
+	is_str(tok, "envtoken", "HF_TOKEN wins over the default token file");
 	skipper_hub_token_free(tok);
 	unsetenv("HF_TOKEN");
 	free(f);
