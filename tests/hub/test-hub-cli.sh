@@ -86,5 +86,21 @@ is "$(wc -c < "$T/list" | tr -d ' ')" 0 "no path printed for a refused profile"
 grep -q "8 of 16 layers" "$T/show"; ok $? "show expands the mask"
 "$SKIPPER" profile show --set "hub.trusted_keys=$T/pub.pem" "$T/profiles/fast.ini" | grep -q "signature: good"; ok $? "show reports a good signature"
 
+# [model] hub = ORG/NAME:FILE resolves through the cache (needs the test-model generator).
+if [ -x "$top_builddir/tests/gen-model" ] && "$top_builddir/tests/gen-model" --out "$T/tiny.gguf" >/dev/null 2>&1; then
+	c=2222222222222222222222222222222222222222
+	mkdir -p "$T/tree/team/model/resolve/$c" "$T/tree/api/models/team/model/revision"
+	cp "$T/tiny.gguf" "$T/tree/team/model/resolve/$c/tiny.gguf"
+	sz=$(wc -c < "$T/tiny.gguf" | tr -d ' ') sum=$(sha256sum "$T/tiny.gguf" | cut -d' ' -f1)
+	printf '{"sha":"%s","siblings":[{"rfilename":"tiny.gguf","size":%s,"lfs":{"sha256":"%s","size":%s}}]}' \
+		"$c" "$sz" "$sum" "$sz" > "$T/tree/api/models/team/model/revision/main"
+	"$SKIPPER" info --set model.hub=team/model:tiny.gguf >"$T/info" 2>&1; ok $? "[model] hub resolves and downloads"
+	grep -q "models--team--model/snapshots/$c/tiny.gguf" "$T/info"; ok $? "and the model is read from the cache"
+	HF_HUB_OFFLINE=1 "$SKIPPER" info --set model.hub=team/model:tiny.gguf >/dev/null 2>&1; ok $? "[model] hub offline from the cache"
+	HF_HUB_OFFLINE=1 "$SKIPPER" info --set model.hub=team/model:other.gguf >/dev/null 2>&1; is $? 3 "[model] hub offline, not cached: exit 3"
+else
+	for i in 1 2 3 4; do n=$((n + 1)); echo "ok $n # SKIP no test-model generator"; done
+fi
+
 echo "1..$n"
 exit $failed
