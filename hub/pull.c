@@ -94,7 +94,9 @@ out:
 	return rc;
 }
 
-/* Collect the files of a cached snapshot (offline pulls of a whole repo). */
+/* Collect the files of a cached snapshot (offline pulls of a whole repo).
+ * nftw passes no user pointer, hence file-scope state: pulls of a whole
+ * repository offline are not thread-safe (nothing in skipper runs two). */
 static struct {
 	size_t root_len;
 	char **names;
