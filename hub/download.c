@@ -65,9 +65,13 @@ static int on_data(void *arg, const void *data, size_t n, struct skipper_error *
 	struct sink *s = arg;
 	const char *p = data;
 
-	if (s->off + (long long)n > s->limit)
+	if (s->off + (long long)n > s->limit) {
+		/* Keep nothing from a server that lies about sizes: a partial
+		 * file of exactly the listed size would pass as complete. */
+		restart_from_zero(s, err);
 		return skipper_fail(err, SKIPPER_ERR_RANGE, "%s: the server sent more than the %lld bytes %s", s->b->file,
 		                    s->limit, s->b->size >= 0 ? "listed" : "allowed ([hub] max_file_size)");
+	}
 	EVP_DigestUpdate(s->md, data, n);
 	if (s->oid)
 		EVP_DigestUpdate(s->oid, data, n);

@@ -115,6 +115,14 @@ static void make_trees(void)
 	free(p);
 	free(big);
 	free(src);
+	/* org/liar: the listing understates a size; the stream must be cut. */
+	h_write_str(p = h_fmt("%s/org/liar/resolve/%s/config.json", tree, model_commit), "{\"n_layers\": 4}\n"), free(p);
+	{
+		char *json = h_fmt("{\"sha\": \"%s\", \"siblings\": [{\"rfilename\": \"config.json\", \"size\": 5}]}",
+		                   model_commit);
+		h_write_str(p = h_fmt("%s/api/models/org/liar/revision/main", tree), json), free(p);
+		free(json);
+	}
 	/* org/gitblob: small files the way the public hub lists non-LFS files,
 	 * with a git blob id instead of a SHA-256 (one right, one wrong). */
 	{
@@ -457,6 +465,28 @@ static void test_hf_layout(void)
 	free(cache);
 }
 
+static void test_oversize(void)
+{
+	struct skipper_error err;
+	struct result r;
+	char *cache = cache_path("liar"), *p;
+
+	is_int(pull(endpoint, cache, NULL, 0, 2, "org/liar", "config.json", &r, &err), SKIPPER_ERR_RANGE,
+	       "a server sending more than the listed size is cut off");
+	ok(strstr(err.msg, "config.json") && strstr(err.msg, "5 bytes"), "message: %s", err.msg);
+	p = h_fmt("%s/models--org--liar/blobs", cache);
+	is_int(dir_entries(p), 0, "nothing in blobs/");
+	free(p);
+	p = h_fmt("%s/.locks/models--org--liar", cache);
+	{
+		char *cmd = h_fmt("test -z \"$(find '%s' -name '*.incomplete' -size +0c)\"", p);
+		ok(system(cmd) == 0, "and no bytes kept in a partial file");
+		free(cmd);
+	}
+	free(p);
+	free(cache);
+}
+
 static void test_git_blob_id(void)
 {
 	struct skipper_error err;
@@ -557,6 +587,7 @@ int main(void)
 	test_offline();
 	test_evil_listing();
 	test_hf_layout();
+	test_oversize();
 	test_git_blob_id();
 	test_redirect();
 	test_profiles(pub);
