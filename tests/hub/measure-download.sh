@@ -3,7 +3,8 @@
 # nginx on 127.0.0.1, and the time a resume takes. Not part of `make check`:
 #   top_builddir=BUILD NGINX=/usr/sbin/nginx sh tests/hub/measure-download.sh [MB] [RUNS]
 # Each run starts from an empty cache; skipper's time includes SHA-256
-# verification, fsync and the rename into the cache; curl only writes.
+# verification, fsync and the rename into the cache; plain curl only writes
+# into the page cache, so "curl+fsync" is the like-for-like baseline.
 set -eu
 : "${top_builddir:=.}"
 MB=${1:-200} RUNS=${2:-3}
@@ -40,7 +41,10 @@ for r in $(seq "$RUNS"); do
 	curl -s -o "$T/curl.out" "$URL"; t1=$(now)
 	rm -rf "$T/cache"; t2=$(now)
 	HF_HUB_CACHE="$T/cache" "$SKIPPER" pull --quiet bench/big big.bin; t3=$(now)
-	echo "$t0 $t1 $t2 $t3" | awk -v mb="$MB" '{c=$2-$1; s=$4-$3; printf "run: curl %.3f s (%.0f MiB/s)  skipper %.3f s (%.0f MiB/s)  ratio skipper/curl throughput %.2f\n", c, mb/c, s, mb/s, c/s}'
+	# The same durability as skipper: curl, then fsync (coreutils sync FILE).
+	rm -f "$T/curl.out"; t4=$(now)
+	curl -s -o "$T/curl.out" "$URL" && sync "$T/curl.out"; t5=$(now)
+	echo "$t0 $t1 $t2 $t3 $t4 $t5" | awk -v mb="$MB" '{c=$2-$1; s=$4-$3; d=$6-$5; printf "run: curl %.3f s (%.0f MiB/s)  skipper %.3f s (%.0f MiB/s)  curl+fsync %.3f s  ratio skipper/curl %.2f  skipper/(curl+fsync) %.2f\n", c, mb/c, s, mb/s, d, c/s, d/s}'
 done
 # Resume: a proxy cuts the first connection at half the file; with no
 # retries the pull fails and keeps the partial file; the next pull resumes.
