@@ -1,6 +1,7 @@
 /* The cache layout of huggingface_hub, so files other tools downloaded are
  * found and ours are usable by them:
- *   CACHE/models--ORG--NAME/blobs/<sha256>            the content
+ *   CACHE/models--ORG--NAME/blobs/<sha256>            the content (named by the
+ *                                                     git blob id for small non-LFS files)
  *   CACHE/models--ORG--NAME/snapshots/<commit>/<path> relative symlink to the blob
  *   CACHE/models--ORG--NAME/refs/<revision>           the commit, no newline
  * Partial downloads and locks live under CACHE/.locks/models--ORG--NAME/,

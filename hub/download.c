@@ -175,6 +175,8 @@ static int finish(struct sink *s, char blob_name[65], struct skipper_error *err)
 			                    "%s: checksum mismatch: expected git blob id %s, got %s (download discarded, nothing stored)",
 			                    b->file, b->git_oid, oid);
 		}
+		/* huggingface_hub names such blobs by this id: so do we. */
+		memcpy(blob_name, b->git_oid, 41);
 	}
 	if (fsync(s->fd) < 0)
 		return skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", b->partial, strerror(errno));
@@ -191,6 +193,7 @@ int skipper_hub_fetch_blob(struct skipper_hub *hub, const struct skipper_hub_blo
                            int *downloaded, struct skipper_error *err)
 {
 	struct sink s = {.b = b, .fd = -1, .limit = b->size >= 0 ? b->size : hub->max_file_size};
+	const char *known = b->expected_sha[0] ? b->expected_sha : b->git_oid && b->size >= 0 ? b->git_oid : "";
 	int lock_fd = -1, rc;
 	char *existing = NULL;
 
@@ -207,10 +210,10 @@ int skipper_hub_fetch_blob(struct skipper_hub *hub, const struct skipper_hub_blo
 			goto out;
 		}
 	}
-	if (b->expected_sha[0]) {
-		existing = skipper_hub_pathf("%s/%s", b->blobs_dir, b->expected_sha);
+	if (known[0]) {
+		existing = skipper_hub_pathf("%s/%s", b->blobs_dir, known);
 		if (existing && skipper_hub_file_exists(existing)) {
-			memcpy(blob_name, b->expected_sha, 65);
+			snprintf(blob_name, 65, "%s", known);
 			goto out; /* someone else finished it while we waited */
 		}
 	}

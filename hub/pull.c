@@ -272,10 +272,12 @@ static int ensure_file(struct skipper_hub *hub, const char *repo, const char *re
 	}
 	if (skipper_hub_file_exists(snap))
 		goto done;
-	if (f->sha256[0]) {
-		blob = skipper_hub_pathf("%s/%s", blobs, f->sha256);
+	if (f->sha256[0] || f->git_oid[0]) {
+		/* Content another revision (or tool) already stored. */
+		const char *known = f->sha256[0] ? f->sha256 : f->git_oid;
+		blob = skipper_hub_pathf("%s/%s", blobs, known);
 		if (blob && skipper_hub_file_exists(blob)) {
-			rc = skipper_hub_link_snapshot(repo_dir, commit, f->path, f->sha256, err);
+			rc = skipper_hub_link_snapshot(repo_dir, commit, f->path, known, err);
 			goto done;
 		}
 	}

@@ -495,6 +495,14 @@ static void test_git_blob_id(void)
 
 	is_int(pull(endpoint, cache, NULL, 0, 2, "org/gitblob", "good.json", &r, &err), SKIPPER_OK,
 	       "file checked by its git blob id: %s", err.msg);
+	{
+		char target[256] = "";
+		ssize_t n = readlink(r.path, target, sizeof target - 1);
+		if (n > 0)
+			target[n] = '\0';
+		ok(n == 52 && strncmp(target, "../../blobs/", 12) == 0, "blob named by the git id like huggingface_hub: %s",
+		   target);
+	}
 	is_int(pull(endpoint, cache, NULL, 0, 2, "org/gitblob", "bad.json", &r, &err), SKIPPER_ERR_CHECKSUM,
 	       "wrong git blob id refused");
 	ok(strstr(err.msg, "bad.json") && strstr(err.msg, "git blob id"), "message: %s", err.msg);
