@@ -197,12 +197,33 @@ static void start_nginx(pid_t *pid)
 	free(text);
 	h_mkdirs(text = h_fmt("%s/tmp", root)), free(text);
 	*pid = h_spawn(argv);
-	if (h_wait_port(port1, 100) < 0 || h_wait_port(port2, 100) < 0) {
-		printf("Bail out! nginx did not start (see %s)\n", err);
-		exit(99);
-	}
 	free(conf);
 	free(err);
+}
+
+/* Free ports are only free until someone takes them (other tests run in
+ * parallel): an nginx that exits at once lost its port, so try others. The
+ * pause after the ports answer makes sure they answer for our nginx. */
+static pid_t start_nginx_retry(void)
+{
+	for (int attempt = 0; attempt < 5; attempt++) {
+		pid_t pid;
+		int status;
+		port1 = h_free_port();
+		do
+			port2 = h_free_port();
+		while (port2 == port1);
+		snprintf(endpoint, sizeof endpoint, "http://127.0.0.1:%d", port1);
+		start_nginx(&pid);
+		if (h_wait_port(port1, 100) == 0 && h_wait_port(port2, 100) == 0) {
+			usleep(200000);
+			if (waitpid(pid, &status, WNOHANG) == 0)
+				return pid;
+		}
+		h_stop(pid);
+	}
+	printf("Bail out! nginx did not start (see %s/error.log)\n", root);
+	exit(99);
 }
 
 static char *cache_path(const char *name)
@@ -576,14 +597,9 @@ int main(void)
 	proxy_exe = h_fmt("%s/tests/hub/faultproxy", builddir ? builddir : ".");
 	key = h_fmt("%s/key.pem", root);
 	pub = h_fmt("%s/pub.pem", root);
-	port1 = h_free_port();
-	do
-		port2 = h_free_port();
-	while (port2 == port1);
-	snprintf(endpoint, sizeof endpoint, "http://127.0.0.1:%d", port1);
 	make_trees();
 	write_profiles(key, pub);
-	start_nginx(&ng);
+	ng = start_nginx_retry();
 
 	test_normal_and_cached();
 	test_not_found();
