@@ -128,7 +128,7 @@ int skipper_tokenizer_from_gguf_pre(const struct skipper_gguf *g, const char *pr
 	sp.add_space_prefix = opt_bool(g, "tokenizer.ggml.add_space_prefix");
 	rc = skipper_tokenizer_from_arrays(&sp, out, err);
 	if (rc)
-		skipper_fail_prefix(err, "%s: ", skipper_gguf_path(g));
+		skipper_fail_prefix(err, "%s", skipper_gguf_path(g));
 	goto out;
 nomem:
 	rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "%s: out of memory reading the vocabulary", skipper_gguf_path(g));

@@ -8,8 +8,12 @@
 #include <string.h>
 #include <time.h>
 
+#include <unistd.h>
+
+#include "gguf-writer.h"
 #include "gguf.h"
 #include "tap.h"
+#include "testmodel.h"
 #include "tokenizer.h"
 #include "tokenizer_impl.h" /* tok_pretokenize, to test word splits directly */
 
@@ -289,6 +293,160 @@ static void pretokenize_tests(const char *srcdir)
 	ok(n > 50 && bad == 0, "GPT-2 and Llama-3 word splits equal the regex module's (%d texts, %d wrong)", n, bad);
 }
 
+/* Write w to a temporary file, open it and build a tokenizer; returns the
+ * status and leaves the error message in err. */
+static int load_written(struct gw *w, struct skipper_tokenizer **t, struct skipper_error *err)
+{
+	char path[512];
+	const char *tmp = getenv("TMPDIR");
+	snprintf(path, sizeof path, "%s/skipper-t-tokenizer-%ld.gguf", tmp && *tmp ? tmp : "/tmp", (long)getpid());
+	gw_write_file(w, path);
+	gw_free(w);
+	struct skipper_gguf *g = NULL;
+	*t = NULL;
+	int rc = skipper_gguf_open(path, &g, err);
+	unlink(path);
+	if (rc)
+		return rc;
+	rc = skipper_tokenizer_from_gguf(g, t, err);
+	skipper_gguf_close(g);
+	return rc;
+}
+
+enum { SPM_OK, SPM_NO_MODEL, SPM_BERT, SPM_TOKENS_U32, SPM_SCORES_SHORT, SPM_TYPES_F32, SPM_BOS_RANGE,
+       BPE_BAD_MERGE, BPE_MERGES_U32 };
+
+static struct gw *tokenizer_gguf(int variant)
+{
+	static char bytes[256][8];
+	const char *toks[N_SPM];
+	float scores[N_SPM];
+	int32_t types[N_SPM];
+	uint32_t u32s[N_SPM];
+	toks[0] = "<unk>"; toks[1] = "<s>"; toks[2] = "</s>";
+	for (int i = 0; i < N_SPM; i++) {
+		types[i] = i == 0 ? SKIPPER_TOKEN_UNKNOWN : i < 3 ? SKIPPER_TOKEN_CONTROL : i < 259 ? SKIPPER_TOKEN_BYTE
+		         : i == N_SPM - 1 ? SKIPPER_TOKEN_USER_DEFINED : SKIPPER_TOKEN_NORMAL;
+		scores[i] = i >= 259 ? spm_pieces[i - 259].score : 0.0f;
+		u32s[i] = (uint32_t)i;
+		if (i >= 3 && i < 259) {
+			snprintf(bytes[i - 3], sizeof bytes[i - 3], "<0x%02X>", i - 3);
+			toks[i] = bytes[i - 3];
+		} else if (i >= 259) {
+			toks[i] = spm_pieces[i - 259].piece;
+		}
+	}
+	struct gw *w = gw_new();
+	gw_str(w, "general.architecture", "llama");
+	if (variant == BPE_BAD_MERGE || variant == BPE_MERGES_U32) {
+		static const char *const btoks[] = { "a", "b", "ab" };
+		static const char *const merges[] = { "a b", "ab" };
+		gw_str(w, "tokenizer.ggml.model", "gpt2");
+		gw_str(w, "tokenizer.ggml.pre", "gpt-2");
+		gw_arr_str(w, "tokenizer.ggml.tokens", btoks, 3);
+		if (variant == BPE_BAD_MERGE)
+			gw_arr_str(w, "tokenizer.ggml.merges", merges, 2);
+		else
+			gw_arr(w, "tokenizer.ggml.merges", GGUF_TYPE_UINT32, u32s, 2);
+		return w;
+	}
+	if (variant != SPM_NO_MODEL)
+		gw_str(w, "tokenizer.ggml.model", variant == SPM_BERT ? "bert" : "llama");
+	if (variant == SPM_TOKENS_U32)
+		gw_arr(w, "tokenizer.ggml.tokens", GGUF_TYPE_UINT32, u32s, N_SPM);
+	else
+		gw_arr_str(w, "tokenizer.ggml.tokens", toks, N_SPM);
+	gw_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores, variant == SPM_SCORES_SHORT ? N_SPM - 1 : N_SPM);
+	if (variant == SPM_TYPES_F32)
+		gw_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_FLOAT32, scores, N_SPM);
+	else
+		gw_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, N_SPM);
+	gw_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+	gw_u32(w, "tokenizer.ggml.bos_token_id", variant == SPM_BOS_RANGE ? 99999 : 1);
+	gw_u32(w, "tokenizer.ggml.eos_token_id", 2);
+	gw_bool(w, "tokenizer.ggml.add_bos_token", 1);
+	gw_bool(w, "tokenizer.ggml.add_space_prefix", 1);
+	return w;
+}
+
+/* The GGUF adapter: a SentencePiece vocabulary read from a file gives the
+ * same ids as the in-memory one; bad tokenizer metadata is refused. */
+static void gguf_adapter_tests(void)
+{
+	struct skipper_tokenizer *t;
+	struct skipper_error err = { 0 };
+	int rc = load_written(tokenizer_gguf(SPM_OK), &t, &err);
+	if (ok(rc == 0, "tiny SentencePiece GGUF loads")) {
+		int32_t *ids;
+		size_t n;
+		skipper_tokenize(t, "hello world", 11, 1, 0, &ids, &n, &err);
+		const int32_t want[] = { 1, 270, 264, 273, 280 };
+		ok(same_ids(ids, n, want, 5), "ids from the GGUF vocabulary (scores read from the file)");
+		free(ids);
+		is_int(skipper_tokenizer_add_bos(t), 1, "add_bos_token read");
+		skipper_tokenizer_free(t);
+	} else {
+		diag("%s", err.msg);
+	}
+	static const struct { int variant, want; const char *what; } bad[] = {
+		{ SPM_NO_MODEL, SKIPPER_ERR_NOT_FOUND, "no tokenizer.ggml.model" },
+		{ SPM_BERT, SKIPPER_ERR_UNSUPPORTED, "unsupported tokenizer model" },
+		{ SPM_TOKENS_U32, SKIPPER_ERR_FORMAT, "tokens not strings" },
+		{ SPM_SCORES_SHORT, SKIPPER_ERR_FORMAT, "scores shorter than the vocabulary" },
+		{ SPM_TYPES_F32, SKIPPER_ERR_FORMAT, "token types of the wrong type" },
+		{ BPE_BAD_MERGE, SKIPPER_ERR_FORMAT, "merge without a space" },
+		{ BPE_MERGES_U32, SKIPPER_ERR_FORMAT, "merges not strings" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		err.msg[0] = 0;
+		rc = load_written(tokenizer_gguf(bad[i].variant), &t, &err);
+		ok(rc == bad[i].want && t == NULL && err.msg[0], "refused: %s (%s)", bad[i].what, err.msg);
+	}
+	rc = load_written(tokenizer_gguf(SPM_BOS_RANGE), &t, &err);
+	ok(rc == 0 && skipper_tokenizer_bos(t) == -1 && skipper_tokenizer_add_bos(t) == 0,
+	   "out-of-range BOS id is ignored");
+	skipper_tokenizer_free(t);
+}
+
+/* The vocabularies of the test-model generator (used by the engine and
+ * policy tests) load and round-trip. */
+static void testmodel_tests(void)
+{
+	static const char *const texts[] = { "hello world", "Hello, world! 123", "a  b\n\tc", "caf\xc3\xa9" };
+	for (int tk = SKIPPER_TEST_TOK_BYTES; tk <= SKIPPER_TEST_TOK_SPM; tk++) {
+		struct skipper_test_model_opts o;
+		char path[512];
+		const char *tmp = getenv("TMPDIR");
+		snprintf(path, sizeof path, "%s/skipper-t-tokenizer-model-%ld.gguf", tmp && *tmp ? tmp : "/tmp",
+		         (long)getpid());
+		skipper_test_model_defaults(&o);
+		o.tokenizer = tk;
+		struct skipper_gguf *g = NULL;
+		struct skipper_tokenizer *t = NULL;
+		struct skipper_error err = { 0 };
+		int rc = skipper_test_model_write(path, &o);
+		if (rc == 0)
+			rc = skipper_gguf_open(path, &g, &err);
+		unlink(path);
+		if (rc == 0)
+			rc = skipper_tokenizer_from_gguf(g, &t, &err);
+		if (!ok(rc == 0, "test-model %s vocabulary loads", tk ? "SentencePiece" : "byte-level"))
+			diag("%s", err.msg);
+		for (size_t i = 0; t && i < sizeof texts / sizeof texts[0]; i++) {
+			int32_t *ids;
+			size_t n;
+			char *dec = NULL;
+			skipper_tokenize(t, texts[i], strlen(texts[i]), 1, 0, &ids, &n, &err);
+			skipper_detokenize(t, ids, n, 0, 1, &dec, NULL, &err);
+			is_str(dec, texts[i], "test-model %s round trip", skipper_tokenizer_kind(t));
+			free(dec);
+			free(ids);
+		}
+		skipper_tokenizer_free(t);
+		skipper_gguf_close(g);
+	}
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -307,6 +465,89 @@ static const char *model_path(char *buf, size_t cap)
 	else
 		snprintf(buf, cap, "%s/.cache/skipper/models/SmolLM2-135M-Instruct.Q4_1.gguf", home ? home : "");
 	return buf;
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd(uint32_t n)
+{
+	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)(rng >> 33) % n;
+}
+
+static size_t put_utf8(uint32_t cp, char *o)
+{
+	if (cp < 0x80) { o[0] = (char)cp; return 1; }
+	if (cp < 0x800) { o[0] = (char)(0xc0 | cp >> 6); o[1] = (char)(0x80 | (cp & 0x3f)); return 2; }
+	if (cp < 0x10000) {
+		o[0] = (char)(0xe0 | cp >> 12); o[1] = (char)(0x80 | ((cp >> 6) & 0x3f)); o[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	o[0] = (char)(0xf0 | cp >> 18); o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+	o[2] = (char)(0x80 | ((cp >> 6) & 0x3f)); o[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/* Seeded random texts: valid UTF-8 from mixed scripts must round-trip and
+ * stream as whole characters; random bytes must tokenize without harm. */
+static void random_tests(const struct skipper_tokenizer *t)
+{
+	static const uint32_t ranges[][2] = { { 0x20, 0x7e }, { 0x20, 0x20 }, { 0x09, 0x0d }, { 0xa0, 0x24f },
+	                                      { 0x370, 0x52f }, { 0x600, 0x6ff }, { 0x3040, 0x30ff },
+	                                      { 0x4e00, 0x9fff }, { 0xac00, 0xd7a3 }, { 0x1f300, 0x1f6ff },
+	                                      { 0x30, 0x39 } };
+	int rt_bad = 0, stream_bad = 0, bytes_bad = 0;
+	char text[1024], out[4096], chunk[256];
+	for (int iter = 0; iter < 300; iter++) {
+		size_t len = 0, n_cp = 1 + rnd(60);
+		for (size_t i = 0; i < n_cp; i++) {
+			const uint32_t *r = ranges[rnd(sizeof ranges / sizeof ranges[0])];
+			len += put_utf8(r[0] + rnd(r[1] - r[0] + 1), text + len);
+		}
+		int32_t *ids;
+		size_t n;
+		struct skipper_error err;
+		if (skipper_tokenize(t, text, len, 0, 0, &ids, &n, &err)) {
+			rt_bad++;
+			continue;
+		}
+		char *dec = NULL;
+		size_t dl = 0;
+		skipper_detokenize(t, ids, n, 0, 0, &dec, &dl, &err);
+		rt_bad += !(dec && dl == len && memcmp(dec, text, len) == 0);
+		free(dec);
+		struct skipper_detok d;
+		skipper_detok_init(&d, t, 0);
+		size_t total = 0;
+		for (size_t i = 0; i < n; i++) {
+			size_t k = skipper_detok_push(&d, ids[i], chunk, sizeof chunk);
+			stream_bad += !valid_utf8((unsigned char *)chunk, k);
+			memcpy(out + total, chunk, k);
+			total += k;
+		}
+		total += skipper_detok_flush(&d, out + total, sizeof out - total);
+		stream_bad += !(total == len && memcmp(out, text, len) == 0);
+		free(ids);
+
+		/* random bytes */
+		len = rnd(200);
+		for (size_t i = 0; i < len; i++)
+			text[i] = (char)rnd(256);
+		if (skipper_tokenize(t, text, len, 0, rnd(2), &ids, &n, &err)) {
+			bytes_bad++;
+			continue;
+		}
+		for (size_t i = 0; i < n; i++)
+			bytes_bad += ids[i] < 0 || ids[i] >= skipper_tokenizer_n_vocab(t);
+		skipper_detok_init(&d, t, 1);
+		for (size_t i = 0; i < n; i++)
+			stream_bad += !valid_utf8((unsigned char *)chunk, skipper_detok_push(&d, ids[i], chunk, sizeof chunk));
+		stream_bad += !valid_utf8((unsigned char *)chunk, skipper_detok_flush(&d, chunk, sizeof chunk));
+		free(ids);
+	}
+	ok(rt_bad == 0, "300 random mixed-script texts round-trip (%d failed)", rt_bad);
+	ok(stream_bad == 0, "streamed random texts are whole UTF-8 and complete (%d failed)", stream_bad);
+	ok(bytes_bad == 0, "300 random byte strings tokenize to valid ids (%d failed)", bytes_bad);
 }
 
 static void smollm_tests(const char *path)
@@ -340,6 +581,8 @@ static void smollm_tests(const char *path)
 	is_int(skipper_tokenizer_find(t, "no-such-piece-xyz"), -1, "find unknown piece");
 
 	check_cases(t, "smollm", 1);
+	check_cases(t, "smollm-bad", 0);
+	random_tests(t);
 
 	/* special tokens on/off */
 	int32_t *ids;
@@ -411,6 +654,8 @@ int main(void)
 
 	spm_tests();
 	pretokenize_tests(srcdir ? srcdir : ".");
+	gguf_adapter_tests();
+	testmodel_tests();
 
 	const char *model = model_path(mbuf, sizeof mbuf);
 	FILE *f = fopen(model, "rb");

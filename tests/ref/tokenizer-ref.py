@@ -17,6 +17,7 @@ SPM merging and byte fallback.
 
 tokenizer-ref.tsv, one case per line, tab separated:
   vocab  add_bos  parse_special  hex(utf-8 text)  ids (space separated)
+(vocab smollm-bad: SmolLM2 on invalid UTF-8)
 
 pretokenize-ref.tsv records the word splits of the GPT-2 and Llama-3
 pre-tokenizer patterns by the PyPI "regex" module (which llama.cpp's
@@ -62,6 +63,8 @@ TEXTS = [
     "½ ² Ⅻ ٣ 一二三",
     "ǅungla ΐ ﬁ",
 ]
+
+BAD_UTF8 = [b"bad \xff\xfe bytes \xc3", b"\xe6\x97", b"\x80\x80abc\xed\xa0\x80", b"\xf0\x9f\x98"]
 
 PRE_TEXTS = TEXTS + [
     "1234567 DON'T It'S we'LL 'RE 'Ve",
@@ -166,9 +169,10 @@ def write_spm(path):
 
 def emit(name, llm, texts, cases):
     for text in texts:
+        raw = text if isinstance(text, bytes) else text.encode("utf-8")
         for add_bos, special in cases:
-            ids = llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=special)
-            print("%s\t%d\t%d\t%s\t%s" % (name, add_bos, special, text.encode("utf-8").hex(),
+            ids = llm.tokenize(raw, add_bos=add_bos, special=special)
+            print("%s\t%d\t%d\t%s\t%s" % (name, add_bos, special, raw.hex(),
                                           " ".join(str(i) for i in ids)))
 
 
@@ -200,6 +204,8 @@ def main():
     llm = Llama(model_path=src, vocab_only=True, verbose=False)
     emit("smollm", llm, TEXTS, cases)
     emit("smollm", llm, ["Hello"], [(True, False)])
+    # Invalid UTF-8 (no round trip: llama.cpp reads each bad byte as U+FFFD)
+    emit("smollm-bad", llm, BAD_UTF8, [(False, False)])
     del llm
     with tempfile.TemporaryDirectory() as d:
         for name, pre in (("gpt2", "gpt-2"), ("llama3", "llama-bpe"), ("default", "default")):
