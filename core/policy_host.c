@@ -996,9 +996,15 @@ void skipper_policy_instance_free(struct skipper_policy_instance *inst)
 int skipper_policy_check_config(struct skipper_policy_lib *lib, const struct skipper_config *cfg,
                                 struct skipper_error *err)
 {
-	static const struct skipper_policy_env no_model; /* n_layer = 0: configuration check */
+	/* n_layer = 0 tells the plugin there is no model; the profile setting
+	 * is passed (unresolved) so that checks of "is there a profile" agree
+	 * with the real run. */
+	struct skipper_policy_env no_model = { 0 };
 	struct skipper_policy_instance *inst;
-	int rc = skipper_policy_instance_new(lib, &no_model, cfg, &inst, err);
+	int rc;
+
+	no_model.profile_path = cfg ? skipper_config_get(cfg, "policy", "profile") : NULL;
+	rc = skipper_policy_instance_new(lib, &no_model, cfg, &inst, err);
 	if (rc == SKIPPER_OK)
 		skipper_policy_instance_free(inst);
 	return rc;
