@@ -19,7 +19,7 @@ fi
 echo "1..7"
 
 # 1. install into a scratch root (only what the example needs to be there)
-if $MAKE -C "$top_builddir" install DESTDIR="$tmp/root" >"$tmp/log" 2>&1; then
+if env -u MAKEFLAGS -u MFLAGS $MAKE -C "$top_builddir" install DESTDIR="$tmp/root" >"$tmp/log" 2>&1; then
 	ok "make install DESTDIR=..."
 else
 	not_ok "make install DESTDIR=..."
@@ -38,7 +38,7 @@ case "$cflags" in
 *"$tmp/root"*) ok "pkg-config points into the installed tree ($cflags)" ;;
 *) echo "$cflags" >"$tmp/log"; not_ok "pkg-config points into the installed tree" ;;
 esac
-if (cd "$tmp/src" && env -u CPATH -u C_INCLUDE_PATH $MAKE CFLAGS=-O1) >"$tmp/log" 2>&1 &&
+if (cd "$tmp/src" && env -u CPATH -u C_INCLUDE_PATH -u MAKEFLAGS -u MFLAGS $MAKE CFLAGS=-O1) >"$tmp/log" 2>&1 &&
    [ -f "$tmp/src/skipper-policy-example.so" ]; then
 	ok "example policy built out of tree"
 else

@@ -92,7 +92,7 @@ int main(void)
 	struct skipper_error err = { 0 };
 	struct skipper_policy_search search = { 0 };
 	const struct skipper_policy *const builtins[] = { &builtin_none, NULL };
-	char path[1024], cfgpath[1024];
+	char path[2048], cfgpath[1024];
 	int rc;
 
 	if (!bd)

@@ -247,7 +247,10 @@ struct skipper_profile; /* opaque, host-owned */
  * Every function takes the host context given to create(). All are
  * available in every host of a given minor; compute services fail with an
  * error (never crash) where no model is loaded. The table and the context
- * outlive the state. Calls come from the thread running the hook. */
+ * outlive the state. Calls come from the thread running the hook.
+ * Services that return int give SKIPPER_POLICY_OK or SKIPPER_POLICY_ERROR
+ * with the message already set (so a hook can return the code as is);
+ * profile_get_mask also gives SKIPPER_POLICY_UNKNOWN_KEY for an absent key. */
 struct skipper_host {
 	uint32_t struct_size;      /* sizeof the host's table; check with SKIPPER_HOST_HAS */
 	uint32_t abi_major, abi_minor;
