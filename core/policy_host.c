@@ -681,13 +681,28 @@ fail:
 	return SKIPPER_POLICY_ERROR;
 }
 
+/* Model names come from file metadata: keep them on one INI-safe line. */
+static void ini_safe(char *dst, size_t size, const char *src)
+{
+	size_t n = 0;
+	for (; *src && n + 1 < size; src++)
+		dst[n++] = strchr(";#\r\n", *src) ? '_' : *src;
+	while (n && isspace((unsigned char)dst[n - 1]))
+		n--;
+	dst[n] = '\0';
+	while (isspace((unsigned char)dst[0]))
+		memmove(dst, dst + 1, n--);
+	if (!dst[0])
+		snprintf(dst, size, "unknown");
+}
+
 static int svc_profile_new(void *ctx, const char *method, struct skipper_profile **out)
 {
 	struct skipper_policy_instance *inst = INST(ctx);
 	const struct skipper_policy_env *env = inst->env;
 	struct skipper_error e = { 0 };
 	struct skipper_profile *p;
-	char num[32], by[256];
+	char num[32], by[256], name[256];
 	const char *sha;
 	int rc;
 
@@ -703,8 +718,10 @@ static int svc_profile_new(void *ctx, const char *method, struct skipper_profile
 	snprintf(num, sizeof num, "%d", env->n_layer);
 	snprintf(by, sizeof by, "skipper %s, policy %s %s", PACKAGE_VERSION, inst->lib->desc.name,
 	         inst->lib->desc.version);
+	ini_safe(by, sizeof by, by);
+	ini_safe(name, sizeof name, env->model_name ? env->model_name : "");
 	if ((rc = skipper_profile_new(&p, &e)) == SKIPPER_OK &&
-	    (rc = skipper_profile_set(p, "profile", "model", env->model_name && *env->model_name ? env->model_name : "unknown", &e)) == SKIPPER_OK &&
+	    (rc = skipper_profile_set(p, "profile", "model", name, &e)) == SKIPPER_OK &&
 	    (rc = skipper_profile_set(p, "profile", "model_sha256", sha, &e)) == SKIPPER_OK &&
 	    (rc = skipper_profile_set(p, "profile", "method", method ? method : inst->lib->desc.name, &e)) == SKIPPER_OK &&
 	    (rc = skipper_profile_set(p, "profile", "n_layers", num, &e)) == SKIPPER_OK)

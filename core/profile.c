@@ -54,8 +54,13 @@ int skipper_layers_parse(const char *s, uint8_t *mask, int n_layer, struct skipp
 	const char *p = skip_blank(s ? s : "");
 	long limit = n_layer > 0 ? n_layer : SKIPPER_LAYERS_MAX;
 
-	if (mask && n_layer > 0)
+	if (mask && n_layer > 0) {
+		/* Validate first so that a bad list leaves mask untouched. */
+		int rc = skipper_layers_parse(s, NULL, n_layer, err);
+		if (rc)
+			return rc;
 		memset(mask, 0, (size_t)n_layer);
+	}
 	if (*p == '\0' || (strncasecmp(p, "none", 4) == 0 && *skip_blank(p + 4) == '\0'))
 		return SKIPPER_OK;
 

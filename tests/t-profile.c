@@ -70,6 +70,10 @@ int main(void)
 	is_str(rc == 0 ? fmt(m, 30) : "", "0-29", "whole model");
 	rc = skipper_layers_parse("3,x", m, 30, &err);
 	ok(rc == SKIPPER_ERR_ARG && has(err.msg, "'x' is not a layer or range"), "syntax error names the item");
+	memset(m, 0, sizeof m);
+	m[0] = 1;
+	rc = skipper_layers_parse("1,2,3,50", m, 30, &err);
+	ok(rc == SKIPPER_ERR_RANGE && m[0] == 1 && m[1] == 0, "a bad list leaves the mask untouched");
 	rc = skipper_layers_parse("3,,4", m, 30, &err);
 	ok(rc == SKIPPER_ERR_ARG, "empty item refused");
 	rc = skipper_layers_parse("9-3", m, 30, &err);
