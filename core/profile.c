@@ -1,11 +1,11 @@
 /* Skip profiles: read, check, edit, write atomically; layer lists. */
 #include <ctype.h>
 #include <errno.h>
-#include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -328,62 +328,110 @@ int skipper_profile_set_mask(struct skipper_profile *p, const char *section, con
 
 /* ------------------------------------------------------------------ read */
 
-struct read_state {
-	struct skipper_profile *p;
-	FILE *fp;
-	int line;
-	int too_long;
-	int failed; /* line of the first handler error, 0 if none */
-	struct skipper_error *err;
-};
+/* Profiles are parsed here rather than with inih: Debian's inih stops at
+ * 200-byte lines, and the layer list of a deep model is longer than that.
+ * The syntax is inih's subset that profiles use: [section], key = value
+ * (or key: value), full-line comments with ';' or '#', inline comments
+ * with ';' after a blank, a UTF-8 BOM. Blank lines and indentation are
+ * ignored; there are no continuation lines. */
 
-/* Counts lines so handler errors can name them (Debian's inih has no
- * INI_HANDLER_LINENO). */
-static char *read_line(char *str, int num, void *stream)
+static char *trim(char *s)
 {
-	struct read_state *st = stream;
-	char *r = fgets(str, num, st->fp);
-	size_t len;
-	if (!r)
-		return NULL;
-	st->line++;
-	len = strlen(str);
-	if (len == (size_t)num - 1 && str[len - 1] != '\n' && !feof(st->fp)) {
-		int c;
-		if (!st->too_long)
-			st->too_long = st->line;
-		while ((c = fgetc(st->fp)) != EOF && c != '\n')
-			;
-	}
-	return r;
+	char *e;
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
 }
 
-static int on_entry(void *user, const char *section, const char *key, const char *value)
+/* Cut an inline comment: ';' at the start or after a blank. */
+static void cut_comment(char *s)
 {
-	struct read_state *st = user;
+	for (char *c = s; *c; c++)
+		if (*c == ';' && (c == s || isspace((unsigned char)c[-1]))) {
+			*c = '\0';
+			return;
+		}
+}
+
+static int parse_line(struct skipper_profile *p, char *line, int lineno, char *section, size_t secsize,
+                      struct skipper_error *err)
+{
+	char *s = trim(line), *eq, *key, *value;
 	const struct entry *prev;
 
-	if (st->failed)
-		return 0;
-	if (!section[0]) {
-		skipper_fail(st->err, SKIPPER_ERR_FORMAT, "%s:%d: key '%s' outside of any [section]", st->p->source,
-		             st->line, key);
-		goto fail;
+	if (*s == '\0' || *s == ';' || *s == '#')
+		return SKIPPER_OK;
+	if (*s == '[') {
+		char *close = strchr(s, ']');
+		if (!close)
+			return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: section header without ']'", p->source, lineno);
+		*close = '\0';
+		cut_comment(close + 1);
+		if (*trim(close + 1))
+			return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: text after the section header", p->source,
+			                    lineno);
+		s = trim(s + 1);
+		if (!valid_name(s) || strlen(s) >= secsize)
+			return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: bad section name [%s]", p->source, lineno, s);
+		for (size_t i = 0; i < p->n_sections; i++)
+			if (strcmp(p->sections[i], s) == 0)
+				return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: duplicate section [%s]", p->source,
+				                    lineno, s);
+		if (add_section(p, s))
+			return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+		strcpy(section, s);
+		return SKIPPER_OK;
 	}
-	prev = find(st->p, section, key);
-	if (prev) {
-		skipper_fail(st->err, SKIPPER_ERR_FORMAT, "%s:%d: [%s] %s: duplicate key (first set on line %d)",
-		             st->p->source, st->line, section, key, prev->line);
-		goto fail;
+	eq = s + strcspn(s, "=:");
+	if (!*eq)
+		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: expected 'key = value' or '[section]'", p->source,
+		                    lineno);
+	*eq = '\0';
+	key = trim(s);
+	value = eq + 1;
+	cut_comment(value);
+	value = trim(value);
+	if (!section[0])
+		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: key '%s' outside of any [section]", p->source,
+		                    lineno, key);
+	if (!valid_name(key))
+		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: [%s]: bad key name '%s'", p->source, lineno,
+		                    section, key);
+	if ((prev = find(p, section, key)))
+		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: [%s] %s: duplicate key (first set on line %d)",
+		                    p->source, lineno, section, key, prev->line);
+	if (append(p, section, key, value, lineno))
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	return SKIPPER_OK;
+}
+
+static int parse_file(struct skipper_profile *p, FILE *fp, struct skipper_error *err)
+{
+	char section[256] = "";
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int lineno = 0, rc = SKIPPER_OK;
+
+	while (rc == SKIPPER_OK && (len = getline(&line, &cap, fp)) >= 0) {
+		char *s = line;
+		lineno++;
+		if ((size_t)len != strlen(line)) {
+			rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: NUL byte in a text file", p->source, lineno);
+			break;
+		}
+		if (lineno == 1 && (unsigned char)s[0] == 0xef && (unsigned char)s[1] == 0xbb &&
+		    (unsigned char)s[2] == 0xbf)
+			s += 3;
+		rc = parse_line(p, s, lineno, section, sizeof section, err);
 	}
-	if (append(st->p, section, key, value, st->line)) {
-		skipper_fail(st->err, SKIPPER_ERR_NOMEM, "out of memory");
-		goto fail;
-	}
-	return 1;
-fail:
-	st->failed = st->line;
-	return 0;
+	if (rc == SKIPPER_OK && ferror(fp))
+		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: read error", p->source);
+	free(line);
+	return rc;
 }
 
 static int is_hex64(const char *s)
@@ -441,8 +489,8 @@ static int check(const struct skipper_profile *p, struct skipper_error *err)
 
 int skipper_profile_read(const char *path, struct skipper_profile **out, struct skipper_error *err)
 {
-	struct read_state st = { 0 };
 	struct skipper_profile *p;
+	FILE *fp;
 	int rc;
 
 	*out = NULL;
@@ -453,31 +501,17 @@ int skipper_profile_read(const char *path, struct skipper_profile **out, struct 
 		skipper_profile_free(p);
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 	}
-	st.p = p;
-	st.err = err;
-	st.fp = fopen(path, "r");
-	if (!st.fp) {
+	fp = fopen(path, "r");
+	if (!fp) {
 		rc = skipper_fail(err, errno == ENOENT ? SKIPPER_ERR_NOT_FOUND : SKIPPER_ERR_IO,
 		                  "%s: cannot open skip profile: %s", path, strerror(errno));
 		skipper_profile_free(p);
 		return rc;
 	}
-	rc = ini_parse_stream(read_line, &st, on_entry, &st);
-	fclose(st.fp);
-	if (rc > 0 && (!st.failed || rc < st.failed)) {
-		/* inih goes on after a syntax error: report whichever came first */
-		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: INI syntax error", path, rc);
-	} else if (st.failed) {
-		rc = err ? err->status : SKIPPER_ERR_FORMAT;
-	} else if (st.too_long) {
-		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: line too long", path, st.too_long);
-	} else if (rc > 0) {
-		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: INI syntax error", path, rc);
-	} else if (rc < 0) {
-		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "%s: out of memory while parsing", path);
-	} else {
+	rc = parse_file(p, fp, err);
+	fclose(fp);
+	if (rc == SKIPPER_OK)
 		rc = check(p, err);
-	}
 	if (rc) {
 		skipper_profile_free(p);
 		return rc;
