@@ -800,6 +800,50 @@ static void svc_profile_free(void *ctx, struct skipper_profile *p)
 	skipper_profile_free(p);
 }
 
+static int svc_tensor_write(void *ctx, const char *path, const struct skipper_tensor *t, int n)
+{
+	struct skipper_error e = { 0 };
+	const char **names = calloc((size_t)(n > 0 ? n : 1), sizeof *names);
+	const float **data = calloc((size_t)(n > 0 ? n : 1), sizeof *data);
+	int *rows = calloc((size_t)(n > 0 ? n : 1), sizeof *rows), *cols = calloc((size_t)(n > 0 ? n : 1), sizeof *cols);
+	int rc = SKIPPER_ERR_NOMEM;
+
+	if (names && data && rows && cols) {
+		for (int i = 0; i < n; i++) {
+			names[i] = t[i].name;
+			data[i] = t[i].data;
+			rows[i] = t[i].rows;
+			cols[i] = t[i].cols;
+		}
+		rc = skipper_tensors_write(path, n, names, data, rows, cols, &e);
+	} else {
+		skipper_fail(&e, rc, "out of memory");
+	}
+	free(names);
+	free(data);
+	free(rows);
+	free(cols);
+	if (rc) {
+		svc_set_error(ctx, "%s", e.msg);
+		return SKIPPER_POLICY_ERROR;
+	}
+	return SKIPPER_POLICY_OK;
+}
+
+static int svc_tensor_read(void *ctx, const char *path, const char *name, float *out, size_t capacity, int *rows,
+                           int *cols)
+{
+	struct skipper_error e = { 0 };
+	int rc = skipper_tensor_read(path, name, out, capacity, rows, cols, &e);
+	if (rc == SKIPPER_ERR_NOT_FOUND)
+		return SKIPPER_POLICY_UNKNOWN_KEY;
+	if (rc) {
+		svc_set_error(ctx, "%s", e.msg);
+		return SKIPPER_POLICY_ERROR;
+	}
+	return SKIPPER_POLICY_OK;
+}
+
 /* Compute services: forward to the engine, turn its error into the plugin's. */
 #define FORWARD(fn, ...)                                                                   \
 	do {                                                                               \
@@ -881,6 +925,8 @@ static const struct skipper_host host_template = {
 	.time_sublayer = svc_time_sublayer,
 	.trial = svc_trial,
 	.embed_prompt = svc_embed_prompt,
+	.tensor_write = svc_tensor_write,
+	.tensor_read = svc_tensor_read,
 };
 
 /* ============================================================= instances */

@@ -202,6 +202,21 @@ int main(void)
 		memset(sha, 'c', 64);
 	}
 
+	/* tensors */
+	{
+		float a[4] = { 1, 2, 3, 4 }, got[4];
+		struct skipper_tensor t = { "anchors", a, 2, 2 };
+		int r, c;
+		snprintf(path, sizeof path, "%s/a.safetensors", dir);
+		ok(H->tensor_write(C, path, &t, 1) == 0, "tensor_write");
+		ok(H->tensor_read(C, path, "anchors", got, 4, &r, &c) == 0 && r == 2 && c == 2 && got[3] == 4,
+		   "tensor_read");
+		ok(H->tensor_read(C, path, "labels", NULL, 0, &r, &c) == SKIPPER_POLICY_UNKNOWN_KEY, "absent tensor");
+		ok(H->tensor_read(C, "/nonexistent.st", "anchors", NULL, 0, &r, &c) == SKIPPER_POLICY_ERROR &&
+		       has(skipper_policy_instance_message(inst), "/nonexistent.st"),
+		   "missing file is an error");
+	}
+
 	/* compute services */
 	{
 		int32_t t[5] = { 1, 2, 3, 4, 5 }, out[5];

@@ -229,6 +229,39 @@ int main(void)
 	rc = read_text("n_layers = 30\n", &p, &err, path);
 	ok(rc == SKIPPER_ERR_FORMAT && has(err.msg, "outside of any [section]"), "key outside a section");
 
+	/* --- tensors (knn-router anchors) --- */
+	{
+		float a[6] = { 1, 2, 3, 4, 5, 6 }, b[3] = { -1, 0.5f, 7 }, got[8];
+		const char *names[2] = { "anchors", "centroid" };
+		const float *data[2] = { a, b };
+		int rows[2] = { 2, 1 }, cols[2] = { 3, 3 }, r, c;
+		sprintf(path, "%s/anchors.safetensors", dir);
+		rc = skipper_tensors_write(path, 2, names, data, rows, cols, &err);
+		ok(rc == 0, "tensors written");
+		rc = skipper_tensor_read(path, "anchors", NULL, 0, &r, &c, &err);
+		ok(rc == 0 && r == 2 && c == 3, "shape query");
+		rc = skipper_tensor_read(path, "anchors", got, 8, &r, &c, &err);
+		ok(rc == 0 && memcmp(got, a, sizeof a) == 0, "anchors read back");
+		rc = skipper_tensor_read(path, "centroid", got, 8, &r, &c, &err);
+		ok(rc == 0 && r == 1 && memcmp(got, b, sizeof b) == 0, "second tensor read back");
+		rc = skipper_tensor_read(path, "centroid", got, 2, &r, &c, &err);
+		ok(rc == SKIPPER_ERR_RANGE, "small buffer refused");
+		rc = skipper_tensor_read(path, "labels", got, 8, &r, &c, &err);
+		ok(rc == SKIPPER_ERR_NOT_FOUND && has(err.msg, "no tensor 'labels'"), "absent tensor");
+		rc = skipper_tensors_write(path, 2, (const char *const[]){ "x", "x" }, data, rows, cols, &err);
+		ok(rc == SKIPPER_ERR_ARG, "repeated name refused");
+		/* truncate the data: shape and offsets no longer fit */
+		if (truncate(path, 8 + 16) == 0) {
+			rc = skipper_tensor_read(path, "anchors", got, 8, &r, &c, &err);
+			ok(rc == SKIPPER_ERR_FORMAT, "truncated file refused: %s", err.msg);
+		} else {
+			ok(0, "truncate");
+		}
+		write_file(path, "not a tensor file");
+		rc = skipper_tensor_read(path, "anchors", got, 8, &r, &c, &err);
+		ok(rc == SKIPPER_ERR_FORMAT, "garbage refused");
+	}
+
 	sprintf(want, "rm -rf %s", dir);
 	if (system(want) != 0)
 		diag("cleanup failed");

@@ -236,6 +236,13 @@ struct skipper_trial_result {
 	double mean_accepted;     /* M = generated / verify passes */
 };
 
+/* host->tensor_write(): one named F32 matrix. */
+struct skipper_tensor {
+	const char *name;
+	const float *data;        /* [rows][cols] */
+	int rows, cols;
+};
+
 /* Small RNG state the plugin owns (inside its state); driven by host->rng_*. */
 struct skipper_rng {
 	uint64_t s[4];
@@ -356,6 +363,16 @@ struct skipper_host {
 	 * its positions of the post-final-norm hidden state to out[n_embd] (the
 	 * same vector as request->prompt_mean). Only from calibrate(). */
 	int (*embed_prompt)(void *ctx, const char *text, float *out);
+
+	/* ---- float matrices beside a profile (knn-router anchors) ---- */
+
+	/* Write n tensors to a safetensors file (F32, [rows, cols]), atomically. */
+	int (*tensor_write)(void *ctx, const char *path, const struct skipper_tensor *t, int n);
+	/* Tensor `name` of a safetensors file: *rows and *cols always set; the
+	 * data is copied to out when non-NULL (capacity >= rows * cols floats).
+	 * Absent tensor: SKIPPER_POLICY_UNKNOWN_KEY with no error set. */
+	int (*tensor_read)(void *ctx, const char *path, const char *name, float *out, size_t capacity, int *rows,
+	                   int *cols);
 };
 
 /* Non-zero if the host table has member m (tables only grow). */
