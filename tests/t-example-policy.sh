@@ -16,7 +16,7 @@ if ! command -v pkg-config >/dev/null 2>&1; then
 	echo "1..0 # SKIP pkg-config not installed"
 	exit 0
 fi
-echo "1..7"
+echo "1..8"
 
 # 1. install into a scratch root (only what the example needs to be there)
 if env -u MAKEFLAGS -u MFLAGS $MAKE -C "$top_builddir" install DESTDIR="$tmp/root" >"$tmp/log" 2>&1; then
@@ -68,5 +68,17 @@ elif grep -q "\[example\] stride: expected an integer in \[1, 64\], got 'nope'" 
 	ok "found by name; a bad value is refused with the host's message"
 else
 	not_ok "found by name; a bad value is refused with the host's message"
+fi
+
+# 5. the CLI lists it from a plugin directory given on the command line
+if [ -x "$top_builddir/skipper" ]; then
+	if "$top_builddir/skipper" policies -v --set policy.plugin_dir="$tmp/src" >"$tmp/log" 2>&1 &&
+	   grep -q "^example *0.1.0" "$tmp/log" && grep -q "\[example\] stride = N" "$tmp/log"; then
+		ok "skipper policies lists it with its config help"
+	else
+		not_ok "skipper policies lists it with its config help"
+	fi
+else
+	ok "skipper policies lists it # SKIP skipper not built"
 fi
 [ "$fails" -eq 0 ]
