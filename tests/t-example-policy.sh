@@ -16,7 +16,7 @@ if ! command -v pkg-config >/dev/null 2>&1; then
 	echo "1..0 # SKIP pkg-config not installed"
 	exit 0
 fi
-echo "1..8"
+echo "1..9"
 
 # 1. install into a scratch root (only what the example needs to be there)
 if env -u MAKEFLAGS -u MFLAGS $MAKE -C "$top_builddir" install DESTDIR="$tmp/root" >"$tmp/log" 2>&1; then
@@ -80,5 +80,32 @@ if [ -x "$top_builddir/skipper" ]; then
 	fi
 else
 	ok "skipper policies lists it # SKIP skipper not built"
+fi
+
+# 6. the installed header compiles as C++ too
+cxx=$(command -v c++ || command -v g++ || true)
+if [ -n "$cxx" ]; then
+	cat >"$tmp/src/cxx.cc" <<'CXX'
+#include <skipper/policy.h>
+static int make(const skipper_host *, void *, void **state) { *state = 0; return SKIPPER_POLICY_OK; }
+static void destroy(void *) {}
+static skipper_policy desc() {
+	skipper_policy d = skipper_policy();
+	d.abi_major = SKIPPER_POLICY_ABI_MAJOR; d.abi_minor = SKIPPER_POLICY_ABI_MINOR;
+	d.struct_size = sizeof d; d.name = "cxx"; d.create = make; d.destroy = destroy;
+	return d;
+}
+static const skipper_policy the_desc = desc();
+SKIPPER_POLICY_REGISTER(the_desc)
+CXX
+	if "$cxx" -std=c++11 -Wall -Wextra -pedantic -Werror $cflags -fPIC -fvisibility=hidden -shared \
+	       -o "$tmp/src/skipper-policy-cxx.so" "$tmp/src/cxx.cc" >"$tmp/log" 2>&1 &&
+	   "$probe" "$tmp/src/skipper-policy-cxx.so" >"$tmp/log" 2>&1; then
+		ok "a C++ plugin builds against the header and loads"
+	else
+		not_ok "a C++ plugin builds against the header and loads"
+	fi
+else
+	ok "C++ plugin # SKIP no C++ compiler"
 fi
 [ "$fails" -eq 0 ]

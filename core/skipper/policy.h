@@ -402,7 +402,8 @@ struct skipper_policy {
 	int prompt_rows;           /* rows captured at begin (0 = 1) */
 
 	/* Required. *state is the plugin's, freed by destroy. host and ctx stay
-	 * valid until destroy returns. */
+	 * valid until destroy returns. A failing create frees what it made:
+	 * destroy is not called then. */
 	int (*create)(const struct skipper_host *host, void *ctx, void **state);
 	/* One key of the policy's section (NULL: any key is unknown). Return
 	 * SKIPPER_POLICY_UNKNOWN_KEY for keys it does not know. */
