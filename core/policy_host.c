@@ -745,7 +745,14 @@ static int svc_profile_get_mask(void *ctx, const struct skipper_profile *p, cons
                                 const char *key, uint8_t *mask)
 {
 	struct skipper_error e = { 0 };
-	int rc = skipper_profile_get_mask(p, section, key, mask, &e);
+	int rc;
+
+	if (INST(ctx)->env->n_layer <= 0) {
+		/* the plugin sized mask by host->n_layer: without a model there is no size */
+		svc_set_error(ctx, "profile_get_mask: no model loaded");
+		return SKIPPER_POLICY_ERROR;
+	}
+	rc = skipper_profile_get_mask(p, section, key, mask, INST(ctx)->env->n_layer, &e);
 	if (rc == SKIPPER_ERR_NOT_FOUND)
 		return SKIPPER_POLICY_UNKNOWN_KEY;
 	if (rc) {

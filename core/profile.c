@@ -296,7 +296,7 @@ int skipper_profile_set(struct skipper_profile *p, const char *section, const ch
 }
 
 int skipper_profile_get_mask(const struct skipper_profile *p, const char *section, const char *key,
-                             uint8_t *mask, struct skipper_error *err)
+                             uint8_t *mask, int n_layer, struct skipper_error *err)
 {
 	const struct entry *e = find(p, section, key);
 	int n = skipper_profile_n_layers(p);
@@ -305,6 +305,9 @@ int skipper_profile_get_mask(const struct skipper_profile *p, const char *sectio
 		return skipper_fail(err, SKIPPER_ERR_NOT_FOUND, "%s: no key [%s] %s", p->source, section, key);
 	if (n <= 0)
 		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: [profile] n_layers missing or invalid", p->source);
+	if (n != n_layer)
+		return skipper_fail(err, SKIPPER_ERR_MISMATCH, "%s: profile is for %d layers, the mask has %d", p->source,
+		                    n, n_layer);
 	rc = skipper_layers_parse(e->value, mask, n, err);
 	if (rc && e->line)
 		skipper_fail_prefix(err, "%s:%d: [%s] %s", p->source, e->line, section, key);

@@ -52,10 +52,11 @@ const char *skipper_profile_get(const struct skipper_profile *p, const char *sec
 int skipper_profile_set(struct skipper_profile *p, const char *section, const char *key, const char *value,
                         struct skipper_error *err);
 
-/* Layer list at section.key into mask[n_layers of the profile].
- * SKIPPER_ERR_NOT_FOUND when absent. */
+/* Layer list at section.key into mask[n_layer]. n_layer must equal the
+ * profile's n_layers (SKIPPER_ERR_MISMATCH otherwise), so a profile can
+ * never write past the caller's buffer. SKIPPER_ERR_NOT_FOUND when absent. */
 int skipper_profile_get_mask(const struct skipper_profile *p, const char *section, const char *key,
-                             uint8_t *mask, struct skipper_error *err);
+                             uint8_t *mask, int n_layer, struct skipper_error *err);
 int skipper_profile_set_mask(struct skipper_profile *p, const char *section, const char *key,
                              const uint8_t *mask, int n_layer, struct skipper_error *err);
 

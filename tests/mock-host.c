@@ -157,7 +157,7 @@ static int m_profile_get_mask(void *ctx, const struct skipper_profile *p, const 
                               uint8_t *mask)
 {
 	struct skipper_error e = { 0 };
-	int rc = skipper_profile_get_mask(p, s, k, mask, &e);
+	int rc = skipper_profile_get_mask(p, s, k, mask, M(ctx)->host.n_layer, &e);
 	if (rc == SKIPPER_ERR_NOT_FOUND)
 		return SKIPPER_POLICY_UNKNOWN_KEY;
 	return rc ? fail(ctx, e.msg) : 0;

@@ -126,10 +126,12 @@ int main(void)
 		uint8_t got[30];
 		is_str(skipper_profile_get(q, "profile", "model"), "SmolLM2-135M", "model name survives");
 		is_str(skipper_profile_get(q, "mask", "attn"), "3,5,7-9", "mask stored canonically");
-		ok(skipper_profile_get_mask(q, "domain.code", "attn", got, &err) == 0 && got[7] && !got[6],
+		ok(skipper_profile_get_mask(q, "domain.code", "attn", got, 30, &err) == 0 && got[7] && !got[6],
 		   "domain mask read");
-		ok(skipper_profile_get_mask(q, "mask", "mlp", got, &err) == 0 && !got[0], "empty mask read");
-		ok(skipper_profile_get_mask(q, "mask", "nope", got, &err) == SKIPPER_ERR_NOT_FOUND, "absent key");
+		ok(skipper_profile_get_mask(q, "mask", "mlp", got, 30, &err) == 0 && !got[0], "empty mask read");
+		ok(skipper_profile_get_mask(q, "mask", "nope", got, 30, &err) == SKIPPER_ERR_NOT_FOUND, "absent key");
+		ok(skipper_profile_get_mask(q, "mask", "attn", got, 12, &err) == SKIPPER_ERR_MISMATCH,
+		   "a mask of another size is refused, never overrun");
 		is_int(skipper_profile_n_layers(q), 30, "n_layers");
 		is_str(skipper_profile_section(q, 0), "profile", "sections in order (0)");
 		is_str(skipper_profile_section(q, 3), "latency.cpu", "sections in order (3)");
@@ -220,7 +222,7 @@ int main(void)
 		rc = skipper_profile_read(path, &p, &err);
 		ok(rc == 0 && strlen(skipper_profile_get(p, "mask", "attn")) > 250, "long line read back");
 		if (rc == 0) {
-			ok(skipper_profile_get_mask(p, "mask", "attn", back, &err) == 0 && memcmp(big, back, 160) == 0,
+			ok(skipper_profile_get_mask(p, "mask", "attn", back, 160, &err) == 0 && memcmp(big, back, 160) == 0,
 			   "long mask identical");
 			skipper_profile_free(p);
 		}

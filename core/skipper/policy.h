@@ -316,8 +316,9 @@ struct skipper_host {
 	/* Value of section.key or NULL. Owned by the profile. */
 	const char *(*profile_get)(void *ctx, const struct skipper_profile *p, const char *section,
 	                           const char *key);
-	/* Layer list at section.key into mask[n_layers of the profile];
-	 * SKIPPER_POLICY_UNKNOWN_KEY (no error set) when the key is absent. */
+	/* Layer list at section.key into mask[host->n_layer] (model required;
+	 * the profile's layer count must match). SKIPPER_POLICY_UNKNOWN_KEY (no
+	 * error set) when the key is absent. */
 	int (*profile_get_mask)(void *ctx, const struct skipper_profile *p, const char *section,
 	                        const char *key, uint8_t *mask);
 	/* i-th section name (file order), NULL past the end. */
