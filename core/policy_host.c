@@ -782,11 +782,19 @@ static int svc_profile_set_mask(void *ctx, struct skipper_profile *p, const char
                                 const uint8_t *mask)
 {
 	struct skipper_error e = { 0 };
-	int n = skipper_profile_n_layers(p);
-	if (n <= 0)
-		n = INST(ctx)->env->n_layer;
-	if (n <= 0 || skipper_profile_set_mask(p, section, key, mask, n, &e)) {
-		svc_set_error(ctx, "%s", e.msg[0] ? e.msg : "profile_set_mask: layer count unknown");
+	int n = INST(ctx)->env->n_layer, pn = skipper_profile_n_layers(p);
+
+	/* mask has host->n_layer entries: read no more, and keep the profile consistent */
+	if (n <= 0) {
+		svc_set_error(ctx, "profile_set_mask: no model loaded");
+		return SKIPPER_POLICY_ERROR;
+	}
+	if (pn > 0 && pn != n) {
+		svc_set_error(ctx, "profile_set_mask: profile is for %d layers, the model has %d", pn, n);
+		return SKIPPER_POLICY_ERROR;
+	}
+	if (skipper_profile_set_mask(p, section, key, mask, n, &e)) {
+		svc_set_error(ctx, "%s", e.msg);
 		return SKIPPER_POLICY_ERROR;
 	}
 	return SKIPPER_POLICY_OK;

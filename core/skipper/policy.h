@@ -325,6 +325,7 @@ struct skipper_host {
 	const char *(*profile_section)(void *ctx, const struct skipper_profile *p, int i);
 	int (*profile_set)(void *ctx, struct skipper_profile *p, const char *section, const char *key,
 	                   const char *value);
+	/* mask has host->n_layer entries (model required). */
 	int (*profile_set_mask)(void *ctx, struct skipper_profile *p, const char *section,
 	                        const char *key, const uint8_t *mask);
 	/* Atomic write (temporary file + rename). */
