@@ -53,7 +53,9 @@ int skipper_fail_prefix(struct skipper_error *err, const char *fmt, ...)
 	vsnprintf(prefix, sizeof prefix, fmt, ap);
 	va_end(ap);
 	memcpy(old, err->msg, sizeof old);
-	snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+	/* Bounded widths keep the result within msg even when both are long. */
+	snprintf(err->msg, sizeof err->msg, "%.*s: %.*s", SKIPPER_ERROR_MAX / 2 - 2, prefix,
+	         SKIPPER_ERROR_MAX / 2 - 1, old);
 	return err->status;
 }
 

@@ -57,7 +57,15 @@ int skipper_gguf_get_str(const struct skipper_gguf *g, const char *key, struct s
  * numeric arrays as a pointer to the packed little-endian elements. */
 int skipper_gguf_get_arr(const struct skipper_gguf *g, const char *key, int *elem_type, uint64_t *count);
 int skipper_gguf_arr_str(const struct skipper_gguf *g, const char *key, uint64_t i, struct skipper_gguf_str *out);
+/* The packed elements are NOT aligned (metadata has no padding): read them
+ * with memcpy, or with the element getters below. */
 int skipper_gguf_arr_data(const struct skipper_gguf *g, const char *key, const void **data);
+/* Element i of a numeric array, converted: any integer or bool type as
+ * int64 (u64 above INT64_MAX -> SKIPPER_ERR_FORMAT), any numeric type as
+ * float. SKIPPER_ERR_RANGE when i >= count, SKIPPER_ERR_FORMAT for string
+ * arrays or non-arrays. */
+int skipper_gguf_arr_get_i64(const struct skipper_gguf *g, const char *key, uint64_t i, int64_t *out);
+int skipper_gguf_arr_get_f32(const struct skipper_gguf *g, const char *key, uint64_t i, float *out);
 
 /* Tensors. */
 int64_t skipper_gguf_n_tensors(const struct skipper_gguf *g);

@@ -58,6 +58,14 @@ struct skipper_model {
 	struct skipper_gguf *gguf;       /* owned; tokenizer metadata is read from it */
 	uint64_t n_params;
 	uint64_t weight_bytes;
+	/* RoPE frequency factors, [rope_dim/2], or NULL: rotate pair i with
+	 * frequency rope_theta^(-2i/rope_dim) / rope_freqs[i] (llama.cpp's
+	 * freq_factors). Set for Llama-3.1 files (rope_freqs.weight tensor, in the
+	 * mapping) and computed at load for rope.scaling.type = "llama3", so a
+	 * backend never applies the llama3 formula itself. */
+	const float *rope_freqs;
+	float *rope_freqs_buf;  /* owned storage behind rope_freqs when computed; internal */
+	char sha256[65];        /* cache of skipper_model_sha256(); "" until computed */
 };
 
 /* Load a model from a GGUF file. Checks architecture, every required tensor,

@@ -62,4 +62,46 @@ int skipper_chat_format(int tmpl, const char *system, const char *user, char **o
  * "You are a helpful AI assistant named SmolLM..."), or NULL. malloc'ed. */
 char *skipper_chat_default_system(const char *jinja, size_t len);
 
+/* --- Additions (tokenizer engineer) --- */
+
+/* Token types as stored in tokenizer.ggml.token_type. */
+enum skipper_token_type { SKIPPER_TOKEN_NORMAL = 1, SKIPPER_TOKEN_UNKNOWN = 2, SKIPPER_TOKEN_CONTROL = 3,
+                          SKIPPER_TOKEN_USER_DEFINED = 4, SKIPPER_TOKEN_UNUSED = 5, SKIPPER_TOKEN_BYTE = 6 };
+
+/* Everything a tokenizer is built from, as plain arrays (what the GGUF keys
+ * hold), so tests and other file formats need no GGUF. Arrays are read
+ * during the call only; the tokenizer keeps its own copies. */
+struct skipper_tokenizer_spec {
+	const char *model;          /* "gpt2" (byte-level BPE) or "llama" (SentencePiece BPE) */
+	const char *pre;            /* pre-tokenizer ("smollm", "gpt2"/"gpt-2", "llama3"/"llama-bpe",
+	                               "default"); NULL or "" = "default" */
+	int32_t n_vocab;
+	const char *const *tokens;  /* n_vocab pieces, not necessarily NUL-terminated */
+	const uint32_t *token_lens; /* NULL: tokens are NUL-terminated */
+	const float *scores;        /* NULL: all 0 (SPM merges by score) */
+	const int32_t *types;       /* enum skipper_token_type; NULL: all normal */
+	size_t n_merges;            /* BPE: "left right" strings, rank = index */
+	const char *const *merges;
+	const uint32_t *merge_lens; /* NULL: merges are NUL-terminated */
+	int32_t bos, eos, unk, eot, eom, pad; /* -1: none */
+	int add_bos, add_eos;       /* -1: the model type's default */
+	int add_space_prefix;       /* SPM: -1 default (on) */
+};
+/* *out owned by the caller (skipper_tokenizer_free). */
+int skipper_tokenizer_from_arrays(const struct skipper_tokenizer_spec *spec, struct skipper_tokenizer **out,
+                                  struct skipper_error *err);
+/* Like skipper_tokenizer_from_gguf, with tokenizer.ggml.pre replaced by
+ * pre_override when that is non-NULL (tests run every pre-tokenizer on one
+ * real vocabulary). */
+int skipper_tokenizer_from_gguf_pre(const struct skipper_gguf *g, const char *pre_override,
+                                    struct skipper_tokenizer **out, struct skipper_error *err);
+int skipper_tokenizer_token_type(const struct skipper_tokenizer *t, int32_t id); /* 0 if out of range */
+
+/* Whole-sequence decode: concatenated pieces; with strip_space_prefix the
+ * space a SentencePiece model put before the first word is removed, as
+ * llama.cpp's detokenizer does. *out malloc'ed (NUL-terminated), owned by
+ * the caller. */
+int skipper_detokenize(const struct skipper_tokenizer *t, const int32_t *ids, size_t n, int render_special,
+                       int strip_space_prefix, char **out, size_t *out_len, struct skipper_error *err);
+
 #endif

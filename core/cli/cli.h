@@ -2,13 +2,82 @@
 #ifndef SKIPPER_CLI_H
 #define SKIPPER_CLI_H
 
+#include <signal.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "engine.h"
+#include "model.h"
+#include "tokenizer.h"
+
+#define SKIPPER_DEFAULT_MODEL "SmolLM2-135M-Instruct.Q4_1.gguf"
+
 /* Exit codes (documented in skipper(1)). */
 enum {
 	EXIT_OK = 0,
-	EXIT_FAILURE_GENERIC = 1, /* runtime failure (model, backend, I/O) */
+	EXIT_FAILURE_GENERIC = 1, /* runtime failure (model, backend, plugin, I/O) */
 	EXIT_USAGE = 2,           /* bad command line or configuration */
 	EXIT_NETWORK = 3,         /* hub: network, HTTP or checksum failure */
 	EXIT_INTERRUPTED = 130
 };
+
+/* Options every model-using command shares: -c FILE, --set S.K=V and the
+ * shortcuts that are --set in disguise. */
+struct cli_common {
+	const char *config_file;
+	const char *extra_file; /* layered after config_file (bench variants) */
+	char **sets;     /* "section.key=value", owned */
+	int n_sets;
+};
+
+/* If argv[*i] is a common option, consume it (and its argument) and return 1;
+ * 0 if it is not one; -1 (message printed) if its argument is missing. */
+int cli_common_option(struct cli_common *c, int argc, char **argv, int *i);
+void cli_common_free(struct cli_common *c);
+
+/* defaults < system skipper.ini < -c FILE < --set, validated before any
+ * model is loaded. Prints the error and returns EXIT_USAGE on failure. */
+int cli_load_config(const struct cli_common *c, struct skipper_config **cfg);
+
+/* Everything a generation needs, loaded from a configuration. */
+struct cli_session {
+	struct skipper_config *cfg;
+	struct skipper_model *model;
+	struct skipper_tokenizer *tok;
+	struct skipper_backend *be;
+	struct cli_policy *policy;     /* NULL for `none` */
+	struct skipper_engine *engine;
+	int chat_template;
+	char *system;                  /* system prompt, NULL = none */
+	struct skipper_gen_params gen;
+};
+
+/* Load model, tokenizer, backend and policy as configured. Prints errors;
+ * returns an exit code. cfg is taken over by the session. */
+int cli_session_open(struct cli_session *s, struct skipper_config *cfg);
+/* Switch the session's policy (bench); name "none" = autoregressive. */
+int cli_session_set_policy(struct cli_session *s, const char *name);
+void cli_session_close(struct cli_session *s);
+
+/* Apply the chat template and tokenize one user text; *ids malloc'ed. */
+int cli_prompt_tokens(struct cli_session *s, const char *user, int32_t **ids, size_t *n);
+
+/* Path of the model to load: [model] path, [model] hub (resolved through the
+ * hub cache), or the default model. *path malloc'ed. */
+int cli_model_path(const struct skipper_config *cfg, char **path);
+
+/* Set by SIGINT/SIGTERM handlers the long-running commands install. */
+extern volatile sig_atomic_t cli_interrupted;
+void cli_install_signals(void);
+
+#include <jansson.h>
+/* Stats as text (--stats) and as a JSON object (new reference). */
+void cli_print_stats(FILE *f, const struct skipper_run_stats *st);
+json_t *cli_stats_json(const struct skipper_run_stats *st);
+
+int cmd_generate(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_policies(int argc, char **argv);
 
 #endif

@@ -1,15 +1,50 @@
+/* skipper: command dispatch. */
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
+#include "build-config.h"
 #include "cli.h"
+#include "hub_cli.h"
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *help;
+} commands[] = {
+	{ "generate", cmd_generate, "generate text (self-speculative decoding with the configured policy)" },
+	{ "bench", cmd_bench, "compare policies on Spec-Bench style prompts" },
+	{ "info", cmd_info, "describe a model file" },
+	{ "policies", cmd_policies, "list installed policy plugins" },
+	{ "pull", cmd_pull, "download model or profile files from a Hugging Face-compatible hub" },
+	{ "profile", cmd_profile, "skip profiles: pull, show, verify, sign, keygen, publish" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: skipper COMMAND [OPTIONS]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "\n`skipper COMMAND --help` for the options of a command; man skipper(1).\n");
+}
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && (strcmp(argv[1], "--version") == 0)) {
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
 		printf("skipper %s\n", PACKAGE_VERSION);
 		return EXIT_OK;
 	}
-	fprintf(stderr, "usage: skipper COMMAND [OPTIONS]\n");
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "skipper: unknown command '%s'\n", argv[1]);
+	usage(stderr);
 	return EXIT_USAGE;
 }

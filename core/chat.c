@@ -1,0 +1,229 @@
+/* Chat templates without a Jinja engine: a few fixed formats, recognised
+ * from characteristic substrings of the model's tokenizer.chat_template.
+ *
+ * Formatted prompts never contain BOS: the tokenizer adds it when the model
+ * asks for it (add_bos), exactly once. Formats follow the models' own
+ * templates (and llama.cpp where they disagree on detail):
+ *   chatml   <|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n
+ *   llama2   [INST] <<SYS>>\nS\n<</SYS>>\n\nU [/INST]
+ *   llama3   <|start_header_id|>system<|end_header_id|>\n\nS<|eot_id|>... (contents trimmed)
+ *   mistral  [INST] S\n\nU [/INST]   (Mistral has no system role: it is
+ *            put before the user text, as Mistral's later templates do)
+ *   zephyr   <|system|>\nS</s>\n<|user|>\nU</s>\n<|assistant|>\n
+ *   none     the user text as is (system, when given, first, then a blank line)
+ * A NULL system prompt leaves the system turn out; "" keeps an empty one. */
+#define _GNU_SOURCE /* memmem */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "tokenizer.h"
+
+static const struct { const char *name; int tmpl; } names[] = {
+	{ "none", SKIPPER_CHAT_NONE }, { "chatml", SKIPPER_CHAT_CHATML }, { "llama2", SKIPPER_CHAT_LLAMA2 },
+	{ "llama3", SKIPPER_CHAT_LLAMA3 }, { "mistral", SKIPPER_CHAT_MISTRAL }, { "zephyr", SKIPPER_CHAT_ZEPHYR },
+	/* aliases */
+	{ "raw", SKIPPER_CHAT_NONE }, { "llama-2", SKIPPER_CHAT_LLAMA2 }, { "llama-3", SKIPPER_CHAT_LLAMA3 },
+	{ "smollm", SKIPPER_CHAT_CHATML }, { "qwen", SKIPPER_CHAT_CHATML },
+};
+
+int skipper_chat_template_by_name(const char *name)
+{
+	if (!name)
+		return -1;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcmp(name, names[i].name) == 0)
+			return names[i].tmpl;
+	return -1;
+}
+
+const char *skipper_chat_template_name(int tmpl)
+{
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (names[i].tmpl == tmpl)
+			return names[i].name;
+	return NULL;
+}
+
+static int has(const char *s, size_t len, const char *needle)
+{
+	return s && memmem(s, len, needle, strlen(needle)) != NULL;
+}
+
+int skipper_chat_template_detect(const char *j, size_t len)
+{
+	if (has(j, len, "<|im_start|>"))
+		return SKIPPER_CHAT_CHATML;
+	if (has(j, len, "<|start_header_id|>") && has(j, len, "<|end_header_id|>"))
+		return SKIPPER_CHAT_LLAMA3;
+	if (has(j, len, "[INST]"))
+		/* Llama-2 chat templates carry the <<SYS>> block; Mistral's do not */
+		return has(j, len, "<<SYS>>") ? SKIPPER_CHAT_LLAMA2 : SKIPPER_CHAT_MISTRAL;
+	if (has(j, len, "<|user|>") && has(j, len, "<|assistant|>") && !has(j, len, "<|end|>"))
+		return SKIPPER_CHAT_ZEPHYR; /* <|end|> would be Phi-3, which is not supported */
+	return SKIPPER_CHAT_NONE;
+}
+
+struct sbuf { char *p; size_t n, cap; int oom; };
+
+static void put(struct sbuf *b, const char *s, size_t len)
+{
+	if (b->oom)
+		return;
+	if (b->n + len + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->n + len + 1)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = 1;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->n, s, len);
+	b->n += len;
+	b->p[b->n] = 0;
+}
+
+static void puts_(struct sbuf *b, const char *s) { put(b, s, strlen(s)); }
+
+/* Llama-3's template trims message contents (Jinja's |trim). */
+static void put_trimmed(struct sbuf *b, const char *s)
+{
+	size_t len = strlen(s);
+	while (len && strchr(" \t\n\r\f\v", s[0])) {
+		s++;
+		len--;
+	}
+	while (len && strchr(" \t\n\r\f\v", s[len - 1]))
+		len--;
+	put(b, s, len);
+}
+
+int skipper_chat_format(int tmpl, const char *sys, const char *user, char **out, struct skipper_error *err)
+{
+	struct sbuf b = { 0 };
+	*out = NULL;
+	if (!user)
+		return skipper_fail(err, SKIPPER_ERR_ARG, "chat: no user message");
+	switch (tmpl) {
+	case SKIPPER_CHAT_NONE:
+		if (sys) {
+			puts_(&b, sys);
+			puts_(&b, "\n\n");
+		}
+		puts_(&b, user);
+		break;
+	case SKIPPER_CHAT_CHATML:
+		if (sys) {
+			puts_(&b, "<|im_start|>system\n");
+			puts_(&b, sys);
+			puts_(&b, "<|im_end|>\n");
+		}
+		puts_(&b, "<|im_start|>user\n");
+		puts_(&b, user);
+		puts_(&b, "<|im_end|>\n<|im_start|>assistant\n");
+		break;
+	case SKIPPER_CHAT_LLAMA2:
+		puts_(&b, "[INST] ");
+		if (sys) {
+			puts_(&b, "<<SYS>>\n");
+			puts_(&b, sys);
+			puts_(&b, "\n<</SYS>>\n\n");
+		}
+		puts_(&b, user);
+		puts_(&b, " [/INST]");
+		break;
+	case SKIPPER_CHAT_LLAMA3:
+		if (sys) {
+			puts_(&b, "<|start_header_id|>system<|end_header_id|>\n\n");
+			put_trimmed(&b, sys);
+			puts_(&b, "<|eot_id|>");
+		}
+		puts_(&b, "<|start_header_id|>user<|end_header_id|>\n\n");
+		put_trimmed(&b, user);
+		puts_(&b, "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+		break;
+	case SKIPPER_CHAT_MISTRAL:
+		puts_(&b, "[INST] ");
+		if (sys) {
+			puts_(&b, sys);
+			puts_(&b, "\n\n");
+		}
+		puts_(&b, user);
+		puts_(&b, " [/INST]");
+		break;
+	case SKIPPER_CHAT_ZEPHYR:
+		if (sys) {
+			puts_(&b, "<|system|>\n");
+			puts_(&b, sys);
+			puts_(&b, "</s>\n");
+		}
+		puts_(&b, "<|user|>\n");
+		puts_(&b, user);
+		puts_(&b, "</s>\n<|assistant|>\n");
+		break;
+	default:
+		return skipper_fail(err, SKIPPER_ERR_ARG, "chat: unknown template %d", tmpl);
+	}
+	if (b.oom || !b.p) {
+		free(b.p);
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "chat: out of memory");
+	}
+	*out = b.p;
+	return SKIPPER_OK;
+}
+
+/* A ChatML template that fills in a system turn when the conversation has
+ * none carries it as a string literal: '<|im_start|>system\n...<|im_end|>'.
+ * The newline may be a real one (as GGUF converters store it) or the
+ * two characters \n of a Jinja escape. Occurrences that build the turn from
+ * a variable (messages[0]['content'] ...) are skipped. */
+char *skipper_chat_default_system(const char *j, size_t len)
+{
+	static const char head[] = "<|im_start|>system";
+	static const char tail[] = "<|im_end|>";
+	if (!j)
+		return NULL;
+	const char *end = j + len, *p = j;
+	while ((p = memmem(p, (size_t)(end - p), head, sizeof head - 1))) {
+		p += sizeof head - 1;
+		const char *s = p;
+		if (s < end && *s == '\n')
+			s++;
+		else if (end - s >= 2 && s[0] == '\\' && s[1] == 'n')
+			s += 2;
+		else
+			continue;
+		const char *e = memmem(s, (size_t)(end - s), tail, sizeof tail - 1);
+		if (!e || e <= s)
+			continue;
+		size_t n = (size_t)(e - s);
+		/* a literal ends at its quote: quotes or template syntax inside
+		 * mean the text is assembled from variables */
+		int literal = 1;
+		for (const char *q = s; q < e; q++)
+			if (*q == '\'' || *q == '"' || *q == '{' || *q == '}' || (*q == '\\' && q + 1 < e && q[1] != 'n'))
+				literal = 0;
+		if (!literal)
+			continue;
+		char *r = malloc(n + 1), *w = r;
+		if (!r)
+			return NULL;
+		for (const char *q = s; q < e; q++) {
+			if (q[0] == '\\' && q + 1 < e && q[1] == 'n') {
+				*w++ = '\n';
+				q++;
+			} else {
+				*w++ = *q;
+			}
+		}
+		*w = 0;
+		return r;
+	}
+	return NULL;
+}

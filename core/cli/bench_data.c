@@ -1,0 +1,112 @@
+/* Benchmark prompts from JSONL files. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+static char *str_field(json_t *o, const char *const *names)
+{
+	for (; *names; names++) {
+		json_t *v = json_object_get(o, *names);
+		if (json_is_string(v))
+			return strdup(json_string_value(v));
+		if (json_is_integer(v)) {
+			char buf[32];
+			snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
+			return strdup(buf);
+		}
+	}
+	return NULL;
+}
+
+int bench_load_prompts(const char *path, struct bench_prompt **out, int *n, char *errbuf, size_t errlen)
+{
+	static const char *const text_keys[] = { "prompt", "text", "instruction", NULL };
+	static const char *const id_keys[] = { "question_id", "id", NULL };
+	static const char *const cat_keys[] = { "category", NULL };
+	FILE *f = fopen(path, "r");
+	struct bench_prompt *p = NULL;
+	char *line = NULL;
+	size_t cap = 0;
+	int count = 0, lineno = 0;
+
+	if (!f) {
+		snprintf(errbuf, errlen, "%s: cannot open", path);
+		return -1;
+	}
+	while (getline(&line, &cap, f) > 0) {
+		json_error_t je;
+		json_t *o, *turns;
+		struct bench_prompt bp = { 0 };
+		lineno++;
+		if (strspn(line, " \t\r\n") == strlen(line))
+			continue;
+		if (!(o = json_loads(line, 0, &je)) || !json_is_object(o)) {
+			snprintf(errbuf, errlen, "%s:%d: not a JSON object%s%s", path, lineno, o ? "" : ": ",
+			         o ? "" : je.text);
+			json_decref(o);
+			goto fail;
+		}
+		turns = json_object_get(o, "turns");
+		if (json_is_array(turns) && json_is_string(json_array_get(turns, 0)))
+			bp.text = strdup(json_string_value(json_array_get(turns, 0)));
+		else
+			bp.text = str_field(o, text_keys);
+		bp.id = str_field(o, id_keys);
+		bp.category = str_field(o, cat_keys);
+		json_decref(o);
+		if (!bp.text) {
+			snprintf(errbuf, errlen, "%s:%d: no prompt (expected \"turns\", \"prompt\", \"text\" or \"instruction\")",
+			         path, lineno);
+			free(bp.id);
+			free(bp.category);
+			goto fail;
+		}
+		if (!bp.category)
+			bp.category = strdup("all");
+		if (!bp.id) {
+			char buf[32];
+			snprintf(buf, sizeof buf, "%d", lineno);
+			bp.id = strdup(buf);
+		}
+		struct bench_prompt *np = realloc(p, (size_t)(count + 1) * sizeof *np);
+		if (!np || !bp.category || !bp.id) {
+			free(bp.text);
+			free(bp.id);
+			free(bp.category);
+			if (np)
+				p = np;
+			snprintf(errbuf, errlen, "out of memory");
+			goto fail;
+		}
+		p = np;
+		p[count++] = bp;
+	}
+	free(line);
+	fclose(f);
+	if (!count) {
+		snprintf(errbuf, errlen, "%s: no prompts", path);
+		free(p);
+		return -1;
+	}
+	*out = p;
+	*n = count;
+	return 0;
+fail:
+	free(line);
+	fclose(f);
+	bench_free_prompts(p, count);
+	return -1;
+}
+
+void bench_free_prompts(struct bench_prompt *p, int n)
+{
+	for (int i = 0; i < n; i++) {
+		free(p[i].id);
+		free(p[i].category);
+		free(p[i].text);
+	}
+	free(p);
+}

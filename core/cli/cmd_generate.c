@@ -1,0 +1,223 @@
+/* skipper generate: one prompt in, streamed text out. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cli_policy.h"
+#include "error.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: skipper generate [-c FILE] [--set SECTION.KEY=VALUE]... [-m MODEL] [-n N]\n"
+	        "                        [--policy NAME] [--profile FILE] [-t N] [--ctx N] [--seed N]\n"
+	        "                        [--temperature T] [--template NAME] [--stats] [--json]\n"
+	        "                        [-p PROMPT | -f FILE]\n"
+	        "Without -p or -f the prompt is read from standard input.\n");
+}
+
+struct out_ctx {
+	struct skipper_detok dt;
+	int stream;       /* print as tokens arrive */
+	char *text;       /* collected text (--json) */
+	size_t len, cap;
+	int n_eog;        /* end-of-generation tokens are not printed */
+	const struct skipper_tokenizer *tok;
+};
+
+static int collect(struct out_ctx *o, const char *buf, size_t n)
+{
+	if (o->len + n + 1 > o->cap) {
+		size_t cap = (o->len + n + 1) * 2;
+		char *t = realloc(o->text, cap);
+		if (!t)
+			return -1;
+		o->text = t;
+		o->cap = cap;
+	}
+	memcpy(o->text + o->len, buf, n);
+	o->len += n;
+	o->text[o->len] = '\0';
+	return 0;
+}
+
+static int on_token(void *user, int32_t tok)
+{
+	struct out_ctx *o = user;
+	char buf[512];
+	size_t n;
+
+	if (skipper_tokenizer_is_eog(o->tok, tok))
+		return cli_interrupted != 0;
+	n = skipper_detok_push(&o->dt, tok, buf, sizeof buf);
+	if (o->stream) {
+		fwrite(buf, 1, n, stdout);
+		fflush(stdout);
+	}
+	if (collect(o, buf, n))
+		return 1;
+	return cli_interrupted != 0;
+}
+
+static char *read_all(FILE *f)
+{
+	size_t len = 0, cap = 4096;
+	char *s = malloc(cap);
+
+	while (s) {
+		size_t n = fread(s + len, 1, cap - len - 1, f);
+		len += n;
+		if (n == 0)
+			break;
+		if (len + 1 == cap) {
+			char *t = realloc(s, cap *= 2);
+			if (!t) {
+				free(s);
+				return NULL;
+			}
+			s = t;
+		}
+	}
+	if (s)
+		s[len] = '\0';
+	return s;
+}
+
+void cli_print_stats(FILE *f, const struct skipper_run_stats *st)
+{
+	fprintf(f,
+	        "\n--- stats ---\n"
+	        "prompt tokens      %d\n"
+	        "generated tokens   %d\n"
+	        "wall time          %.3f s (prefill %.3f, draft %.3f, verify %.3f, policy %.3f)\n"
+	        "decode speed       %.2f tokens/s\n"
+	        "verify passes      %d\n"
+	        "drafted/accepted   %d / %d\n"
+	        "acceptance alpha   %.3f\n"
+	        "mean accepted M    %.2f\n",
+	        st->n_prompt, st->n_generated, st->t_total, st->t_prefill, st->t_draft, st->t_verify, st->t_policy,
+	        st->tokens_per_s, st->rounds, st->drafted, st->accepted, st->alpha, st->mean_accepted);
+}
+
+json_t *cli_stats_json(const struct skipper_run_stats *st)
+{
+	return json_pack("{s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:f, s:f}", "prompt_tokens",
+	                 st->n_prompt, "generated_tokens", st->n_generated, "seconds", st->t_total, "prefill_seconds",
+	                 st->t_prefill, "draft_seconds", st->t_draft, "verify_seconds", st->t_verify, "policy_seconds",
+	                 st->t_policy, "tokens_per_s", st->tokens_per_s, "verify_passes", st->rounds, "drafted",
+	                 st->drafted, "accepted", st->accepted, "alpha", st->alpha, "mean_accepted", st->mean_accepted);
+}
+
+int cmd_generate(int argc, char **argv)
+{
+	struct cli_common c = { 0 };
+	struct skipper_config *cfg = NULL;
+	struct cli_session s;
+	struct skipper_error err = { 0 };
+	struct skipper_run_stats st;
+	struct out_ctx o = { 0 };
+	const char *prompt = NULL, *prompt_file = NULL;
+	char *owned = NULL, buf[64];
+	int32_t *ids = NULL;
+	size_t n_ids = 0;
+	int stats = 0, json = 0, rc;
+
+	for (int i = 1; i < argc; i++) {
+		int r = cli_common_option(&c, argc, argv, &i);
+		if (r < 0) {
+			cli_common_free(&c);
+			return EXIT_USAGE;
+		}
+		if (r)
+			continue;
+		if ((strcmp(argv[i], "-p") == 0 || strcmp(argv[i], "--prompt") == 0) && i + 1 < argc) {
+			prompt = argv[++i];
+		} else if ((strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--file") == 0) && i + 1 < argc) {
+			prompt_file = argv[++i];
+		} else if (strcmp(argv[i], "--stats") == 0) {
+			stats = 1;
+		} else if (strcmp(argv[i], "--json") == 0) {
+			json = 1;
+		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			usage(stdout);
+			cli_common_free(&c);
+			return EXIT_OK;
+		} else {
+			fprintf(stderr, "skipper generate: unknown or incomplete option '%s'\n", argv[i]);
+			usage(stderr);
+			cli_common_free(&c);
+			return EXIT_USAGE;
+		}
+	}
+	rc = cli_load_config(&c, &cfg);
+	cli_common_free(&c);
+	if (rc)
+		return rc;
+
+	if (prompt_file) {
+		FILE *f = fopen(prompt_file, "r");
+		if (!f) {
+			fprintf(stderr, "skipper generate: %s: cannot open prompt file\n", prompt_file);
+			skipper_config_free(cfg);
+			return EXIT_USAGE;
+		}
+		prompt = owned = read_all(f);
+		fclose(f);
+	} else if (!prompt) {
+		if (isatty(STDIN_FILENO))
+			fprintf(stderr, "skipper generate: reading the prompt from standard input (end with Ctrl-D)\n");
+		prompt = owned = read_all(stdin);
+	}
+	if (!prompt || !*prompt) {
+		fprintf(stderr, "skipper generate: empty prompt\n");
+		free(owned);
+		skipper_config_free(cfg);
+		return EXIT_USAGE;
+	}
+
+	if ((rc = cli_session_open(&s, cfg))) {
+		cli_session_close(&s);
+		free(owned);
+		return rc;
+	}
+	if ((rc = cli_prompt_tokens(&s, prompt, &ids, &n_ids)))
+		goto out;
+
+	cli_install_signals();
+	skipper_detok_init(&o.dt, s.tok, 0);
+	o.tok = s.tok;
+	o.stream = !json;
+	rc = skipper_engine_generate(s.engine, ids, (int)n_ids, &s.gen, on_token, &o, &st, &err);
+	{
+		size_t n = skipper_detok_flush(&o.dt, buf, sizeof buf);
+		if (o.stream)
+			fwrite(buf, 1, n, stdout);
+		collect(&o, buf, n);
+	}
+	if (o.stream)
+		fputc('\n', stdout);
+	if (rc) {
+		fprintf(stderr, "skipper: %s\n", err.msg);
+		rc = EXIT_FAILURE_GENERIC;
+		goto out;
+	}
+	if (json) {
+		json_t *j = json_pack("{s:s, s:s, s:o}", "text", o.text ? o.text : "", "policy",
+		                      skipper_config_get(s.cfg, "policy", "name"), "stats", cli_stats_json(&st));
+		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+		fputc('\n', stdout);
+		json_decref(j);
+	} else if (stats) {
+		cli_print_stats(stderr, &st);
+	}
+	rc = cli_interrupted ? EXIT_INTERRUPTED : EXIT_OK;
+out:
+	free(ids);
+	free(o.text);
+	free(owned);
+	cli_session_close(&s);
+	return rc;
+}

@@ -1,0 +1,64 @@
+/* skipper info: what a model file is. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "error.h"
+
+int cmd_info(int argc, char **argv)
+{
+	struct cli_common c = { 0 };
+	struct skipper_config *cfg = NULL;
+	struct skipper_error err = { 0 };
+	struct skipper_model *m = NULL;
+	const char *file = NULL;
+	char *path = NULL;
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		int r = cli_common_option(&c, argc, argv, &i);
+		if (r < 0)
+			goto usage;
+		if (r)
+			continue;
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			printf("usage: skipper info [-c FILE] [--set SECTION.KEY=VALUE]... [MODEL.gguf]\n"
+			       "Without MODEL the configured model ([model] path or hub, else the default model).\n");
+			cli_common_free(&c);
+			return EXIT_OK;
+		}
+		if (argv[i][0] == '-' || file) {
+			fprintf(stderr, "skipper info: unexpected argument '%s'\n", argv[i]);
+			goto usage;
+		}
+		file = argv[i];
+	}
+	rc = cli_load_config(&c, &cfg);
+	cli_common_free(&c);
+	if (rc)
+		return rc;
+	if (file)
+		path = strdup(file);
+	else if ((rc = cli_model_path(cfg, &path))) {
+		skipper_config_free(cfg);
+		return rc;
+	}
+	rc = skipper_model_load(path, &m, &err);
+	if (rc) {
+		fprintf(stderr, "skipper: %s\n", err.msg);
+		rc = EXIT_FAILURE_GENERIC;
+	} else {
+		printf("file: %s\n", path);
+		skipper_model_print_info(m, stdout);
+		rc = EXIT_OK;
+	}
+	skipper_model_free(m);
+	free(path);
+	skipper_config_free(cfg);
+	return rc;
+usage:
+	cli_common_free(&c);
+	fprintf(stderr, "usage: skipper info [-c FILE] [--set SECTION.KEY=VALUE]... [MODEL.gguf]\n");
+	return EXIT_USAGE;
+}

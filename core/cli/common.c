@@ -1,0 +1,124 @@
+/* Options and configuration loading shared by the model-using commands. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_policy.h"
+#include "error.h"
+
+volatile sig_atomic_t cli_interrupted;
+
+static void on_signal(int sig) { cli_interrupted = sig; }
+
+void cli_install_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* Shortcut options: each is exactly a --set of one key. */
+static const struct {
+	const char *opt, *alt, *key;
+} shortcuts[] = {
+	{ "-m", "--model", "model.path" },
+	{ "-n", "--max-tokens", "generate.max_tokens" },
+	{ "-t", "--threads", "model.threads" },
+	{ NULL, "--ctx", "model.ctx" },
+	{ NULL, "--policy", "policy.name" },
+	{ NULL, "--profile", "policy.profile" },
+	{ NULL, "--seed", "generate.seed" },
+	{ NULL, "--temperature", "generate.temperature" },
+	{ NULL, "--template", "generate.chat_template" },
+};
+
+static int add_set(struct cli_common *c, const char *key, const char *value)
+{
+	size_t len = strlen(key) + strlen(value) + 2;
+	char **ns = realloc(c->sets, (size_t)(c->n_sets + 1) * sizeof *ns), *s;
+
+	if (!ns)
+		return -1;
+	c->sets = ns;
+	if (!(s = malloc(len)))
+		return -1;
+	snprintf(s, len, "%s%s%s", key, key[0] ? "=" : "", value);
+	c->sets[c->n_sets++] = s;
+	return 0;
+}
+
+int cli_common_option(struct cli_common *c, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i];
+	const char *val = NULL;
+
+	if (strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0) {
+		if (*i + 1 >= argc)
+			goto missing;
+		c->config_file = argv[++*i];
+		return 1;
+	}
+	if (strcmp(a, "--set") == 0) {
+		if (*i + 1 >= argc)
+			goto missing;
+		return add_set(c, "", argv[++*i]) ? -1 : 1;
+	}
+	for (size_t k = 0; k < sizeof shortcuts / sizeof shortcuts[0]; k++) {
+		size_t n = strlen(shortcuts[k].alt);
+		if ((shortcuts[k].opt && strcmp(a, shortcuts[k].opt) == 0) || strcmp(a, shortcuts[k].alt) == 0) {
+			if (*i + 1 >= argc)
+				goto missing;
+			val = argv[++*i];
+		} else if (strncmp(a, shortcuts[k].alt, n) == 0 && a[n] == '=') {
+			val = a + n + 1;
+		} else {
+			continue;
+		}
+		return add_set(c, shortcuts[k].key, val) ? -1 : 1;
+	}
+	return 0;
+missing:
+	fprintf(stderr, "skipper: option %s needs an argument\n", a);
+	return -1;
+}
+
+void cli_common_free(struct cli_common *c)
+{
+	for (int i = 0; i < c->n_sets; i++)
+		free(c->sets[i]);
+	free(c->sets);
+	c->sets = NULL;
+	c->n_sets = 0;
+}
+
+int cli_load_config(const struct cli_common *c, struct skipper_config **out)
+{
+	struct skipper_config *cfg;
+	struct skipper_error err = { 0 };
+	const char *sys = getenv("SKIPPER_SYSTEM_CONFIG");
+	int rc;
+
+	if (skipper_config_new(&cfg, &err)) {
+		fprintf(stderr, "skipper: %s\n", err.msg);
+		return EXIT_FAILURE_GENERIC;
+	}
+	rc = skipper_config_load_file(cfg, sys ? sys : SKIPPER_SYSCONFDIR "/skipper.ini", 0, &err);
+	if (!rc && c->config_file)
+		rc = skipper_config_load_file(cfg, c->config_file, 1, &err);
+	if (!rc && c->extra_file)
+		rc = skipper_config_load_file(cfg, c->extra_file, 1, &err);
+	for (int i = 0; !rc && i < c->n_sets; i++)
+		rc = skipper_config_set(cfg, c->sets[i], &err);
+	if (!rc)
+		rc = skipper_config_validate(cfg, cli_policy_section_ok, cfg, &err);
+	if (rc) {
+		fprintf(stderr, "skipper: %s\n", err.msg);
+		skipper_config_free(cfg);
+		return EXIT_USAGE;
+	}
+	*out = cfg;
+	return EXIT_OK;
+}

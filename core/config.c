@@ -1,0 +1,502 @@
+/* Layered INI configuration on top of the system inih. Entries are kept in
+ * the order they were read; the last one for a section.key wins, so layering
+ * is just "read defaults, then each file, then --set". */
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "config.h"
+#include "config_keys.h"
+#include "error.h"
+
+struct skipper_config {
+	struct skipper_config_entry *e;
+	size_t n, cap;
+	char **files;            /* interned file names, freed with cfg */
+	size_t n_files;
+	const struct skipper_config_entry **sect; /* scratch for skipper_config_section() */
+	size_t sect_cap;
+};
+
+static int push(struct skipper_config *cfg, const char *section, const char *key, const char *value,
+                const char *file, int line)
+{
+	struct skipper_config_entry *e;
+
+	if (cfg->n == cfg->cap) {
+		size_t cap = cfg->cap ? cfg->cap * 2 : 64;
+		struct skipper_config_entry *ne = realloc(cfg->e, cap * sizeof *ne);
+		if (!ne)
+			return SKIPPER_ERR_NOMEM;
+		cfg->e = ne;
+		cfg->cap = cap;
+	}
+	e = &cfg->e[cfg->n];
+	e->section = strdup(section);
+	e->key = strdup(key);
+	e->value = strdup(value);
+	e->file = file;
+	e->line = line;
+	if (!e->section || !e->key || !e->value) {
+		free((char *)e->section);
+		free((char *)e->key);
+		free((char *)e->value);
+		return SKIPPER_ERR_NOMEM;
+	}
+	cfg->n++;
+	return SKIPPER_OK;
+}
+
+static const char *intern_file(struct skipper_config *cfg, const char *path)
+{
+	char **nf = realloc(cfg->files, (cfg->n_files + 1) * sizeof *nf);
+	if (!nf)
+		return NULL;
+	cfg->files = nf;
+	if (!(nf[cfg->n_files] = strdup(path)))
+		return NULL;
+	return nf[cfg->n_files++];
+}
+
+int skipper_config_new(struct skipper_config **out, struct skipper_error *err)
+{
+	struct skipper_config *cfg = calloc(1, sizeof *cfg);
+
+	if (!cfg)
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	for (const struct skipper_config_key *k = skipper_config_keys; k->section; k++) {
+		if (push(cfg, k->section, k->key, k->def, "<default>", 0)) {
+			skipper_config_free(cfg);
+			return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+		}
+	}
+	*out = cfg;
+	return SKIPPER_OK;
+}
+
+void skipper_config_free(struct skipper_config *cfg)
+{
+	if (!cfg)
+		return;
+	for (size_t i = 0; i < cfg->n; i++) {
+		free((char *)cfg->e[i].section);
+		free((char *)cfg->e[i].key);
+		free((char *)cfg->e[i].value);
+	}
+	for (size_t i = 0; i < cfg->n_files; i++)
+		free(cfg->files[i]);
+	free(cfg->files);
+	free(cfg->e);
+	free(cfg->sect);
+	free(cfg);
+}
+
+/* --- file loading ---------------------------------------------------- */
+
+struct load_state {
+	struct skipper_config *cfg;
+	const char *file;
+	FILE *fp;
+	int line;                 /* line most recently read by the reader */
+	int too_long;             /* line number of an over-long line, 0 if none */
+	size_t first;             /* index of this file's first entry */
+	char prev_section[128];
+	char **sections;          /* sections already closed in this file */
+	size_t n_sections;
+	struct skipper_error *err;
+	int failed;
+};
+
+/* fgets-like reader that counts lines, so handler errors can name them
+ * (Debian's inih is built without INI_HANDLER_LINENO). */
+static char *reader(char *str, int num, void *stream)
+{
+	struct load_state *st = stream;
+	char *r = fgets(str, num, st->fp);
+	size_t len;
+
+	if (!r)
+		return NULL;
+	st->line++;
+	len = strlen(str);
+	if (len == (size_t)num - 1 && str[len - 1] != '\n' && !feof(st->fp)) {
+		int c;
+		if (!st->too_long)
+			st->too_long = st->line;
+		while ((c = fgetc(st->fp)) != EOF && c != '\n')
+			;
+	}
+	return r;
+}
+
+static int section_seen(struct load_state *st, const char *section)
+{
+	for (size_t i = 0; i < st->n_sections; i++)
+		if (strcmp(st->sections[i], section) == 0)
+			return 1;
+	return 0;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct load_state *st = user;
+	struct skipper_config *cfg = st->cfg;
+
+	if (st->failed)
+		return 0;
+	if (strcmp(section, st->prev_section) != 0) {
+		if (section_seen(st, section)) {
+			st->failed = 1;
+			skipper_fail(st->err, SKIPPER_ERR_CONFIG, "%s:%d: duplicate section [%s]", st->file,
+			             st->line, section);
+			return 0;
+		}
+		if (st->prev_section[0]) {
+			char **ns = realloc(st->sections, (st->n_sections + 1) * sizeof *ns);
+			if (!ns || !(ns[st->n_sections] = strdup(st->prev_section))) {
+				if (ns)
+					st->sections = ns;
+				st->failed = 1;
+				skipper_fail(st->err, SKIPPER_ERR_NOMEM, "out of memory");
+				return 0;
+			}
+			st->sections = ns;
+			st->n_sections++;
+		}
+		snprintf(st->prev_section, sizeof st->prev_section, "%s", section);
+	}
+	if (!section[0]) {
+		st->failed = 1;
+		skipper_fail(st->err, SKIPPER_ERR_CONFIG, "%s:%d: key '%s' outside of any [section]", st->file,
+		             st->line, name);
+		return 0;
+	}
+	for (size_t i = st->first; i < cfg->n; i++) {
+		if (strcmp(cfg->e[i].section, section) == 0 && strcmp(cfg->e[i].key, name) == 0) {
+			st->failed = 1;
+			skipper_fail(st->err, SKIPPER_ERR_CONFIG, "%s:%d: [%s] %s: duplicate key (first set on line %d)",
+			             st->file, st->line, section, name, cfg->e[i].line);
+			return 0;
+		}
+	}
+	if (push(cfg, section, name, value, st->file, st->line)) {
+		st->failed = 1;
+		skipper_fail(st->err, SKIPPER_ERR_NOMEM, "out of memory");
+		return 0;
+	}
+	return 1;
+}
+
+int skipper_config_load_file(struct skipper_config *cfg, const char *path, int must_exist,
+                             struct skipper_error *err)
+{
+	struct load_state st = { .cfg = cfg, .err = err, .first = cfg->n };
+	int rc;
+
+	st.fp = fopen(path, "r");
+	if (!st.fp) {
+		if (!must_exist && errno == ENOENT)
+			return SKIPPER_OK;
+		return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s: cannot open configuration file: %s", path,
+		                    strerror(errno));
+	}
+	st.file = intern_file(cfg, path);
+	if (!st.file) {
+		fclose(st.fp);
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	}
+	rc = ini_parse_stream(reader, &st, handler, &st);
+	fclose(st.fp);
+	for (size_t i = 0; i < st.n_sections; i++)
+		free(st.sections[i]);
+	free(st.sections);
+	if (st.failed)
+		return err ? err->status : SKIPPER_ERR_CONFIG;
+	if (st.too_long && (rc == 0 || st.too_long < rc))
+		return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s:%d: line longer than %d characters", path,
+		                    st.too_long, INI_MAX_LINE - 2);
+	if (rc < 0)
+		return skipper_fail(err, SKIPPER_ERR_IO, "%s: read error", path);
+	if (rc > 0)
+		return skipper_fail(err, SKIPPER_ERR_CONFIG,
+		                    "%s:%d: syntax error (expected [section], key = value or a comment)", path, rc);
+	return SKIPPER_OK;
+}
+
+int skipper_config_set(struct skipper_config *cfg, const char *assignment, struct skipper_error *err)
+{
+	const char *dot = strchr(assignment, '.'), *eq = strchr(assignment, '=');
+	char section[128], key[128], value[1024];
+	size_t ls, lk;
+
+	if (!dot || !eq || dot > eq || dot == assignment || eq == dot + 1)
+		return skipper_fail(err, SKIPPER_ERR_CONFIG, "--set %s: expected section.key=value", assignment);
+	ls = (size_t)(dot - assignment);
+	lk = (size_t)(eq - dot - 1);
+	if (ls >= sizeof section || lk >= sizeof key || strlen(eq + 1) >= sizeof value)
+		return skipper_fail(err, SKIPPER_ERR_CONFIG, "--set %s: too long", assignment);
+	memcpy(section, assignment, ls);
+	section[ls] = '\0';
+	memcpy(key, dot + 1, lk);
+	key[lk] = '\0';
+	strcpy(value, eq + 1);
+	if (push(cfg, section, key, value, "--set", 0))
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	return SKIPPER_OK;
+}
+
+/* --- lookup ------------------------------------------------------------ */
+
+const struct skipper_config_entry *skipper_config_find(const struct skipper_config *cfg, const char *section,
+                                                       const char *key)
+{
+	for (size_t i = cfg->n; i-- > 0;)
+		if (strcmp(cfg->e[i].section, section) == 0 && strcmp(cfg->e[i].key, key) == 0)
+			return &cfg->e[i];
+	return NULL;
+}
+
+const char *skipper_config_get(const struct skipper_config *cfg, const char *section, const char *key)
+{
+	const struct skipper_config_entry *e = skipper_config_find(cfg, section, key);
+	return e ? e->value : NULL;
+}
+
+size_t skipper_config_section(const struct skipper_config *cfg, const char *section,
+                              const struct skipper_config_entry *const **entries)
+{
+	struct skipper_config *c = (struct skipper_config *)cfg; /* scratch only */
+	size_t n = 0;
+
+	if (c->sect_cap < c->n) {
+		const struct skipper_config_entry **ns = realloc(c->sect, c->n * sizeof *ns);
+		if (!ns) {
+			*entries = NULL;
+			return 0;
+		}
+		c->sect = ns;
+		c->sect_cap = c->n;
+	}
+	/* Effective entries only: an entry overridden later (by a later file or
+	 * --set) is skipped so each key reaches a plugin once. */
+	for (size_t i = 0; i < c->n; i++) {
+		if (strcmp(c->e[i].section, section) != 0)
+			continue;
+		if (skipper_config_find(cfg, section, c->e[i].key) != &c->e[i])
+			continue;
+		c->sect[n++] = &c->e[i];
+	}
+	*entries = c->sect;
+	return n;
+}
+
+/* --- value parsing ------------------------------------------------------ */
+
+int skipper_parse_bool(const char *s, int *out)
+{
+	static const char *yes[] = { "1", "yes", "true", "on" }, *no[] = { "0", "no", "false", "off" };
+	for (size_t i = 0; i < 4; i++) {
+		if (strcasecmp(s, yes[i]) == 0) {
+			*out = 1;
+			return SKIPPER_OK;
+		}
+		if (strcasecmp(s, no[i]) == 0) {
+			*out = 0;
+			return SKIPPER_OK;
+		}
+	}
+	return SKIPPER_ERR_CONFIG;
+}
+
+int skipper_parse_long(const char *s, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (end == s || *end || errno)
+		return SKIPPER_ERR_CONFIG;
+	*out = v;
+	return SKIPPER_OK;
+}
+
+int skipper_parse_double(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || *end || errno || !isfinite(v))
+		return SKIPPER_ERR_CONFIG;
+	*out = v;
+	return SKIPPER_OK;
+}
+
+static int parse_size(const char *s, double *out)
+{
+	char *end;
+	double v;
+	static const char suffix[] = "KMGT";
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || errno || v < 0 || !isfinite(v))
+		return SKIPPER_ERR_CONFIG;
+	if (*end) {
+		const char *p = strchr(suffix, *end & ~0x20);
+		if (!p || !*p || end[1])
+			return SKIPPER_ERR_CONFIG;
+		v *= pow(1024.0, (double)(p - suffix + 1));
+	}
+	*out = v;
+	return SKIPPER_OK;
+}
+
+static const struct skipper_config_key *find_key(const char *section, const char *key, int *section_known)
+{
+	*section_known = 0;
+	for (const struct skipper_config_key *k = skipper_config_keys; k->section; k++) {
+		if (strcmp(k->section, section) != 0)
+			continue;
+		*section_known = 1;
+		if (strcmp(k->key, key) == 0)
+			return k;
+	}
+	return NULL;
+}
+
+static int where(const struct skipper_config_entry *e, char *buf, size_t cap)
+{
+	if (e->line)
+		return snprintf(buf, cap, "%s:%d", e->file, e->line);
+	return snprintf(buf, cap, "%s", e->file);
+}
+
+static int check_value(const struct skipper_config_key *k, const struct skipper_config_entry *e,
+                       struct skipper_error *err)
+{
+	char at[512];
+	long l;
+	double d;
+	int b;
+
+	where(e, at, sizeof at);
+	switch (k->kind) {
+	case SKIPPER_KEY_INT:
+		if (skipper_parse_long(e->value, &l))
+			return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s: [%s] %s: '%s' is not an integer", at,
+			                    e->section, e->key, e->value);
+		d = (double)l;
+		break;
+	case SKIPPER_KEY_DOUBLE:
+		if (skipper_parse_double(e->value, &d))
+			return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s: [%s] %s: '%s' is not a number", at,
+			                    e->section, e->key, e->value);
+		break;
+	case SKIPPER_KEY_BOOL:
+		if (skipper_parse_bool(e->value, &b))
+			return skipper_fail(err, SKIPPER_ERR_CONFIG,
+			                    "%s: [%s] %s: '%s' is not a boolean (yes/no, true/false, on/off, 1/0)",
+			                    at, e->section, e->key, e->value);
+		return SKIPPER_OK;
+	case SKIPPER_KEY_SIZE:
+		if (parse_size(e->value, &d))
+			return skipper_fail(err, SKIPPER_ERR_CONFIG,
+			                    "%s: [%s] %s: '%s' is not a size (bytes, or a number with K, M, G, T)",
+			                    at, e->section, e->key, e->value);
+		return SKIPPER_OK;
+	case SKIPPER_KEY_ENUM: {
+		size_t n = strlen(e->value);
+		for (const char *c = k->choices; c; c = strchr(c, ',') ? strchr(c, ',') + 1 : NULL)
+			if (strncmp(c, e->value, n) == 0 && (c[n] == ',' || c[n] == '\0') && n)
+				return SKIPPER_OK;
+		return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s: [%s] %s: '%s' is not one of %s", at, e->section,
+		                    e->key, e->value, k->choices);
+	}
+	default:
+		return SKIPPER_OK;
+	}
+	if ((k->min || k->max) && (d < k->min || d > k->max))
+		return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s: [%s] %s: %s is out of range [%g, %g]", at,
+		                    e->section, e->key, e->value, k->min, k->max);
+	return SKIPPER_OK;
+}
+
+int skipper_config_validate(const struct skipper_config *cfg, int (*is_policy)(const char *, void *), void *arg,
+                            struct skipper_error *err)
+{
+	for (size_t i = 0; i < cfg->n; i++) {
+		const struct skipper_config_entry *e = &cfg->e[i];
+		int known;
+		const struct skipper_config_key *k = find_key(e->section, e->key, &known);
+		char at[512];
+		int rc;
+
+		where(e, at, sizeof at);
+		if (k) {
+			if ((rc = check_value(k, e, err)))
+				return rc;
+			continue;
+		}
+		if (known)
+			return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s: [%s] %s: unknown key", at, e->section, e->key);
+		if (!is_policy || !is_policy(e->section, arg))
+			return skipper_fail(err, SKIPPER_ERR_CONFIG,
+			                    "%s: [%s]: unknown section (not a core section nor an installed policy)",
+			                    at, e->section);
+	}
+	return SKIPPER_OK;
+}
+
+static int typed_entry(const struct skipper_config *cfg, const char *section, const char *key,
+                       const struct skipper_config_entry **e, struct skipper_error *err)
+{
+	*e = skipper_config_find(cfg, section, key);
+	if (!*e)
+		return skipper_fail(err, SKIPPER_ERR_CONFIG, "[%s] %s: not set", section, key);
+	return SKIPPER_OK;
+}
+
+static int bad(const struct skipper_config_entry *e, const char *what, struct skipper_error *err)
+{
+	char at[512];
+	where(e, at, sizeof at);
+	return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s: [%s] %s: '%s' is not %s", at, e->section, e->key,
+	                    e->value, what);
+}
+
+int skipper_config_get_int(const struct skipper_config *cfg, const char *section, const char *key, long *out,
+                           struct skipper_error *err)
+{
+	const struct skipper_config_entry *e;
+	int rc = typed_entry(cfg, section, key, &e, err);
+	if (rc)
+		return rc;
+	return skipper_parse_long(e->value, out) ? bad(e, "an integer", err) : SKIPPER_OK;
+}
+
+int skipper_config_get_double(const struct skipper_config *cfg, const char *section, const char *key,
+                              double *out, struct skipper_error *err)
+{
+	const struct skipper_config_entry *e;
+	int rc = typed_entry(cfg, section, key, &e, err);
+	if (rc)
+		return rc;
+	return skipper_parse_double(e->value, out) ? bad(e, "a number", err) : SKIPPER_OK;
+}
+
+int skipper_config_get_bool(const struct skipper_config *cfg, const char *section, const char *key, int *out,
+                            struct skipper_error *err)
+{
+	const struct skipper_config_entry *e;
+	int rc = typed_entry(cfg, section, key, &e, err);
+	if (rc)
+		return rc;
+	return skipper_parse_bool(e->value, out) ? bad(e, "a boolean", err) : SKIPPER_OK;
+}

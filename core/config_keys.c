@@ -1,0 +1,35 @@
+/* The built-in configuration table: every core key, its type and default.
+ * conf/skipper.ini and skipper.ini(5) document exactly these. */
+#include <stddef.h>
+
+#include "config_keys.h"
+
+const struct skipper_config_key skipper_config_keys[] = {
+	{ "model", "path", "", SKIPPER_KEY_STRING, NULL },
+	{ "model", "hub", "", SKIPPER_KEY_STRING, NULL },
+	{ "model", "backend", "auto", SKIPPER_KEY_ENUM, "auto,cpu,cuda" },
+	{ "model", "threads", "0", SKIPPER_KEY_INT, NULL, 0, 1024 },
+	{ "model", "ctx", "4096", SKIPPER_KEY_INT, NULL, 16, 1 << 20 },
+
+	{ "generate", "max_tokens", "256", SKIPPER_KEY_INT, NULL, 1, 1 << 20 },
+	{ "generate", "temperature", "0", SKIPPER_KEY_DOUBLE, NULL, 0, 100 },
+	{ "generate", "top_k", "40", SKIPPER_KEY_INT, NULL, 0, 1 << 20 },
+	{ "generate", "top_p", "0.95", SKIPPER_KEY_DOUBLE, NULL, 0, 1 },
+	{ "generate", "seed", "0", SKIPPER_KEY_INT, NULL, 0, 0x7fffffff },
+	{ "generate", "chat_template", "auto", SKIPPER_KEY_ENUM, "auto,none,chatml,llama2,llama3,mistral,zephyr" },
+	{ "generate", "system", "", SKIPPER_KEY_STRING, NULL },
+
+	{ "policy", "name", "none", SKIPPER_KEY_STRING, NULL },
+	{ "policy", "profile", "", SKIPPER_KEY_STRING, NULL },
+	{ "policy", "plugin_dir", "", SKIPPER_KEY_STRING, NULL },
+
+	{ "hub", "endpoint", "", SKIPPER_KEY_STRING, NULL },
+	{ "hub", "cache_dir", "", SKIPPER_KEY_STRING, NULL },
+	{ "hub", "token_file", "", SKIPPER_KEY_STRING, NULL },
+	{ "hub", "offline", "no", SKIPPER_KEY_BOOL, NULL },
+	{ "hub", "trusted_keys", "", SKIPPER_KEY_STRING, NULL },
+	{ "hub", "max_file_size", "64G", SKIPPER_KEY_SIZE, NULL },
+	{ "hub", "retries", "5", SKIPPER_KEY_INT, NULL, 0, 100 },
+	{ "hub", "timeout", "30", SKIPPER_KEY_INT, NULL, 1, 86400 },
+	{ NULL, NULL, NULL, 0, NULL },
+};

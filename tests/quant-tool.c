@@ -1,0 +1,96 @@
+/* Helper for tests/t-gguf-ref.sh, which compares our element types with an
+ * independent implementation (the gguf Python package of llama.cpp):
+ *   quant-tool quantize TYPE IN.f32 OUT   quantise rows of raw f32 (row
+ *                                          length 64) with our reference quantisers
+ *   quant-tool dequant FILE TENSOR OUT.f32 dequantise a whole tensor of a GGUF file
+ *   quant-tool meta FILE                   print hyper-parameters as key=value
+ * TYPE is the GGML type number. Exit 0 on success. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf.h"
+#include "model.h"
+#include "quant.h"
+
+static void *slurp(const char *p, size_t *len)
+{
+	FILE *f = fopen(p, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	*len = (size_t)ftell(f);
+	rewind(f);
+	void *b = malloc(*len ? *len : 1);
+	if (b && fread(b, 1, *len, f) != *len) {
+		free(b);
+		b = NULL;
+	}
+	fclose(f);
+	return b;
+}
+
+int main(int argc, char **argv)
+{
+	struct skipper_error err = { 0 };
+	if (argc == 5 && !strcmp(argv[1], "quantize")) {
+		int type = atoi(argv[2]);
+		size_t len;
+		float *x = slurp(argv[3], &len);
+		const int64_t n = 64;
+		size_t rb = skipper_dtype_row_bytes(type, n);
+		if (!x || !rb || len % (n * 4))
+			return 1;
+		size_t rows = len / (n * 4);
+		unsigned char *q = malloc(rb * rows);
+		for (size_t r = 0; r < rows; r++)
+			skipper_quantize_row(type, x + r * n, q + r * rb, n);
+		FILE *f = fopen(argv[4], "wb");
+		int bad = !f || fwrite(q, rb, rows, f) != rows;
+		if (f)
+			bad |= fclose(f) != 0;
+		free(x);
+		free(q);
+		return bad;
+	}
+	if (argc == 5 && !strcmp(argv[1], "dequant")) {
+		struct skipper_gguf *g;
+		if (skipper_gguf_open(argv[2], &g, &err)) {
+			fprintf(stderr, "%s\n", err.msg);
+			return 1;
+		}
+		const struct skipper_gguf_tensor *t = skipper_gguf_find_tensor(g, argv[3]);
+		if (!t)
+			return 1;
+		int64_t rows = t->ne[1] * t->ne[2] * t->ne[3];
+		size_t rb = skipper_dtype_row_bytes(t->type, t->ne[0]);
+		float *row = malloc((size_t)t->ne[0] * sizeof *row);
+		FILE *f = fopen(argv[4], "wb");
+		int bad = !f;
+		for (int64_t r = 0; r < rows && !bad; r++) {
+			skipper_dequant_row(t->type, (const char *)t->data + r * rb, row, t->ne[0]);
+			bad = fwrite(row, sizeof *row, (size_t)t->ne[0], f) != (size_t)t->ne[0];
+		}
+		if (f)
+			bad |= fclose(f) != 0;
+		free(row);
+		skipper_gguf_close(g);
+		return bad;
+	}
+	if (argc == 3 && !strcmp(argv[1], "meta")) {
+		struct skipper_model *m;
+		if (skipper_model_load(argv[2], &m, &err)) {
+			fprintf(stderr, "%s\n", err.msg);
+			return 1;
+		}
+		const struct skipper_hparams *hp = &m->hp;
+		printf("n_layer=%d\nn_embd=%d\nn_ff=%d\nn_head=%d\nn_head_kv=%d\nn_vocab=%d\nn_ctx_train=%d\n"
+		       "rope_theta=%.9g\nrms_eps=%.9g\ntied=%d\nn_tensors=%lld\n",
+		       hp->n_layer, hp->n_embd, hp->n_ff, hp->n_head, hp->n_head_kv, hp->n_vocab, hp->n_ctx_train,
+		       hp->rope_theta, hp->rms_eps, m->tied_embeddings, (long long)skipper_gguf_n_tensors(m->gguf));
+		skipper_model_free(m);
+		return 0;
+	}
+	fprintf(stderr, "usage: quant-tool quantize TYPE IN.f32 OUT | dequant FILE TENSOR OUT.f32 | meta FILE\n");
+	return 2;
+}

@@ -1,0 +1,186 @@
+/* Config layering and the exact error messages users see. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "config_keys.h"
+#include "tap.h"
+
+static char dir[] = "/tmp/skipper-t-config.XXXXXX";
+
+static const char *write_file(const char *name, const char *text)
+{
+	static char path[4][512];
+	static int k;
+	char *p = path[k++ % 4];
+	FILE *f;
+
+	snprintf(p, 512, "%s/%s", dir, name);
+	f = fopen(p, "w");
+	fputs(text, f);
+	fclose(f);
+	return p;
+}
+
+static int only_swift(const char *name, void *arg) { return strcmp(name, "swift") == 0; }
+
+/* Load text as one file, validate, and return the error message ("" if ok). */
+static const char *load_msg(const char *text, struct skipper_error *err)
+{
+	struct skipper_config *cfg;
+	const char *p = write_file("t.ini", text);
+	int rc;
+
+	skipper_config_new(&cfg, err);
+	err->msg[0] = '\0';
+	rc = skipper_config_load_file(cfg, p, 1, err);
+	if (!rc)
+		rc = skipper_config_validate(cfg, only_swift, NULL, err);
+	skipper_config_free(cfg);
+	if (!rc)
+		err->msg[0] = '\0';
+	return err->msg;
+}
+
+static void expect(const char *text, const char *suffix, const char *what)
+{
+	struct skipper_error err = { 0 };
+	char want[1024];
+
+	snprintf(want, sizeof want, "%s/t.ini%s", dir, suffix);
+	is_str(load_msg(text, &err), want, "%s", what);
+}
+
+int main(void)
+{
+	struct skipper_config *cfg;
+	struct skipper_error err = { 0 };
+	const struct skipper_config_entry *const *ents;
+	long l;
+	double d;
+	int b;
+
+	if (!mkdtemp(dir))
+		return 1;
+
+	/* defaults, layering, --set */
+	ok(skipper_config_new(&cfg, &err) == 0, "new config");
+	is_str(skipper_config_get(cfg, "policy", "name"), "none", "default policy is none");
+	ok(skipper_config_get_int(cfg, "generate", "max_tokens", &l, &err) == 0 && l == 256, "default max_tokens");
+	ok(skipper_config_load_file(cfg, write_file("a.ini", "[generate]\nmax_tokens = 32 ; comment\n"
+	                                                     "[policy]\nname = swift\n[swift]\nr = 0.4\n"),
+	                            1, &err) == 0,
+	   "load a file");
+	ok(skipper_config_load_file(cfg, write_file("b.ini", "[generate]\nmax_tokens = 64\n"), 1, &err) == 0,
+	   "load a second file");
+	ok(skipper_config_get_int(cfg, "generate", "max_tokens", &l, &err) == 0 && l == 64, "later file wins");
+	ok(skipper_config_set(cfg, "generate.temperature=0.7", &err) == 0, "--set");
+	ok(skipper_config_get_double(cfg, "generate", "temperature", &d, &err) == 0 && d == 0.7, "--set wins");
+	ok(skipper_config_get_bool(cfg, "hub", "offline", &b, &err) == 0 && b == 0, "bool default");
+	ok(skipper_config_validate(cfg, only_swift, NULL, &err) == 0, "policy section accepted: %s", err.msg);
+	is_int(skipper_config_section(cfg, "swift", &ents), 1, "one swift key");
+	is_str(ents[0]->value, "0.4", "swift r value");
+	is_int(ents[0]->line, 6, "swift r line");
+	ok(skipper_config_set(cfg, "generate", &err) != 0, "--set without a dot");
+	is_str(err.msg, "--set generate: expected section.key=value", "--set error text");
+	ok(skipper_config_load_file(cfg, "/nonexistent/x.ini", 0, &err) == 0, "optional missing file is fine");
+	skipper_config_free(cfg);
+
+	/* golden error messages */
+	expect("[model]\nthreads = 2\nbogus = 1\n", ":3: [model] bogus: unknown key", "unknown key");
+	expect("[modle]\npath = x\n", ":2: [modle]: unknown section (not a core section nor an installed policy)",
+	       "unknown section");
+	expect("[generate]\nmax_tokens = lots\n", ":2: [generate] max_tokens: 'lots' is not an integer", "bad number");
+	expect("[generate]\ntemperature = 1e\n", ":2: [generate] temperature: '1e' is not a number", "bad double");
+	expect("[generate]\nmax_tokens = 0\n", ":2: [generate] max_tokens: 0 is out of range [1, 1.04858e+06]",
+	       "out of range");
+	expect("[hub]\noffline = maybe\n",
+	       ":2: [hub] offline: 'maybe' is not a boolean (yes/no, true/false, on/off, 1/0)", "bad bool");
+	expect("[model]\nbackend = gpu\n", ":2: [model] backend: 'gpu' is not one of auto,cpu,cuda", "bad enum");
+	expect("[model]\nthreads = 1\n[generate]\nseed = 1\n[model]\nctx = 9\n", ":6: duplicate section [model]",
+	       "duplicate section");
+	expect("[model]\nthreads = 1\nthreads = 2\n", ":3: [model] threads: duplicate key (first set on line 2)",
+	       "duplicate key");
+	expect("[model]\nthis is not ini\n", ":2: syntax error (expected [section], key = value or a comment)",
+	       "syntax error");
+	expect("threads = 1\n", ":1: key 'threads' outside of any [section]", "key outside section");
+
+	{
+		struct skipper_config *c2;
+		skipper_config_new(&c2, &err);
+		ok(skipper_config_load_file(c2, "/nonexistent/x.ini", 1, &err) != 0, "missing file fails");
+		is_str(err.msg, "/nonexistent/x.ini: cannot open configuration file: No such file or directory",
+		       "missing file message");
+		skipper_config_free(c2);
+	}
+	/* conf/skipper.ini and skipper.ini(5) document every built-in key, and
+	 * the file's commented defaults are the built-in ones. */
+	{
+		const char *src = getenv("top_srcdir");
+		char path[1024], line[512], section[64] = "";
+		FILE *f;
+		int documented = 0, wrong = 0, n_keys = 0;
+		if (!src)
+			src = "..";
+		snprintf(path, sizeof path, "%s/conf/skipper.ini", src);
+		f = fopen(path, "r");
+		ok(f != NULL, "conf/skipper.ini is readable");
+		while (f && fgets(line, sizeof line, f)) {
+			char key[64], val[256] = "";
+			if (sscanf(line, "[%63[^]]]", section) == 1)
+				continue;
+			if (sscanf(line, ";%63[a-z_] = %255[^\n]", key, val) >= 1 && strchr(line, '=')) {
+				int found = 0;
+				for (const struct skipper_config_key *k = skipper_config_keys; k->section; k++)
+					if (!strcmp(k->section, section) && !strcmp(k->key, key)) {
+						found = 1;
+						if (strcmp(k->def, val)) {
+							diag("[%s] %s: file says '%s', default is '%s'", section, key, val, k->def);
+							wrong++;
+						}
+					}
+				documented += found;
+				if (!found) {
+					diag("[%s] %s documented but not a key", section, key);
+					wrong++;
+				}
+			}
+		}
+		if (f)
+			fclose(f);
+		for (const struct skipper_config_key *k = skipper_config_keys; k->section; k++)
+			n_keys++;
+		is_int(documented, n_keys, "every built-in key is in conf/skipper.ini");
+		is_int(wrong, 0, "conf/skipper.ini shows the built-in defaults");
+
+		snprintf(path, sizeof path, "%s/man/skipper.ini.5", src);
+		f = fopen(path, "r");
+		{
+			char *man = calloc(1, 1 << 20);
+			size_t len = f ? fread(man, 1, (1 << 20) - 1, f) : 0;
+			int missing = 0;
+			man[len] = '\0';
+			for (const struct skipper_config_key *k = skipper_config_keys; k->section; k++) {
+				char want[128];
+				snprintf(want, sizeof want, ".B %s\n", k->key);
+				if (!strstr(man, want)) {
+					diag("skipper.ini(5) lacks [%s] %s", k->section, k->key);
+					missing++;
+				}
+			}
+			is_int(missing, 0, "skipper.ini(5) documents every built-in key");
+			free(man);
+		}
+		if (f)
+			fclose(f);
+	}
+	{
+		char cmd[600];
+		snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+		if (system(cmd) != 0)
+			diag("could not remove %s", dir);
+	}
+	return tap_done();
+}
