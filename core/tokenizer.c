@@ -207,17 +207,10 @@ static int load_merges(struct skipper_tokenizer *t, const struct skipper_tokeniz
 	return 0;
 }
 
-static const struct skipper_tokenizer *sort_ctx;
-
-static int cmp_special(const void *a, const void *b)
+static int cmp_u64(const void *a, const void *b)
 {
-	size_t la, lb;
-	int32_t ia = *(const int32_t *)a, ib = *(const int32_t *)b;
-	tok_text(sort_ctx, ia, &la);
-	tok_text(sort_ctx, ib, &lb);
-	if (la != lb)
-		return la > lb ? -1 : 1;
-	return ia < ib ? -1 : ia > ib;
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
 }
 
 static int is_eog(const struct skipper_tokenizer *t, int32_t id)
@@ -271,22 +264,25 @@ static int setup_special(struct skipper_tokenizer *t)
 			n++;
 	}
 	t->special = malloc((n ? n : 1) * sizeof *t->special);
-	if (!t->special)
+	uint64_t *keys = malloc((n ? n : 1) * sizeof *keys);
+	if (!t->special || !keys) {
+		free(keys);
 		return -1;
+	}
 	for (int32_t i = 0; i < t->n_vocab; i++) {
 		int ty = t->types[i];
 		size_t len;
 		tok_text(t, i, &len);
+		/* sort key: longest text first, then lowest id */
 		if (len && (ty == SKIPPER_TOKEN_CONTROL || ty == SKIPPER_TOKEN_USER_DEFINED || ty == SKIPPER_TOKEN_UNKNOWN))
-			t->special[t->n_special++] = i;
+			keys[t->n_special++] = ((uint64_t)(PIECE_MAX_LEN - len) << 32) | (uint32_t)i;
 	}
 	/* Longest first, so "<|im_start|>" is cut out before any shorter token
-	 * that is a substring of it (llama.cpp's order). qsort with a static
-	 * context: construction is not expected to run concurrently with
-	 * another construction. */
-	sort_ctx = t;
-	qsort(t->special, t->n_special, sizeof *t->special, cmp_special);
-	sort_ctx = NULL;
+	 * that is a substring of it (llama.cpp's order). */
+	qsort(keys, t->n_special, sizeof *keys, cmp_u64);
+	for (size_t i = 0; i < t->n_special; i++)
+		t->special[i] = (int32_t)(uint32_t)keys[i];
+	free(keys);
 	return 0;
 }
 

@@ -64,6 +64,17 @@ char *skipper_chat_default_system(const char *jinja, size_t len);
 
 /* --- Additions (tokenizer engineer) --- */
 
+/* Notes on the calls above:
+ * - skipper_token_piece writes min(len, cap) bytes, NUL-terminated when
+ *   len < cap, and returns the piece's full length (call with cap 0 to size).
+ *   User-defined tokens always print; control/unknown ones only with
+ *   render_special; unused ones never.
+ * - skipper_tokenize follows llama.cpp: user-defined tokens are matched in the
+ *   text even with parse_special = 0; invalid UTF-8 reads as U+FFFD. EOS is
+ *   appended only when add_bos is set and the model asks for EOS too.
+ * - skipper_detok_push/flush output is always valid UTF-8: bytes that cannot
+ *   start or continue a character come out as U+FFFD. */
+
 /* Token types as stored in tokenizer.ggml.token_type. */
 enum skipper_token_type { SKIPPER_TOKEN_NORMAL = 1, SKIPPER_TOKEN_UNKNOWN = 2, SKIPPER_TOKEN_CONTROL = 3,
                           SKIPPER_TOKEN_USER_DEFINED = 4, SKIPPER_TOKEN_UNUSED = 5, SKIPPER_TOKEN_BYTE = 6 };
