@@ -238,7 +238,7 @@ static int add_eog(struct skipper_tokenizer *t, int32_t id)
  * so they never print and always stop generation. */
 static const char *const eog_texts[] = {
 	"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
-	"<EOT>", "_<EOT>", "<|end_of_text|>", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+	"<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
 };
 
 static int setup_special(struct skipper_tokenizer *t)
@@ -247,8 +247,7 @@ static int setup_special(struct skipper_tokenizer *t)
 		int32_t id = tok_lookup(t, eog_texts[i], strlen(eog_texts[i]));
 		if (id < 0 || id >= t->n_vocab)
 			continue;
-		if (t->types[id] != SKIPPER_TOKEN_USER_DEFINED)
-			t->types[id] = SKIPPER_TOKEN_CONTROL;
+		t->types[id] = SKIPPER_TOKEN_CONTROL;
 		if (add_eog(t, id))
 			return -1;
 	}
@@ -295,6 +294,7 @@ static int parse_pre(const char *pre, int *out)
 		{ "smollm", PRE_SMOLLM }, { "starcoder", PRE_SMOLLM }, { "refact", PRE_SMOLLM },
 		{ "llama3", PRE_LLAMA3 }, { "llama-v3", PRE_LLAMA3 }, { "llama-bpe", PRE_LLAMA3 },
 		{ "falcon3", PRE_LLAMA3 }, { "pixtral", PRE_LLAMA3 },
+		{ "qwen2", PRE_QWEN2 },
 	};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		if (strcmp(pre ? pre : "", names[i].name) == 0) {
@@ -310,6 +310,7 @@ static const char *pre_name(int pre)
 	case PRE_GPT2: return "gpt2";
 	case PRE_SMOLLM: return "smollm";
 	case PRE_LLAMA3: return "llama3";
+	case PRE_QWEN2: return "qwen2";
 	default: return "default";
 	}
 }

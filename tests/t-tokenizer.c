@@ -19,7 +19,7 @@
 
 struct refcase { char vocab[16]; int add_bos, special; char *text; size_t len; int32_t ids[512]; size_t n; };
 
-static struct refcase cases[256];
+static struct refcase cases[512];
 static size_t n_cases;
 
 static int hexval(int c) { return c <= '9' ? c - '0' : (c | 32) - 'a' + 10; }
@@ -32,7 +32,7 @@ static void load_ref(const char *path)
 		printf("Bail out! cannot open %s\n", path);
 		exit(1);
 	}
-	while (fgets(line, sizeof line, f) && n_cases < 256) {
+	while (fgets(line, sizeof line, f) && n_cases < 512) {
 		if (line[0] == '#')
 			continue;
 		struct refcase *c = &cases[n_cases++];
@@ -273,7 +273,7 @@ static void pretokenize_tests(const char *srcdir)
 		if (!t2)
 			continue;
 		*t1 = *t2 = 0;
-		int pre = strcmp(line, "gpt2") == 0 ? PRE_GPT2 : PRE_LLAMA3;
+		int pre = strcmp(line, "gpt2") == 0 ? PRE_GPT2 : strcmp(line, "qwen2") == 0 ? PRE_QWEN2 : PRE_LLAMA3;
 		char text[2048];
 		size_t len = strlen(t1 + 1) / 2;
 		for (size_t i = 0; i < len; i++)
@@ -290,7 +290,7 @@ static void pretokenize_tests(const char *srcdir)
 		}
 	}
 	fclose(f);
-	ok(n > 50 && bad == 0, "GPT-2 and Llama-3 word splits equal the regex module's (%d texts, %d wrong)", n, bad);
+	ok(n > 100 && bad == 0, "GPT-2, Llama-3 and Qwen2 word splits equal the regex module's (%d texts, %d wrong)", n, bad);
 }
 
 /* Write w to a temporary file, open it and build a tokenizer; returns the
@@ -628,7 +628,7 @@ static void smollm_tests(const char *path)
 	/* The same vocabulary under the other pre-tokenizers. */
 	static const struct { const char *vocab, *pre, *kind; } pres[] = {
 		{ "gpt2", "gpt-2", "gpt2/gpt2" }, { "llama3", "llama-bpe", "gpt2/llama3" },
-		{ "default", "default", "gpt2/default" },
+		{ "default", "default", "gpt2/default" }, { "qwen2", "qwen2", "gpt2/qwen2" },
 	};
 	for (size_t i = 0; i < sizeof pres / sizeof pres[0]; i++) {
 		if (skipper_tokenizer_from_gguf_pre(g, pres[i].pre, &t, &err)) {
