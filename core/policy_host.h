@@ -121,6 +121,13 @@ int skipper_policy_check_config(struct skipper_policy_lib *lib, const struct ski
                                 struct skipper_error *err);
 
 const struct skipper_policy *skipper_policy_instance_desc(const struct skipper_policy_instance *inst);
+/* The plugin's state, for an engine that calls the descriptor's hooks itself. */
+void *skipper_policy_instance_state(const struct skipper_policy_instance *inst);
+/* What the plugin last passed to host->set_error ("" if nothing since the
+ * last clear). The wrappers below clear it before each hook; an engine that
+ * calls hooks directly clears it itself and reads it after a failure. */
+const char *skipper_policy_instance_message(const struct skipper_policy_instance *inst);
+void skipper_policy_instance_clear_message(struct skipper_policy_instance *inst);
 /* Effective needs (descriptor defaults filled, refine_needs applied). */
 const struct skipper_needs *skipper_policy_instance_needs(const struct skipper_policy_instance *inst);
 /* Seconds spent inside this instance's hooks since creation (policy overhead). */

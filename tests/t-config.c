@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "config_keys.h"
 #include "tap.h"
 
 static char dir[] = "/tmp/skipper-t-config.XXXXXX";
@@ -113,6 +114,67 @@ int main(void)
 		is_str(err.msg, "/nonexistent/x.ini: cannot open configuration file: No such file or directory",
 		       "missing file message");
 		skipper_config_free(c2);
+	}
+	/* conf/skipper.ini and skipper.ini(5) document every built-in key, and
+	 * the file's commented defaults are the built-in ones. */
+	{
+		const char *src = getenv("top_srcdir");
+		char path[1024], line[512], section[64] = "";
+		FILE *f;
+		int documented = 0, wrong = 0, n_keys = 0;
+		if (!src)
+			src = "..";
+		snprintf(path, sizeof path, "%s/conf/skipper.ini", src);
+		f = fopen(path, "r");
+		ok(f != NULL, "conf/skipper.ini is readable");
+		while (f && fgets(line, sizeof line, f)) {
+			char key[64], val[256] = "";
+			if (sscanf(line, "[%63[^]]]", section) == 1)
+				continue;
+			if (sscanf(line, ";%63[a-z_] = %255[^\n]", key, val) >= 1 && strchr(line, '=')) {
+				int found = 0;
+				for (const struct skipper_config_key *k = skipper_config_keys; k->section; k++)
+					if (!strcmp(k->section, section) && !strcmp(k->key, key)) {
+						found = 1;
+						if (strcmp(k->def, val)) {
+							diag("[%s] %s: file says '%s', default is '%s'", section, key, val, k->def);
+							wrong++;
+						}
+					}
+				documented += found;
+				if (!found) {
+					diag("[%s] %s documented but not a key", section, key);
+					wrong++;
+				}
+			}
+		}
+		if (f)
+			fclose(f);
+		for (const struct skipper_config_key *k = skipper_config_keys; k->section; k++)
+			n_keys++;
+		is_int(documented, n_keys, "every built-in key is in conf/skipper.ini");
+		is_int(wrong, 0, "conf/skipper.ini shows the built-in defaults");
+
+		snprintf(path, sizeof path, "%s/man/skipper.ini.5", src);
+		f = fopen(path, "r");
+		{
+			char *man = calloc(1, 1 << 20);
+			size_t len = f ? fread(man, 1, (1 << 20) - 1, f) : 0;
+			int missing = 0;
+			man[len] = '\0';
+			for (const struct skipper_config_key *k = skipper_config_keys; k->section; k++) {
+				char want[128];
+				snprintf(want, sizeof want, ".B %s\n", k->key);
+				if (!strstr(man, want)) {
+					diag("skipper.ini(5) lacks [%s] %s", k->section, k->key);
+					missing++;
+				}
+			}
+			is_int(missing, 0, "skipper.ini(5) documents every built-in key");
+			free(man);
+		}
+		if (f)
+			fclose(f);
 	}
 	{
 		char cmd[600];

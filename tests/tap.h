@@ -53,6 +53,13 @@ static inline void tap_skip(int n, const char *why)
 		printf("ok %d # SKIP %s\n", ++tap_n, why);
 }
 
+/* Abort the whole test file (TAP "Bail out!"). */
+#define BAIL(msg)                                                                           \
+	do {                                                                                \
+		printf("Bail out! %s\n", (msg));                                            \
+		exit(1);                                                                    \
+	} while (0)
+
 /* Print the trailing plan (when tap_plan was not called) and exit status. */
 static inline int tap_done(void)
 {

@@ -66,10 +66,6 @@ int cli_prompt_tokens(struct cli_session *s, const char *user, int32_t **ids, si
  * hub cache), or the default model. *path malloc'ed. */
 int cli_model_path(const struct skipper_config *cfg, char **path);
 
-/* [model] hub = org/repo:file resolved through the hub cache (downloading
- * unless offline). *path malloc'ed. */
-int cli_hub_model_path(const struct skipper_config *cfg, const char *spec, char **path);
-
 /* Set by SIGINT/SIGTERM handlers the long-running commands install. */
 extern volatile sig_atomic_t cli_interrupted;
 void cli_install_signals(void);

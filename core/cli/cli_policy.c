@@ -9,6 +9,7 @@
 #include "cli_policy.h"
 #include "engine_services.h"
 #include "error.h"
+#include "hub_cli.h"
 #include "policy_none.h"
 #include "quant.h"
 
@@ -22,6 +23,7 @@ struct cli_policy {
 	struct skipper_engine *engine;
 	char sha[65];
 	int have_sha;
+	char *profile;        /* resolved [policy] profile */
 };
 
 void cli_policy_search(const struct skipper_config *cfg, struct skipper_policy_search *search)
@@ -104,6 +106,15 @@ int cli_policy_open(struct cli_session *s, const struct skipper_config *cfg, con
 	p->env.n_ctx = s->be->n_ctx;
 	p->env.model_name = s->model->name;
 	p->env.model_sha256 = model_sha256;
+	if (prof && strncmp(prof, "hub:", 4) == 0) {
+		/* fetched (and signature-checked) through the hub cache */
+		if (cli_hub_profile_path(cfg, prof, &p->profile) != EXIT_OK) {
+			skipper_policy_unload(p->lib);
+			free(p);
+			return skipper_fail(err, SKIPPER_ERR_NOT_FOUND, "[policy] profile = %s: not available", prof);
+		}
+		prof = p->profile;
+	}
 	p->env.profile_path = prof && *prof ? prof : NULL;
 	p->env.seed = (uint64_t)seed;
 	p->env.log = log_line;
@@ -135,5 +146,6 @@ void cli_policy_close(struct cli_policy *p)
 		return;
 	skipper_policy_instance_free(p->inst);
 	skipper_policy_unload(p->lib);
+	free(p->profile);
 	free(p);
 }

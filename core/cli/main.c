@@ -4,6 +4,7 @@
 
 #include "build-config.h"
 #include "cli.h"
+#include "hub_cli.h"
 
 static const struct {
 	const char *name;
@@ -14,6 +15,8 @@ static const struct {
 	{ "bench", cmd_bench, "compare policies on Spec-Bench style prompts" },
 	{ "info", cmd_info, "describe a model file" },
 	{ "policies", cmd_policies, "list installed policy plugins" },
+	{ "pull", cmd_pull, "download model or profile files from a Hugging Face-compatible hub" },
+	{ "profile", cmd_profile, "skip profiles: pull, show, verify, sign, keygen, publish" },
 };
 
 static void usage(FILE *f)

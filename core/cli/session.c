@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "cli_policy.h"
 #include "error.h"
+#include "hub_cli.h"
 
 static int fail(struct skipper_error *err, int code)
 {

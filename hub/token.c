@@ -1,0 +1,73 @@
+/* Access tokens. The token lives only in memory: it is never part of an
+ * error message, a file we write, or a URL. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "error.h"
+#include "hub/hub.h"
+
+static char *trimmed_dup(const char *s, size_t n)
+{
+	while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
+		n--;
+	while (n && (*s == ' ' || *s == '\t')) {
+		s++;
+		n--;
+	}
+	return n ? strndup(s, n) : NULL;
+}
+
+int skipper_hub_token_load(const char *token_file, char **token, struct skipper_error *err)
+{
+	const char *env = getenv("HF_TOKEN");
+	char *path = NULL, line[4096];
+	FILE *f;
+	int rc = SKIPPER_OK;
+
+	*token = NULL;
+	if (env && *env) {
+		*token = trimmed_dup(env, strlen(env));
+		return SKIPPER_OK;
+	}
+	if (token_file && *token_file) {
+		path = strdup(token_file);
+	} else {
+		const char *home = getenv("HF_HOME");
+		if (home && *home) {
+			if (asprintf(&path, "%s/token", home) < 0)
+				path = NULL;
+		} else {
+			home = getenv("HOME");
+			if (asprintf(&path, "%s/.cache/huggingface/token", home && *home ? home : ".") < 0)
+				path = NULL;
+		}
+	}
+	if (!path)
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	f = fopen(path, "r");
+	if (!f) {
+		/* Only an explicitly configured file must exist. */
+		if (errno != ENOENT || (token_file && *token_file))
+			rc = skipper_fail(err, SKIPPER_ERR_IO, "token file %s: %s", path, strerror(errno));
+		free(path);
+		return rc;
+	}
+	if (fgets(line, sizeof line, f))
+		*token = trimmed_dup(line, strlen(line));
+	OPENSSL_cleanse(line, sizeof line);
+	fclose(f);
+	free(path);
+	return SKIPPER_OK;
+}
+
+void skipper_hub_token_free(char *token)
+{
+	if (token) {
+		OPENSSL_cleanse(token, strlen(token));
+		free(token);
+	}
+}

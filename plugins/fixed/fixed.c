@@ -1,0 +1,261 @@
+/* `fixed`: one skip mask for every round, from its INI section or a skip
+ * profile; a fixed draft length or a confidence exit; optionally a top-k
+ * "spine + leaf siblings" tree so tree verification can be exercised
+ * without a search policy. See skipper-policy-fixed(5). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "skipper/policy.h"
+
+#define FIXED_MAX_DRAFT 32
+#define FIXED_MAX_TREE 8
+
+struct fixed {
+	const struct skipper_host *host;
+	void *ctx;
+
+	/* configuration as given; lists are parsed once the model is known */
+	char *attn_s, *mlp_s;
+	char *profile;      /* profile = FILE */
+	char *section;      /* profile_section, default "mask" */
+	int draft_length;   /* 0 = unset */
+	int max_draft;      /* 0 = unset */
+	double threshold;   /* 0 = off */
+	int tree;           /* top-k candidates per depth; <= 1 = chain */
+
+	int n_layer;
+	uint8_t *attn, *mlp;
+	int cap;            /* effective draft cap */
+};
+
+static int fixed_create(const struct skipper_host *host, void *ctx, void **state)
+{
+	struct fixed *f = calloc(1, sizeof *f);
+	if (!f)
+		return SKIPPER_POLICY_NOMEM;
+	f->host = host;
+	f->ctx = ctx;
+	*state = f;
+	return SKIPPER_POLICY_OK;
+}
+
+static void fixed_destroy(void *state)
+{
+	struct fixed *f = state;
+	if (!f)
+		return;
+	free(f->attn_s);
+	free(f->mlp_s);
+	free(f->profile);
+	free(f->section);
+	free(f->attn);
+	free(f->mlp);
+	free(f);
+}
+
+static int set_string(char **dst, const char *value)
+{
+	char *s = strdup(value);
+	if (!s)
+		return SKIPPER_POLICY_NOMEM;
+	free(*dst);
+	*dst = s;
+	return SKIPPER_POLICY_OK;
+}
+
+static int fixed_config(void *state, const char *key, const char *value)
+{
+	struct fixed *f = state;
+	const struct skipper_host *h = f->host;
+	int64_t i;
+	int rc;
+
+	if (strcmp(key, "attn") == 0 || strcmp(key, "mlp") == 0) {
+		/* Syntax and range now, so a typo is reported at its line. */
+		if ((rc = h->parse_layers(f->ctx, value, NULL, h->n_layer)))
+			return rc;
+		return set_string(key[0] == 'a' ? &f->attn_s : &f->mlp_s, value);
+	}
+	if (strcmp(key, "profile") == 0)
+		return set_string(&f->profile, value);
+	if (strcmp(key, "profile_section") == 0)
+		return set_string(&f->section, value);
+	if (strcmp(key, "draft_length") == 0) {
+		if ((rc = h->parse_int(f->ctx, value, 1, FIXED_MAX_DRAFT, &i)))
+			return rc;
+		f->draft_length = (int)i;
+		return SKIPPER_POLICY_OK;
+	}
+	if (strcmp(key, "max_draft") == 0) {
+		if ((rc = h->parse_int(f->ctx, value, 1, FIXED_MAX_DRAFT, &i)))
+			return rc;
+		f->max_draft = (int)i;
+		return SKIPPER_POLICY_OK;
+	}
+	if (strcmp(key, "threshold") == 0)
+		return h->parse_double(f->ctx, value, 0.0, 1.0, &f->threshold);
+	if (strcmp(key, "tree") == 0) {
+		if ((rc = h->parse_int(f->ctx, value, 0, FIXED_MAX_TREE, &i)))
+			return rc;
+		f->tree = (int)i;
+		return SKIPPER_POLICY_OK;
+	}
+	return SKIPPER_POLICY_UNKNOWN_KEY;
+}
+
+static int load_masks(struct fixed *f)
+{
+	const struct skipper_host *h = f->host;
+	const char *path = f->profile;
+	const char *section = f->section ? f->section : "mask";
+	struct skipper_profile *p;
+	int rc;
+
+	if (f->attn_s || f->mlp_s || (!path && !h->profile_path(f->ctx))) {
+		if ((rc = h->parse_layers(f->ctx, f->attn_s ? f->attn_s : "", f->attn, f->n_layer)))
+			return rc;
+		return h->parse_layers(f->ctx, f->mlp_s ? f->mlp_s : "", f->mlp, f->n_layer);
+	}
+	if (!path)
+		path = h->profile_path(f->ctx);
+	if ((rc = h->profile_read(f->ctx, path, &p)))
+		return rc;
+	/* An absent key is an empty list; a section with neither is a mistake. */
+	int ra = h->profile_get_mask(f->ctx, p, section, "attn", f->attn);
+	int rm = ra < 0 && ra != SKIPPER_POLICY_UNKNOWN_KEY ? ra : h->profile_get_mask(f->ctx, p, section, "mlp", f->mlp);
+	h->profile_free(f->ctx, p);
+	if (ra < 0 && ra != SKIPPER_POLICY_UNKNOWN_KEY)
+		return ra;
+	if (rm < 0 && rm != SKIPPER_POLICY_UNKNOWN_KEY)
+		return rm;
+	if (ra == SKIPPER_POLICY_UNKNOWN_KEY && rm == SKIPPER_POLICY_UNKNOWN_KEY) {
+		h->set_error(f->ctx, "%s: no attn or mlp key in [%s]", path, section);
+		return SKIPPER_POLICY_ERROR;
+	}
+	return SKIPPER_POLICY_OK;
+}
+
+static int fixed_config_complete(void *state)
+{
+	struct fixed *f = state;
+	const struct skipper_host *h = f->host;
+
+	if (f->profile && (f->attn_s || f->mlp_s)) {
+		h->set_error(f->ctx, "give either profile or attn/mlp, not both");
+		return SKIPPER_POLICY_ERROR;
+	}
+	if (f->section && !f->profile && !h->profile_path(f->ctx)) {
+		h->set_error(f->ctx, "profile_section needs a profile (profile = FILE or [policy] profile)");
+		return SKIPPER_POLICY_ERROR;
+	}
+	if (f->threshold > 0 && f->draft_length) {
+		h->set_error(f->ctx, "draft_length and threshold exclude each other: with threshold, cap the "
+		                     "draft with max_draft");
+		return SKIPPER_POLICY_ERROR;
+	}
+	if (f->threshold <= 0 && f->max_draft) {
+		h->set_error(f->ctx, "max_draft applies with threshold; without it use draft_length");
+		return SKIPPER_POLICY_ERROR;
+	}
+	f->cap = f->threshold > 0 ? (f->max_draft ? f->max_draft : 8) : (f->draft_length ? f->draft_length : 4);
+
+	f->n_layer = h->n_layer;
+	if (f->n_layer <= 0)
+		return SKIPPER_POLICY_OK; /* configuration check: no model, nothing to resolve */
+	f->attn = calloc((size_t)f->n_layer, 1);
+	f->mlp = calloc((size_t)f->n_layer, 1);
+	if (!f->attn || !f->mlp)
+		return SKIPPER_POLICY_NOMEM;
+	return load_masks(f);
+}
+
+static int fixed_refine_needs(void *state, struct skipper_needs *needs)
+{
+	struct fixed *f = state;
+	if (f->tree > 1) {
+		needs->flags |= SKIPPER_NEED_TOPK;
+		needs->top_k = f->tree;
+	}
+	return SKIPPER_POLICY_OK;
+}
+
+static int fixed_select_draft(void *state, struct skipper_plan *plan)
+{
+	struct fixed *f = state;
+	if (!f->attn || plan->n_layer != f->n_layer) {
+		f->host->set_error(f->ctx, "select_draft: masks for %d layers, plan has %d", f->n_layer, plan->n_layer);
+		return SKIPPER_POLICY_ERROR;
+	}
+	memcpy(plan->skip_attn, f->attn, (size_t)f->n_layer);
+	memcpy(plan->skip_mlp, f->mlp, (size_t)f->n_layer);
+	if (plan->max_draft > f->cap)
+		plan->max_draft = f->cap;
+	return SKIPPER_POLICY_OK;
+}
+
+static int fixed_should_exit(void *state, const struct skipper_step *step)
+{
+	struct fixed *f = state;
+	return f->threshold > 0 && step->prob < f->threshold ? SKIPPER_DRAFT_STOP : SKIPPER_DRAFT_CONTINUE;
+}
+
+/* Spine + leaf siblings: depth j holds the chain token and the other top-k
+ * candidates of draft step j, all children of chain node j-1 (or the root). */
+static int fixed_verify(void *state, const struct skipper_draft *d, struct skipper_tree *t)
+{
+	struct fixed *f = state;
+	int n = 0, parent = -1;
+
+	if (f->tree <= 1)
+		return SKIPPER_POLICY_OK;
+	for (int j = 0; j < d->n; j++) {
+		int spine;
+		if (n >= t->capacity)
+			break;
+		spine = n;
+		t->tokens[n] = d->tokens[j];
+		t->parent[n] = parent;
+		if (t->chain_node)
+			t->chain_node[j] = n;
+		n++;
+		for (int k = 0, extra = 0; k < d->top_k && extra < f->tree - 1 && n < t->capacity; k++) {
+			int32_t id = d->top_ids[(size_t)j * (size_t)d->top_k + (size_t)k];
+			if (id == d->tokens[j])
+				continue;
+			extra++;
+			t->tokens[n] = id;
+			t->parent[n] = parent;
+			n++;
+		}
+		parent = spine;
+	}
+	t->n = n;
+	return SKIPPER_POLICY_OK;
+}
+
+static const struct skipper_policy fixed_policy = {
+	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
+	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
+	.struct_size = sizeof(struct skipper_policy),
+	.name = "fixed",
+	.version = "1.0.0",
+	.description = "one hand-chosen skip mask; fixed draft length or confidence exit",
+	.config_help = "attn = LAYERS        attention sub-layers to skip, e.g. 3,5,7-12\n"
+	               "mlp = LAYERS         MLP sub-layers to skip\n"
+	               "profile = FILE       read the mask from a skip profile instead\n"
+	               "profile_section = S  profile section holding attn/mlp (default mask)\n"
+	               "draft_length = K     tokens drafted per round (default 4)\n"
+	               "threshold = P        stop drafting when the draft token's prob < P (default 0 = off)\n"
+	               "max_draft = K        draft cap with threshold (default 8)\n"
+	               "tree = K             verify the top-K candidates at each depth (default 0 = chain)\n",
+	.create = fixed_create,
+	.config = fixed_config,
+	.config_complete = fixed_config_complete,
+	.refine_needs = fixed_refine_needs,
+	.destroy = fixed_destroy,
+	.select_draft = fixed_select_draft,
+	.should_exit = fixed_should_exit,
+	.verify = fixed_verify,
+};
+
+SKIPPER_POLICY_REGISTER(fixed_policy)

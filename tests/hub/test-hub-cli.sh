@@ -1,0 +1,90 @@
+#!/bin/sh
+# The hub commands end to end: `skipper profile keygen|sign|publish` build a
+# profile hub, nginx on 127.0.0.1 serves it, `skipper pull` and `skipper
+# profile pull|show|verify` read it back. Exit codes per skipper-hub(1).
+set -u
+: "${top_builddir:=.}"
+SKIPPER="$top_builddir/skipper"
+n=0 failed=0
+ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
+is() { n=$((n + 1)); if [ "$1" = "$2" ]; then echo "ok $n - $3"; else echo "not ok $n - $3 (got $1, want $2)"; failed=1; fi; }
+
+if [ -z "${NGINX:-}" ] || [ ! -x "$NGINX" ]; then echo "1..0 # SKIP nginx not found (install nginx-light)"; exit 0; fi
+if ! "$SKIPPER" profile --help >/dev/null 2>&1; then echo "1..0 # SKIP skipper binary not built"; exit 0; fi
+
+T=$(mktemp -d /tmp/skipper-hubcli-XXXXXX)
+cleanup() { [ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null; [ $failed = 0 ] && rm -rf "$T"; }
+trap cleanup EXIT
+export SKIPPER_SYSTEM_CONFIG=/nonexistent HF_HUB_CACHE="$T/cache" HF_HOME="$T/hfhome"
+unset HF_TOKEN HF_HUB_OFFLINE HF_ENDPOINT
+mkdir -p "$T/profiles" "$T/tree" "$T/tmp"
+
+# Build a signed profile hub.
+cat > "$T/profiles/fast.ini" <<'INI'
+[profile]
+model = tiny-llama
+method = swift
+n_layers = 16
+
+[mask]
+attn = 3,5,7-12
+mlp = 4
+INI
+cp "$T/profiles/fast.ini" "$T/profiles/unsigned.ini"
+"$SKIPPER" profile keygen "$T/key.pem" "$T/pub.pem" >/dev/null; ok $? "profile keygen"
+"$SKIPPER" profile sign --key "$T/key.pem" "$T/profiles/fast.ini" >/dev/null; ok $? "profile sign"
+"$SKIPPER" profile verify --key "$T/pub.pem" "$T/profiles/fast.ini" >/dev/null; ok $? "profile verify"
+"$SKIPPER" profile verify --key "$T/pub.pem" "$T/profiles/unsigned.ini" 2>/dev/null; is $? 3 "verify of an unsigned file: exit 3"
+"$SKIPPER" profile verify "$T/profiles/fast.ini" 2>/dev/null; is $? 2 "verify without any key: exit 2"
+"$SKIPPER" profile publish "$T/profiles" --repo team/profiles --out "$T/tree" >/dev/null; ok $? "profile publish"
+cp "$T/key.pem" "$T/profiles/evil.so"
+"$SKIPPER" profile publish "$T/profiles" --repo team/bad --out "$T/tree" 2>/dev/null; is $? 2 "publish refuses a .so"
+rm "$T/profiles/evil.so"
+
+# nginx on a free port (retry on collisions).
+for try in 1 2 3 4 5 6 7 8; do
+	PORT=$(( (($$ + try * 7919) % 30000) + 20000 ))
+	cat > "$T/nginx.conf" <<CONF
+daemon on;
+master_process off;
+pid $T/nginx.pid;
+error_log $T/error.log;
+events { worker_connections 64; }
+http {
+  default_type application/octet-stream;
+  log_format hub '"\$request" \$status range="\$http_range"';
+  access_log $T/access.log hub;
+  client_body_temp_path $T/tmp; proxy_temp_path $T/tmp; fastcgi_temp_path $T/tmp; uwsgi_temp_path $T/tmp; scgi_temp_path $T/tmp;
+  server { listen 127.0.0.1:$PORT; root $T/tree; }
+}
+CONF
+	env -u NGINX "$NGINX" -p "$T" -c "$T/nginx.conf" -e "$T/error.log" 2>/dev/null && break
+	PORT=
+done
+if [ -z "$PORT" ]; then echo "Bail out! nginx did not start"; exit 99; fi
+for i in 1 2 3 4 5 6 7 8 9 10; do [ -f "$T/nginx.pid" ] && break; sleep 0.2; done
+export HF_ENDPOINT="http://127.0.0.1:$PORT"
+
+out=$("$SKIPPER" pull team/profiles fast.ini); ok $? "skipper pull"
+case "$out" in "$T/cache/models--team--profiles/snapshots/"*/fast.ini) r=0 ;; *) r=1 ;; esac; ok $r "prints the snapshot path"
+cmp -s "$out" "$T/profiles/fast.ini"; ok $? "same bytes as published"
+"$SKIPPER" pull team/nothere x.ini 2>"$T/err"; is $? 3 "404: exit 3"
+grep -q "not found" "$T/err"; ok $? "404 message: $(cat "$T/err")"
+"$SKIPPER" pull 2>/dev/null; is $? 2 "no repository: exit 2"
+HF_HUB_OFFLINE=1 "$SKIPPER" pull team/profiles fast.ini >/dev/null; ok $? "offline, cached: exit 0"
+HF_HUB_OFFLINE=1 "$SKIPPER" pull team/profiles unsigned.ini 2>"$T/err"; is $? 3 "offline, not cached: exit 3"
+grep -q "unsigned.ini" "$T/err"; ok $? "offline message names the file"
+
+"$SKIPPER" profile pull team/profiles >"$T/list"; ok $? "profile pull, no trusted keys"
+is "$(wc -l < "$T/list" | tr -d ' ')" 3 "three files (two profiles, one signature)"
+"$SKIPPER" profile pull --set "hub.trusted_keys=$T/pub.pem" team/profiles fast.ini >/dev/null; ok $? "signed profile with trusted_keys"
+"$SKIPPER" profile pull --set "hub.trusted_keys=$T/pub.pem" team/profiles unsigned.ini >"$T/list" 2>"$T/err"; is $? 3 "unsigned profile with trusted_keys: exit 3"
+grep -q refused "$T/err"; ok $? "says refused: $(cat "$T/err")"
+is "$(wc -c < "$T/list" | tr -d ' ')" 0 "no path printed for a refused profile"
+"$SKIPPER" profile pull team/profiles evil.so 2>/dev/null; is $? 2 "profile pull refuses executable names"
+"$SKIPPER" profile show "hub:team/profiles/fast.ini" >"$T/show"; ok $? "profile show hub:"
+grep -q "8 of 16 layers" "$T/show"; ok $? "show expands the mask"
+"$SKIPPER" profile show --set "hub.trusted_keys=$T/pub.pem" "$T/profiles/fast.ini" | grep -q "signature: good"; ok $? "show reports a good signature"
+
+echo "1..$n"
+exit $failed

@@ -1,0 +1,39 @@
+/* A model-free host for policy unit tests: the real generic services of
+ * libskipper (parsers, layer lists, profiles) and deterministic doubles for
+ * the compute services, with call counters so tests can check what a policy
+ * asked for.
+ *
+ * The double "model": the full model predicts next = (tok * 7 + 3) % n_vocab;
+ * a draft with sub-layers skipped gets row i wrong (returns next + 1) when
+ * (start_pos + i) % (2 + n_skipped) == 0, so more skipping, fewer hits. */
+#ifndef SKIPPER_MOCK_HOST_H
+#define SKIPPER_MOCK_HOST_H
+
+#include <stdint.h>
+
+#include "skipper/policy.h"
+
+struct mock_host {
+	struct skipper_host host; /* handed to create(); its ctx is this struct */
+
+	/* settings (mock_host_init sets defaults, tests may change them) */
+	char sha256[65];          /* model hash reported by model_sha256 */
+	const char *profile_path; /* [policy] profile, or NULL */
+	uint64_t seed;
+	double clock, clock_step; /* now() returns clock and advances it by clock_step */
+
+	/* what the policy did */
+	char error[1024];         /* last set_error */
+	int n_errors;
+	char log[4096];           /* log lines, '\n'-separated, truncated */
+	int n_logs;
+	int n_score_mask, n_sublayer, n_head_argmax, n_time_sublayer, n_trial, n_embed;
+};
+
+/* Fill the table for a model with these sizes (n_layer 0 = no model). */
+void mock_host_init(struct mock_host *m, int n_layer, int n_embd, int n_vocab);
+
+/* The mock model's next token after tok. */
+int32_t mock_next_token(const struct mock_host *m, int32_t tok);
+
+#endif

@@ -1,0 +1,369 @@
+/* The engine's guarantees on tiny generated models:
+ *  - greedy SSD == autoregressive, token for token, for many masks, draft
+ *    lengths, chain and tree verification;
+ *  - after generation the committed KV cache is bitwise the AR cache;
+ *  - speculative sampling (chain and tree) reproduces the exact sequence
+ *    distribution of the model (chi-square). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "engine.h"
+#include "model.h"
+#include "policy_host.h"
+#include "quant.h"
+#include "tap.h"
+#include "testmodel.h"
+#include "tokenizer.h"
+
+static struct skipper_model *model;
+static struct skipper_tokenizer *tok;
+static struct skipper_error err;
+
+/* ---- a test policy: fixed mask, fixed draft length, optional top-k tree ---- */
+
+struct tp_state {
+	uint8_t attn[64], mlp[64];
+	int n_layer, k, width;
+};
+
+static struct tp_state tp_cfg; /* what the next create() copies */
+
+static int tp_create(const struct skipper_host *h, void *ctx, void **state)
+{
+	struct tp_state *s = malloc(sizeof *s);
+	*s = tp_cfg;
+	*state = s;
+	return 0;
+}
+static void tp_destroy(void *s) { free(s); }
+static int tp_select(void *state, struct skipper_plan *plan)
+{
+	struct tp_state *s = state;
+	memcpy(plan->skip_attn, s->attn, (size_t)plan->n_layer);
+	memcpy(plan->skip_mlp, s->mlp, (size_t)plan->n_layer);
+	if (plan->max_draft > s->k)
+		plan->max_draft = s->k;
+	return 0;
+}
+/* spine + leaf siblings: at each depth the chain token, then the next
+ * width-1 top-k tokens as leaves */
+static int tp_verify(void *state, const struct skipper_draft *d, struct skipper_tree *t)
+{
+	struct tp_state *s = state;
+	int n = 0, chain_parent = -1;
+	if (s->width <= 1)
+		return 0;
+	for (int j = 0; j < d->n; j++) {
+		int chain = n;
+		t->tokens[n] = d->tokens[j];
+		t->parent[n++] = chain_parent;
+		for (int w = 0, added = 1; w < d->top_k && added < s->width && n < t->capacity; w++) {
+			int32_t x = d->top_ids[j * d->top_k + w];
+			if (x == d->tokens[j])
+				continue;
+			t->tokens[n] = x;
+			t->parent[n++] = chain_parent;
+			added++;
+		}
+		chain_parent = chain;
+	}
+	t->n = n;
+	return 0;
+}
+
+static const struct skipper_policy tp_desc = {
+	.abi_major = SKIPPER_POLICY_ABI_MAJOR, .abi_minor = SKIPPER_POLICY_ABI_MINOR,
+	.struct_size = sizeof(struct skipper_policy), .name = "test-tree", .version = "1",
+	.needs = SKIPPER_NEED_TOPK, .top_k = 4,
+	.create = tp_create, .destroy = tp_destroy, .select_draft = tp_select, .verify = tp_verify,
+};
+
+struct run {
+	struct skipper_backend *be;
+	struct skipper_policy_lib *lib;
+	struct skipper_policy_instance *inst;
+	struct skipper_engine *eng;
+	struct skipper_policy_env env;
+};
+
+static void run_open(struct run *r, const struct tp_state *policy)
+{
+	struct skipper_backend_opts bo = { .n_ctx = 256, .n_threads = 2 };
+	memset(r, 0, sizeof *r);
+	if (skipper_backend_cpu_create(model, &bo, &r->be, &err))
+		BAIL(err.msg);
+	if (policy) {
+		tp_cfg = *policy;
+		r->env.n_layer = model->hp.n_layer;
+		r->env.n_embd = model->hp.n_embd;
+		r->env.n_vocab = model->hp.n_vocab;
+		r->env.n_ctx = 256;
+		if (skipper_policy_load_builtin(&tp_desc, &r->lib, &err) ||
+		    skipper_policy_instance_new(r->lib, &r->env, NULL, &r->inst, &err))
+			BAIL(err.msg);
+	}
+	if (skipper_engine_new(r->be, tok, r->inst, &r->eng, &err))
+		BAIL(err.msg);
+}
+
+static void run_close(struct run *r)
+{
+	skipper_engine_free(r->eng);
+	skipper_policy_instance_free(r->inst);
+	skipper_policy_unload(r->lib);
+	r->be->ops->destroy(r->be);
+}
+
+struct toks {
+	int32_t t[512];
+	int n;
+};
+
+static int collect(void *user, int32_t t)
+{
+	struct toks *k = user;
+	if (k->n < 512)
+		k->t[k->n++] = t;
+	return 0;
+}
+
+static int generate(struct run *r, const int32_t *prompt, int n, const struct skipper_gen_params *gp, struct toks *out,
+                    struct skipper_run_stats *st)
+{
+	out->n = 0;
+	if (skipper_engine_generate(r->eng, prompt, n, gp, collect, out, st, &err)) {
+		diag("generate: %s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* Committed KV of two backends bitwise equal over [0, n). */
+static int same_kv(struct skipper_backend *a, struct skipper_backend *b, int n)
+{
+	int d = model->hp.n_head_kv * model->hp.head_dim;
+	float *ka = malloc(d * sizeof *ka), *va = malloc(d * sizeof *va), *kb = malloc(d * sizeof *kb),
+	      *vb = malloc(d * sizeof *vb);
+	int same = 1;
+	for (int l = 0; l < model->hp.n_layer && same; l++)
+		for (int s = 0; s < n && same; s++) {
+			a->ops->kv_read(a, l, s, ka, va, &err);
+			b->ops->kv_read(b, l, s, kb, vb, &err);
+			same = !memcmp(ka, kb, d * sizeof *ka) && !memcmp(va, vb, d * sizeof *va);
+			if (!same)
+				diag("KV differs at layer %d slot %d", l, s);
+		}
+	free(ka);
+	free(va);
+	free(kb);
+	free(vb);
+	return same;
+}
+
+static void mask_set(uint8_t *m, const char *pattern, int n)
+{
+	for (int i = 0; i < n; i++)
+		m[i] = pattern[i % strlen(pattern)] == '1';
+}
+
+static void greedy_lossless(int32_t *prompt, int n_prompt)
+{
+	struct skipper_gen_params gp = { .max_tokens = 40, .seed = 1 };
+	struct run ar, ssd;
+	struct toks ref, got;
+	struct skipper_run_stats st;
+	int L = model->hp.n_layer;
+	uint64_t rnd = 12345;
+	static const char *masks[][2] = { { "0", "0" }, { "1", "1" }, { "0110", "0100" }, { "1", "0" }, { "0", "1" } };
+
+	run_open(&ar, NULL);
+	if (generate(&ar, prompt, n_prompt, &gp, &ref, &st))
+		BAIL("AR generation failed");
+	ok(ref.n > 1, "AR generated %d tokens", ref.n);
+	is_int(st.mean_accepted * 100, 100, "AR: M = 1.00");
+
+	for (int mi = 0; mi < 6; mi++)
+		for (int k = 1; k <= 8; k *= 2)
+			for (int width = 1; width <= 3; width += 2) {
+				struct tp_state p = { .n_layer = L, .k = k, .width = width };
+				if (mi < 5) {
+					mask_set(p.attn, masks[mi][0], L);
+					mask_set(p.mlp, masks[mi][1], L);
+				} else {
+					for (int i = 0; i < L; i++) { /* random mask */
+						rnd = rnd * 6364136223846793005ULL + 1442695040888963407ULL;
+						p.attn[i] = (rnd >> 33) & 1;
+						p.mlp[i] = (rnd >> 40) & 1;
+					}
+				}
+				run_open(&ssd, &p);
+				if (generate(&ssd, prompt, n_prompt, &gp, &got, &st) == 0) {
+					ok(got.n == ref.n && !memcmp(got.t, ref.t, ref.n * sizeof *ref.t),
+					   "greedy SSD == AR: mask %d, draft %d, %s (M %.2f, alpha %.2f)", mi, k,
+					   width > 1 ? "tree" : "chain", st.mean_accepted, st.alpha);
+					ok(same_kv(ar.be, ssd.be, skipper_engine_committed(ssd.eng)) &&
+					       skipper_engine_committed(ssd.eng) == skipper_engine_committed(ar.eng),
+					   "committed KV equals AR's (%d slots)", skipper_engine_committed(ssd.eng));
+				} else {
+					ok(0, "generation failed");
+				}
+				run_close(&ssd);
+			}
+	run_close(&ar);
+}
+
+/* ---- sampling ---- */
+
+#define SEQ 3
+static struct skipper_sampling samp = { .temperature = 1.0f, .top_k = 3, .top_p = 1.0f };
+
+/* processed next-token distribution after prefix (full model) */
+static void exact_next(struct skipper_backend *be, const int32_t *seq, int n, float *probs)
+{
+	int nv = model->hp.n_vocab;
+	float *logits = malloc(nv * sizeof *logits);
+	struct skipper_prob_id *scratch = malloc(nv * sizeof *scratch);
+	int32_t row = n - 1, id;
+	float p;
+	struct skipper_forward fw = { .n = n, .tokens = seq, .n_past = 0, .kv_write = 1, .n_out = 1, .out_rows = &row,
+	                              .top_k = 1, .top_ids = &id, .top_probs = &p, .logits = logits };
+	if (be->ops->forward(be, &fw, &err))
+		BAIL(err.msg);
+	skipper_process_logits(&samp, logits, nv, probs, scratch);
+	free(logits);
+	free(scratch);
+}
+
+struct cell {
+	int32_t t[SEQ];
+	double p;
+	int count;
+};
+
+static void sampling_distribution(int32_t *prompt, int n_prompt, int width)
+{
+	int nv = model->hp.n_vocab, n_cells = 0, N = 4000, L = model->hp.n_layer;
+	struct cell cells[64];
+	float *p1 = malloc(nv * sizeof *p1), *p2 = malloc(nv * sizeof *p2), *p3 = malloc(nv * sizeof *p3);
+	int32_t seq[300];
+	struct run ex, ssd;
+	struct tp_state pol = { .n_layer = L, .k = 2, .width = width };
+	double chi = 0, other_p = 0;
+	int other_n = 0, df = -1, outside = 0;
+
+	mask_set(pol.attn, "1", L); /* a poor draft: many rejections */
+	mask_set(pol.mlp, "01", L);
+	run_open(&ex, NULL);
+	memcpy(seq, prompt, n_prompt * sizeof *seq);
+	exact_next(ex.be, seq, n_prompt, p1);
+	/* Generation stops at an end-of-generation token: such a sequence is
+	 * shorter, padded with -1. */
+	for (int a = 0; a < nv; a++) {
+		if (p1[a] <= 0)
+			continue;
+		if (skipper_tokenizer_is_eog(tok, a)) {
+			cells[n_cells++] = (struct cell){ { a, -1, -1 }, p1[a], 0 };
+			continue;
+		}
+		seq[n_prompt] = a;
+		exact_next(ex.be, seq, n_prompt + 1, p2);
+		for (int b = 0; b < nv; b++) {
+			if (p2[b] <= 0)
+				continue;
+			if (skipper_tokenizer_is_eog(tok, b)) {
+				cells[n_cells++] = (struct cell){ { a, b, -1 }, (double)p1[a] * p2[b], 0 };
+				continue;
+			}
+			seq[n_prompt + 1] = b;
+			exact_next(ex.be, seq, n_prompt + 2, p3);
+			for (int c = 0; c < nv; c++)
+				if (p3[c] > 0 && n_cells < 64)
+					cells[n_cells++] = (struct cell){ { a, b, c }, (double)p1[a] * p2[b] * p3[c], 0 };
+		}
+	}
+	run_close(&ex);
+
+	run_open(&ssd, &pol);
+	for (int i = 0; i < N; i++) {
+		struct skipper_gen_params gp = { .max_tokens = SEQ, .sampling = samp, .seed = 1000 + i };
+		struct skipper_run_stats st;
+		struct toks got;
+		int found = 0;
+		if (generate(&ssd, prompt, n_prompt, &gp, &got, &st))
+			break;
+		for (int k = got.n; k < SEQ; k++)
+			got.t[k] = -1;
+		for (int c = 0; c < n_cells; c++)
+			if (!memcmp(cells[c].t, got.t, sizeof cells[c].t)) {
+				cells[c].count++;
+				found = 1;
+				break;
+			}
+		outside += !found; /* EOS ends early or a token outside top-k */
+	}
+	run_close(&ssd);
+	/* Pool cells expected below 5 (chi-square needs that). */
+	for (int c = 0; c < n_cells; c++) {
+		double e = cells[c].p * N;
+		if (e < 5) {
+			other_p += cells[c].p;
+			other_n += cells[c].count;
+			continue;
+		}
+		chi += (cells[c].count - e) * (cells[c].count - e) / e;
+		df++;
+	}
+	if (other_p * N >= 5) {
+		chi += (other_n - other_p * N) * (other_n - other_p * N) / (other_p * N);
+		df++;
+	}
+	diag("%s sampling: %d cells, df %d, chi-square %.2f, %d outside", width > 1 ? "tree" : "chain", n_cells, df,
+	     chi, outside);
+	/* 0.1% critical value ~ df + 3.1*sqrt(2 df) + 2 (Wilson-Hilferty bound is
+	 * tighter; this keeps the false-alarm rate below 1e-3 for df in 5..60) */
+	ok(df >= 3 && chi < df + 3.3 * sqrt(2.0 * df) + 3, "%s speculative sampling matches the model distribution",
+	   width > 1 ? "tree" : "chain");
+	is_int(outside, 0, "every sample is a sequence of the exact support");
+	free(p1);
+	free(p2);
+	free(p3);
+}
+
+int main(void)
+{
+	char path[] = "/tmp/skipper-t-engine-XXXXXX";
+	int fd = mkstemp(path);
+	struct skipper_test_model_opts o;
+	int32_t *prompt;
+	size_t n_prompt;
+	static const int dtypes[] = { SKIPPER_F32, SKIPPER_Q4_1 };
+
+	close(fd);
+	for (int d = 0; d < 2; d++) {
+		skipper_test_model_defaults(&o);
+		o.dtype = dtypes[d];
+		o.n_layer = 6;
+		o.seed = 7 + d;
+		o.redundant[2] = o.redundant[3] = 1;
+		if (skipper_test_model_write(path, &o) || skipper_model_load(path, &model, &err) ||
+		    skipper_tokenizer_from_gguf(model->gguf, &tok, &err))
+			BAIL(err.msg);
+		if (skipper_tokenize(tok, "The quick brown fox", 19, 0, 0, &prompt, &n_prompt, &err))
+			BAIL(err.msg);
+		diag("model dtype %s, prompt %zu tokens", skipper_dtype_name(o.dtype), n_prompt);
+		greedy_lossless(prompt, (int)n_prompt);
+		if (d == 0) {
+			sampling_distribution(prompt, (int)n_prompt, 1);
+			sampling_distribution(prompt, (int)n_prompt, 3);
+		}
+		free(prompt);
+		skipper_tokenizer_free(tok);
+		skipper_model_free(model);
+	}
+	unlink(path);
+	return tap_done();
+}

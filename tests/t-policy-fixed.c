@@ -1,0 +1,242 @@
+/* The `fixed` plugin, loaded through the real loader, driven by the mock
+ * host (no model) and once by the real host for the file:line path. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "mock-host.h"
+#include "policy_host.h"
+#include "profile.h"
+#include "tap.h"
+
+#define L 12
+
+static const struct skipper_policy *d;
+static char dir[64];
+
+static int has(const char *hay, const char *needle)
+{
+	int r = hay && strstr(hay, needle) != NULL;
+	if (!r)
+		diag("'%s' not in: %s", needle, hay ? hay : "(null)");
+	return r;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		exit(99);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* create + config pairs ("key", "value", ..., NULL) + config_complete.
+ * Returns the first failing code (state destroyed) or 0 with *state set. */
+static int make(struct mock_host *m, void **state, ...)
+{
+	va_list ap;
+	const char *k;
+	int rc = d->create(&m->host, m, state);
+	if (rc)
+		return rc;
+	va_start(ap, state);
+	while ((k = va_arg(ap, const char *))) {
+		const char *v = va_arg(ap, const char *);
+		if ((rc = d->config(*state, k, v)))
+			break;
+	}
+	va_end(ap);
+	if (!rc)
+		rc = d->config_complete(*state);
+	if (rc) {
+		d->destroy(*state);
+		*state = NULL;
+	}
+	return rc;
+}
+
+static const char *mask_str(const uint8_t *mask)
+{
+	static char buf[128];
+	skipper_layers_format(mask, L, buf, sizeof buf);
+	return buf;
+}
+
+int main(void)
+{
+	struct skipper_policy_lib *lib;
+	struct skipper_error err = { 0 };
+	struct mock_host m;
+	uint8_t a[L], ml[L];
+	struct skipper_plan plan = { .n_layer = L, .skip_attn = a, .skip_mlp = ml };
+	void *s;
+	int rc;
+
+	if (skipper_policy_load("fixed", NULL, &lib, &err)) {
+		printf("1..0 # SKIP cannot load fixed: %s\n", err.msg);
+		return 0;
+	}
+	d = skipper_policy_lib_desc(lib);
+	strcpy(dir, "/tmp/t-policy-fixed.XXXXXX");
+	if (!mkdtemp(dir))
+		return 99;
+	is_str(d->name, "fixed", "descriptor name");
+	ok(d->select_draft && d->should_exit && d->verify && d->config && !d->calibrate, "hooks present");
+
+	/* --- mask from the section, default draft length --- */
+	mock_host_init(&m, L, 8, 100);
+	rc = make(&m, &s, "attn", "3,5,7-9", "mlp", "10-11", NULL);
+	ok(rc == 0, "attn/mlp accepted");
+	if (rc == 0) {
+		memset(a, 1, L);
+		plan.max_draft = 32;
+		rc = d->select_draft(s, &plan);
+		ok(rc == 0 && plan.max_draft == 4, "default draft length 4");
+		is_str(mask_str(a), "3,5,7-9", "attn mask");
+		is_str(mask_str(ml), "10-11", "mlp mask");
+		plan.max_draft = 2;
+		d->select_draft(s, &plan);
+		ok(plan.max_draft == 2, "never above the engine cap");
+		struct skipper_step st = { .prob = 0.01f };
+		ok(d->should_exit(s, &st) == SKIPPER_DRAFT_CONTINUE, "no threshold: never exits early");
+		int32_t toks[3] = { 1, 2, 3 }, tt[8], tp[8];
+		struct skipper_draft dr = { .n = 3, .tokens = toks };
+		struct skipper_tree tree = { .capacity = 8, .tokens = tt, .parent = tp };
+		ok(d->verify(s, &dr, &tree) == 0 && tree.n == 0, "chain verification by default");
+		struct skipper_needs nd = { 0 };
+		ok(d->refine_needs(s, &nd) == 0 && !(nd.flags & SKIPPER_NEED_TOPK), "chain needs no top-k");
+		d->destroy(s);
+	}
+
+	/* --- threshold exit --- */
+	rc = make(&m, &s, "threshold", "0.6", "max_draft", "6", NULL);
+	ok(rc == 0, "threshold + max_draft");
+	if (rc == 0) {
+		struct skipper_step hi = { .prob = 0.9f }, lo = { .prob = 0.5f };
+		plan.max_draft = 32;
+		d->select_draft(s, &plan);
+		ok(plan.max_draft == 6, "max_draft caps the round");
+		ok(d->should_exit(s, &hi) == SKIPPER_DRAFT_CONTINUE, "confident: continue");
+		ok(d->should_exit(s, &lo) == SKIPPER_DRAFT_STOP, "unsure: stop");
+		is_str(mask_str(a), "", "no keys: empty mask (draft with the full model)");
+		d->destroy(s);
+	}
+
+	/* --- tree --- */
+	rc = make(&m, &s, "tree", "3", "draft_length", "2", NULL);
+	ok(rc == 0, "tree = 3");
+	if (rc == 0) {
+		struct skipper_needs nd = { 0 };
+		int32_t toks[2] = { 10, 20 }, ids[2 * 3] = { 10, 11, 12, 21, 20, 22 }, tt[16], tp[16], cn[16];
+		struct skipper_draft dr = { .n = 2, .tokens = toks, .top_k = 3, .top_ids = ids };
+		struct skipper_tree tree = { .capacity = 16, .tokens = tt, .parent = tp, .chain_node = cn };
+		ok(d->refine_needs(s, &nd) == 0 && (nd.flags & SKIPPER_NEED_TOPK) && nd.top_k == 3, "tree asks for top-3");
+		rc = d->verify(s, &dr, &tree);
+		ok(rc == 0 && tree.n == 6, "spine + 2 siblings per depth");
+		ok(tt[0] == 10 && tp[0] == -1 && tt[1] == 11 && tp[1] == -1 && tt[2] == 12 && tp[2] == -1,
+		   "depth 1: chain token first, siblings under the root");
+		ok(tt[3] == 20 && tp[3] == 0 && tt[4] == 21 && tp[4] == 0 && tt[5] == 22 && tp[5] == 0,
+		   "depth 2: under chain node 0");
+		ok(cn[0] == 0 && cn[1] == 3, "chain_node maps the chain");
+		tree.capacity = 4;
+		rc = d->verify(s, &dr, &tree);
+		ok(rc == 0 && tree.n == 4, "tree respects capacity");
+		d->destroy(s);
+	}
+
+	/* --- errors, each with the plugin's message --- */
+	rc = make(&m, &s, "attn", "3,x", NULL);
+	ok(rc < 0 && has(m.error, "'x' is not a layer"), "bad layer list");
+	rc = make(&m, &s, "attn", "12", NULL);
+	ok(rc < 0 && has(m.error, "layer 12 out of range"), "layer past the model");
+	rc = make(&m, &s, "draft_length", "0", NULL);
+	ok(rc < 0 && has(m.error, "expected an integer in [1, 32]"), "draft_length range");
+	rc = make(&m, &s, "threshold", "1.5", NULL);
+	ok(rc < 0 && has(m.error, "[0, 1]"), "threshold range");
+	rc = make(&m, &s, "threshold", "0.5", "draft_length", "3", NULL);
+	ok(rc < 0 && has(m.error, "exclude each other"), "draft_length with threshold");
+	rc = make(&m, &s, "max_draft", "3", NULL);
+	ok(rc < 0 && has(m.error, "max_draft applies with threshold"), "max_draft without threshold");
+	rc = make(&m, &s, "colour", "red", NULL);
+	ok(rc == SKIPPER_POLICY_UNKNOWN_KEY, "unknown key");
+	rc = make(&m, &s, "profile", "/x.ini", "attn", "1", NULL);
+	ok(rc < 0 && has(m.error, "either profile or attn/mlp"), "profile and attn together");
+
+	/* --- configuration check without a model: syntax only --- */
+	mock_host_init(&m, 0, 0, 0);
+	rc = make(&m, &s, "attn", "40-50", "draft_length", "5", NULL);
+	ok(rc == 0, "no model: syntax-only check passes");
+	if (rc == 0)
+		d->destroy(s);
+	rc = make(&m, &s, "attn", "4-", NULL);
+	ok(rc < 0, "no model: syntax still checked");
+
+	/* --- mask from a profile --- */
+	{
+		char prof[128], text[512];
+		mock_host_init(&m, L, 8, 100);
+		snprintf(prof, sizeof prof, "%s/p.ini", dir);
+		snprintf(text, sizeof text,
+		         "[profile]\nmodel = mock\nmodel_sha256 = %s\nn_layers = %d\nmethod = fixed\n"
+		         "[mask]\nattn = 1-2\n[domain.code]\nmlp = 4,6\n",
+		         m.sha256, L);
+		write_file(prof, text);
+		rc = make(&m, &s, "profile", prof, NULL);
+		ok(rc == 0, "profile = FILE");
+		if (rc == 0) {
+			plan.max_draft = 8;
+			d->select_draft(s, &plan);
+			ok(strcmp(mask_str(a), "1-2") == 0 && strcmp(mask_str(ml), "") == 0, "profile mask used");
+			d->destroy(s);
+		}
+		rc = make(&m, &s, "profile", prof, "profile_section", "domain.code", NULL);
+		if (rc == 0) {
+			d->select_draft(s, &plan);
+			ok(strcmp(mask_str(a), "") == 0 && strcmp(mask_str(ml), "4,6") == 0, "profile_section");
+			d->destroy(s);
+		} else {
+			ok(0, "profile_section: %s", m.error);
+		}
+		m.profile_path = prof;
+		rc = make(&m, &s, NULL);
+		ok(rc == 0, "[policy] profile used when the section names no mask");
+		if (rc == 0)
+			d->destroy(s);
+		m.profile_path = NULL;
+		rc = make(&m, &s, "profile", prof, "profile_section", "domain.nope", NULL);
+		ok(rc < 0 && has(m.error, "no attn or mlp key in [domain.nope]"), "missing profile section");
+		memset(m.sha256, 'b', 64);
+		rc = make(&m, &s, "profile", prof, NULL);
+		ok(rc < 0 && has(m.error, prof) && has(m.error, "bbbbbbbb"), "profile for another model refused");
+	}
+
+	/* --- the real host: errors carry file:line --- */
+	{
+		char ini[128];
+		struct skipper_config *cfg;
+		struct skipper_policy_env env = { .n_layer = L, .n_vocab = 100 };
+		struct skipper_policy_instance *inst;
+		snprintf(ini, sizeof ini, "%s/c.ini", dir);
+		write_file(ini, "[fixed]\ndraft_length = 3\nattn = 2,40\n");
+		if (skipper_config_new(&cfg, &err) || skipper_config_load_file(cfg, ini, 1, &err))
+			return 99;
+		rc = skipper_policy_instance_new(lib, &env, cfg, &inst, &err);
+		char want[256];
+		snprintf(want, sizeof want, "%s:3: [fixed] attn: layer 40 out of range: the model has %d layers", ini, L);
+		ok(rc == SKIPPER_ERR_CONFIG && has(err.msg, want), "real host: file:line [fixed] key: message");
+		skipper_config_free(cfg);
+	}
+
+	skipper_policy_unload(lib);
+	{
+		char cmd[128];
+		snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+		if (system(cmd) != 0)
+			diag("cleanup failed");
+	}
+	return tap_done();
+}
