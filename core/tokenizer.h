@@ -73,7 +73,9 @@ char *skipper_chat_default_system(const char *jinja, size_t len);
  *   text even with parse_special = 0; invalid UTF-8 reads as U+FFFD. EOS is
  *   appended only when add_bos is set and the model asks for EOS too.
  * - skipper_detok_push/flush output is always valid UTF-8: bytes that cannot
- *   start or continue a character come out as U+FFFD. */
+ *   start or continue a character come out as U+FFFD.
+ * - A tokenizer does not change after construction: calls on one tokenizer
+ *   from several threads are safe (each skipper_detok is per stream). */
 
 /* Token types as stored in tokenizer.ggml.token_type. */
 enum skipper_token_type { SKIPPER_TOKEN_NORMAL = 1, SKIPPER_TOKEN_UNKNOWN = 2, SKIPPER_TOKEN_CONTROL = 3,
@@ -109,9 +111,9 @@ int skipper_tokenizer_from_gguf_pre(const struct skipper_gguf *g, const char *pr
 int skipper_tokenizer_token_type(const struct skipper_tokenizer *t, int32_t id); /* 0 if out of range */
 
 /* Whole-sequence decode: concatenated pieces; with strip_space_prefix the
- * space a SentencePiece model put before the first word is removed, as
- * llama.cpp's detokenizer does. *out malloc'ed (NUL-terminated), owned by
- * the caller. */
+ * space a SentencePiece model (add_space_prefix) put before the first word
+ * is removed from the first token after any BOS, so that decode(encode(s))
+ * == s. *out malloc'ed (NUL-terminated), owned by the caller. */
 int skipper_detokenize(const struct skipper_tokenizer *t, const int32_t *ids, size_t n, int render_special,
                        int strip_space_prefix, char **out, size_t *out_len, struct skipper_error *err);
 
