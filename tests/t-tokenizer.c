@@ -623,6 +623,25 @@ static void smollm_tests(const char *path)
 		k = skipper_detok_flush(&d, buf, sizeof buf);
 		ok(k == 3 && memcmp(buf, "\xef\xbf\xbd", 3) == 0, "flush turns it into U+FFFD");
 	}
+	/* A buffer too small for the text: cut at a character boundary. */
+	{
+		int32_t *ids2;
+		size_t n2;
+		struct skipper_detok d;
+		char small[4];
+		const char *cjk = "\xe4\xb8\xad\xe6\x96\x87\xe6\x96\x87\xe6\x9c\xac";
+		skipper_tokenize(t, cjk, strlen(cjk), 0, 0, &ids2, &n2, &err);
+		skipper_detok_init(&d, t, 0);
+		size_t k = 0, total = 0;
+		int all_valid = 1;
+		for (size_t i = 0; i < n2; i++) {
+			k = skipper_detok_push(&d, ids2[i], small, sizeof small);
+			all_valid &= k <= sizeof small && valid_utf8((unsigned char *)small, k);
+			total += k;
+		}
+		ok(all_valid && total > 0 && total % 3 == 0, "small output buffer: whole characters only (%zu bytes)", total);
+		free(ids2);
+	}
 	skipper_tokenizer_free(t);
 
 	/* The same vocabulary under the other pre-tokenizers. */
