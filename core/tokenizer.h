@@ -110,6 +110,18 @@ int skipper_tokenizer_from_gguf_pre(const struct skipper_gguf *g, const char *pr
                                     struct skipper_tokenizer **out, struct skipper_error *err);
 int skipper_tokenizer_token_type(const struct skipper_tokenizer *t, int32_t id); /* 0 if out of range */
 
+/* Hugging Face layout (safetensors models): tokenizer.json, plus optionally
+ * tokenizer_config.json (config_json may be NULL) for the bos/eos/unk/pad
+ * token names and add_bos_token/add_eos_token. Byte-level BPE with the GPT-2,
+ * SmolLM2, Llama-3 or Qwen2 pre-tokenizer and SentencePiece-style BPE
+ * (byte_fallback, "▁" normalizer) are recognised; anything else is refused.
+ * *out owned by the caller. */
+int skipper_tokenizer_from_hf(const char *tokenizer_json, const char *config_json, struct skipper_tokenizer **out,
+                              struct skipper_error *err);
+/* chat_template of a tokenizer_config.json (the "default" one when there
+ * are several), or NULL. malloc'ed, owned by the caller. */
+char *skipper_hf_chat_template(const char *config_json);
+
 /* Whole-sequence decode: concatenated pieces; with strip_space_prefix the
  * space a SentencePiece model (add_space_prefix) put before the first word
  * is removed from the first token after any BOS, so that decode(encode(s))
