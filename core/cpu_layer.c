@@ -1,0 +1,255 @@
+/* One transformer block's sub-layers over a chunk of rows: matmuls threaded
+ * over output columns, attention threaded over (row, K/V head). Nothing here
+ * depends on the chunk size except which rows share a weight pass. */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "cpu_backend.h"
+
+#pragma GCC optimize("fp-contract=off")
+
+/* ---------- matmul job ---------- */
+
+struct mm_job {
+	cpu_matmul_fn fn;
+	int64_t k;
+	const char *w;
+	size_t wrb;
+	int nc, tile;
+	const void *x;
+	size_t xs;
+	int nr;
+	float *y;
+	size_t ys;
+};
+
+static void mm_task(void *p, int t, int thread)
+{
+	const struct mm_job *j = p;
+	int c0 = t * j->tile;
+	int nc = j->nc - c0 < j->tile ? j->nc - c0 : j->tile;
+	j->fn(j->k, j->w + (size_t)c0 * j->wrb, j->wrb, nc, j->x, j->xs, j->nr, j->y + c0, j->ys);
+}
+
+void cpu_matmul(struct cpu_backend *be, const struct skipper_weight *w, const void *x,
+                size_t x_stride, int nr, float *y, size_t ys)
+{
+	struct mm_job j = {
+		.fn = be->K->matmul[cpu_wkind(w->type)], .k = w->ne0, .w = w->data,
+		.wrb = w->row_bytes, .nc = (int)w->ne1, .x = x, .xs = x_stride, .nr = nr,
+		.y = y, .ys = ys,
+	};
+	/* about 8 tasks per thread so a slow thread does not hold up the rest;
+	 * multiples of 8 columns keep weight rows of a task together */
+	int tile = j.nc / (be->n_threads * 8);
+	tile = (tile + 7) & ~7;
+	if (tile < 8)
+		tile = 8;
+	j.tile = tile;
+	skipper_threadpool_run(be->tp, mm_task, &j, (j.nc + tile - 1) / tile);
+}
+
+const void *cpu_prepare_act(struct cpu_backend *be, const struct skipper_weight *w,
+                            const float *x, size_t xs, int nr, int64_t k, size_t *stride)
+{
+	int kind = cpu_wkind(w->type);
+	if (kind == CPU_W_F32 || kind == CPU_W_F16 || kind == CPU_W_BF16) {
+		*stride = xs * sizeof(float);
+		return x;
+	}
+	size_t nb = (size_t)(be->xn_w / 32);
+	for (int r = 0; r < nr; r++)
+		be->K->quantize_q8(x + (size_t)r * xs, be->xq + (size_t)r * nb, k);
+	*stride = nb * sizeof(struct cpu_q8);
+	return be->xq;
+}
+
+/* ---------- row-wise pieces ---------- */
+
+void cpu_rmsnorm_rows(const struct cpu_backend *be, const float *x, size_t xs, const float *w,
+                      float *out, size_t os, int nr)
+{
+	int d = be->n_embd;
+	for (int r = 0; r < nr; r++) {
+		const float *xr = x + (size_t)r * xs;
+		float *o = out + (size_t)r * os;
+		double ss = 0.0;
+		for (int i = 0; i < d; i++)
+			ss += (double)xr[i] * xr[i];
+		float scale = (float)(1.0 / sqrt(ss / d + be->rms_eps));
+		for (int i = 0; i < d; i++)
+			o[i] = (xr[i] * scale) * w[i];
+	}
+}
+
+void cpu_rope_table(const struct cpu_backend *be, const int32_t *pos, int nr, float *cs)
+{
+	int np = be->rope_dim / 2;
+	for (int r = 0; r < nr; r++)
+		for (int i = 0; i < np; i++) {
+			double th = (double)pos[r] * be->rope_freq[i];
+			cs[(size_t)r * be->rope_dim + 2 * i] = (float)cos(th);
+			cs[(size_t)r * be->rope_dim + 2 * i + 1] = (float)sin(th);
+		}
+}
+
+static void rope_heads(const struct cpu_backend *be, float *x, int n_heads, const float *cs)
+{
+	int np = be->rope_dim / 2;
+	int pairs = be->base.model->hp.rope_style == SKIPPER_ROPE_PAIRS;
+	for (int h = 0; h < n_heads; h++) {
+		float *v = x + (size_t)h * be->hd;
+		for (int i = 0; i < np; i++) {
+			int a = pairs ? 2 * i : i, b = pairs ? 2 * i + 1 : i + np;
+			float c = cs[2 * i], s = cs[2 * i + 1];
+			float x0 = v[a], x1 = v[b];
+			v[a] = x0 * c - x1 * s;
+			v[b] = x0 * s + x1 * c;
+		}
+	}
+}
+
+/* ---------- attention ---------- */
+
+struct attn_job {
+	struct cpu_backend *be;
+	const struct cpu_batch *b;
+	int layer, r0;
+	const uint16_t *kb, *vb; /* batch row 0's K/V for this layer */
+};
+
+static void attn_task(void *p, int t, int thread)
+{
+	const struct attn_job *j = p;
+	struct cpu_backend *be = j->be;
+	const struct cpu_kernels *K = be->K;
+	int n_ctx = be->base.n_ctx;
+	int g = t % be->n_kv, rl = t / be->n_kv, gi = j->r0 + rl;
+	int group = be->n_head / be->n_kv, hd = be->hd, kvd = be->kv_dim;
+	int n_past = j->b->n_past;
+	float *sc = be->scores + (size_t)thread * n_ctx;
+	int32_t *anc = be->anc + (size_t)thread * n_ctx;
+	int na = 0;
+
+	/* keys in a fixed order: prefix slots, then ancestors root first, then self */
+	if (j->b->parent) {
+		for (int a = j->b->parent[gi]; a >= 0; a = j->b->parent[a])
+			anc[na++] = a;
+		for (int i = 0; i < na / 2; i++) {
+			int32_t tmp = anc[i];
+			anc[i] = anc[na - 1 - i];
+			anc[na - 1 - i] = tmp;
+		}
+	} else {
+		for (int a = 0; a < gi; a++)
+			anc[na++] = a;
+	}
+	anc[na++] = gi;
+
+	const uint16_t *kc = be->k_cache + (size_t)j->layer * n_ctx * kvd + (size_t)g * hd;
+	const uint16_t *vc = be->v_cache + (size_t)j->layer * n_ctx * kvd + (size_t)g * hd;
+	int nk = n_past + na;
+
+	for (int hh = 0; hh < group; hh++) {
+		int h = g * group + hh;
+		const float *q = be->q + (size_t)rl * be->q_dim + (size_t)h * hd;
+		float *o = be->att + (size_t)rl * be->q_dim + (size_t)h * hd;
+		float mx = -INFINITY, sum = 0.0f;
+
+		for (int s = 0; s < n_past; s++)
+			sc[s] = K->dot_f32_f16(q, kc + (size_t)s * kvd, hd) * be->attn_scale;
+		for (int a = 0; a < na; a++)
+			sc[n_past + a] = K->dot_f32_f16(q, j->kb + (size_t)anc[a] * kvd + (size_t)g * hd, hd) *
+			                 be->attn_scale;
+		for (int s = 0; s < nk; s++)
+			mx = fmaxf(mx, sc[s]);
+		for (int s = 0; s < nk; s++) {
+			sc[s] = expf(sc[s] - mx);
+			sum += sc[s];
+		}
+		memset(o, 0, (size_t)hd * sizeof *o);
+		for (int s = 0; s < n_past; s++)
+			K->axpy_f16(o, sc[s], vc + (size_t)s * kvd, hd);
+		for (int a = 0; a < na; a++)
+			K->axpy_f16(o, sc[n_past + a], j->vb + (size_t)anc[a] * kvd + (size_t)g * hd, hd);
+		float inv = 1.0f / sum;
+		for (int i = 0; i < hd; i++)
+			o[i] *= inv;
+	}
+}
+
+void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer, int r0, int nr)
+{
+	const struct skipper_layer *L = &be->base.model->layers[layer];
+	int ne = be->n_embd, kvd = be->kv_dim;
+	size_t xs;
+	uint16_t *kb, *vb;
+
+	cpu_rmsnorm_rows(be, be->h, ne, be->norm_attn + (size_t)layer * ne, be->xn, be->xn_w, nr);
+	const void *x = cpu_prepare_act(be, &L->wq, be->xn, be->xn_w, nr, ne, &xs);
+	cpu_matmul(be, &L->wq, x, xs, nr, be->q, be->q_dim);
+	if (L->wk.type != L->wq.type)
+		x = cpu_prepare_act(be, &L->wk, be->xn, be->xn_w, nr, ne, &xs);
+	cpu_matmul(be, &L->wk, x, xs, nr, be->k, kvd);
+	if (L->wv.type != L->wk.type)
+		x = cpu_prepare_act(be, &L->wv, be->xn, be->xn_w, nr, ne, &xs);
+	cpu_matmul(be, &L->wv, x, xs, nr, be->v, kvd);
+
+	if (b->kv_write) {
+		size_t base = ((size_t)layer * be->base.n_ctx + (size_t)b->n_past) * kvd;
+		kb = be->k_cache + base;
+		vb = be->v_cache + base;
+	} else {
+		size_t base = (size_t)layer * be->scr_cap * kvd;
+		kb = be->k_scr + base;
+		vb = be->v_scr + base;
+	}
+	for (int r = 0; r < nr; r++) {
+		const float *cs = be->rope_cs + (size_t)r * be->rope_dim;
+		rope_heads(be, be->q + (size_t)r * be->q_dim, be->n_head, cs);
+		rope_heads(be, be->k + (size_t)r * kvd, be->n_kv, cs);
+		/* stored as f16 before anyone reads them, so batch rows and cached
+		 * rows look the same to attention */
+		be->K->f32_to_f16(be->k + (size_t)r * kvd, kb + (size_t)(r0 + r) * kvd, kvd);
+		be->K->f32_to_f16(be->v + (size_t)r * kvd, vb + (size_t)(r0 + r) * kvd, kvd);
+	}
+
+	struct attn_job j = { .be = be, .b = b, .layer = layer, .r0 = r0, .kb = kb, .vb = vb };
+	skipper_threadpool_run(be->tp, attn_task, &j, nr * be->n_kv);
+
+	x = cpu_prepare_act(be, &L->wo, be->att, be->q_dim, nr, be->q_dim, &xs);
+	cpu_matmul(be, &L->wo, x, xs, nr, be->proj, ne);
+	for (int r = 0; r < nr; r++)
+		for (int i = 0; i < ne; i++)
+			be->h[(size_t)r * ne + i] += be->proj[(size_t)r * ne + i];
+}
+
+/* ---------- MLP ---------- */
+
+void cpu_mlp_block(struct cpu_backend *be, int layer, int nr)
+{
+	const struct skipper_layer *L = &be->base.model->layers[layer];
+	int ne = be->n_embd, nf = be->n_ff;
+	size_t xs;
+
+	cpu_rmsnorm_rows(be, be->h, ne, be->norm_ffn + (size_t)layer * ne, be->xn, be->xn_w, nr);
+	const void *x = cpu_prepare_act(be, &L->w_gate, be->xn, be->xn_w, nr, ne, &xs);
+	cpu_matmul(be, &L->w_gate, x, xs, nr, be->gate, nf);
+	if (L->w_up.type != L->w_gate.type)
+		x = cpu_prepare_act(be, &L->w_up, be->xn, be->xn_w, nr, ne, &xs);
+	cpu_matmul(be, &L->w_up, x, xs, nr, be->up, nf);
+
+	for (int r = 0; r < nr; r++) {
+		const float *g = be->gate + (size_t)r * nf, *u = be->up + (size_t)r * nf;
+		float *a = be->xn + (size_t)r * be->xn_w;
+		for (int i = 0; i < nf; i++)
+			a[i] = (g[i] / (1.0f + expf(-g[i]))) * u[i];
+	}
+	x = cpu_prepare_act(be, &L->w_down, be->xn, be->xn_w, nr, nf, &xs);
+	cpu_matmul(be, &L->w_down, x, xs, nr, be->proj, ne);
+	for (int r = 0; r < nr; r++)
+		for (int i = 0; i < ne; i++)
+			be->h[(size_t)r * ne + i] += be->proj[(size_t)r * ne + i];
+}

@@ -1,0 +1,225 @@
+/* Tiny Llama models built in memory for the backend tests: seeded random
+ * weights in one dtype, plain struct skipper_model views, no file. */
+#ifndef T_BACKEND_MODEL_H
+#define T_BACKEND_MODEL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "quant.h"
+
+struct tm_rng { uint64_t s; };
+
+static inline double tm_unif(struct tm_rng *r)
+{
+	r->s = r->s * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (double)(r->s >> 11) / 9007199254740992.0;
+}
+
+static inline float tm_normalish(struct tm_rng *r)
+{
+	return (float)((tm_unif(r) + tm_unif(r) + tm_unif(r) - 1.5) * 2.0);
+}
+
+static inline uint16_t tm_f16(float x)
+{
+	_Float16 h = (_Float16)x;
+	uint16_t u;
+	memcpy(&u, &h, 2);
+	return u;
+}
+
+static inline uint16_t tm_bf16(float x)
+{
+	uint32_t u;
+	memcpy(&u, &x, 4);
+	u += 0x7FFF + ((u >> 16) & 1);
+	return (uint16_t)(u >> 16);
+}
+
+/* Encode n floats (multiple of 32 for block types) of one row. */
+static inline size_t tm_encode(int type, const float *x, void *dst, int64_t n)
+{
+	switch (type) {
+	case SKIPPER_F32:
+		memcpy(dst, x, (size_t)n * 4);
+		return (size_t)n * 4;
+	case SKIPPER_F16:
+		for (int64_t i = 0; i < n; i++)
+			((uint16_t *)dst)[i] = tm_f16(x[i]);
+		return (size_t)n * 2;
+	case SKIPPER_BF16:
+		for (int64_t i = 0; i < n; i++)
+			((uint16_t *)dst)[i] = tm_bf16(x[i]);
+		return (size_t)n * 2;
+	case SKIPPER_Q8_0: {
+		struct skipper_block_q8_0 *b = dst;
+		for (int64_t k = 0; k < n / 32; k++) {
+			float amax = 0;
+			for (int i = 0; i < 32; i++)
+				amax = fmaxf(amax, fabsf(x[k * 32 + i]));
+			float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
+			b[k].d = tm_f16(d);
+			for (int i = 0; i < 32; i++)
+				b[k].qs[i] = (int8_t)lrintf(x[k * 32 + i] * id);
+		}
+		return (size_t)(n / 32) * sizeof *b;
+	}
+	case SKIPPER_Q4_0: {
+		struct skipper_block_q4_0 *b = dst;
+		for (int64_t k = 0; k < n / 32; k++) {
+			float amax = 0, mx = 0;
+			for (int i = 0; i < 32; i++)
+				if (fabsf(x[k * 32 + i]) > amax) {
+					amax = fabsf(x[k * 32 + i]);
+					mx = x[k * 32 + i];
+				}
+			float d = mx / -8.0f, id = d ? 1.0f / d : 0.0f;
+			b[k].d = tm_f16(d);
+			for (int i = 0; i < 16; i++) {
+				int a = (int)(x[k * 32 + i] * id + 8.5f), c = (int)(x[k * 32 + i + 16] * id + 8.5f);
+				a = a > 15 ? 15 : a < 0 ? 0 : a;
+				c = c > 15 ? 15 : c < 0 ? 0 : c;
+				b[k].qs[i] = (uint8_t)(a | (c << 4));
+			}
+		}
+		return (size_t)(n / 32) * sizeof *b;
+	}
+	case SKIPPER_Q4_1: {
+		struct skipper_block_q4_1 *b = dst;
+		for (int64_t k = 0; k < n / 32; k++) {
+			float lo = x[k * 32], hi = lo;
+			for (int i = 1; i < 32; i++) {
+				lo = fminf(lo, x[k * 32 + i]);
+				hi = fmaxf(hi, x[k * 32 + i]);
+			}
+			float d = (hi - lo) / 15.0f, id = d ? 1.0f / d : 0.0f;
+			b[k].d = tm_f16(d);
+			b[k].m = tm_f16(lo);
+			for (int i = 0; i < 16; i++) {
+				int a = (int)((x[k * 32 + i] - lo) * id + 0.5f);
+				int c = (int)((x[k * 32 + i + 16] - lo) * id + 0.5f);
+				a = a > 15 ? 15 : a;
+				c = c > 15 ? 15 : c;
+				b[k].qs[i] = (uint8_t)(a | (c << 4));
+			}
+		}
+		return (size_t)(n / 32) * sizeof *b;
+	}
+	}
+	return 0;
+}
+
+static inline size_t tm_row_bytes(int type, int64_t n)
+{
+	switch (type) {
+	case SKIPPER_F32: return (size_t)n * 4;
+	case SKIPPER_F16: case SKIPPER_BF16: return (size_t)n * 2;
+	case SKIPPER_Q8_0: return (size_t)(n / 32) * sizeof(struct skipper_block_q8_0);
+	case SKIPPER_Q4_0: return (size_t)(n / 32) * sizeof(struct skipper_block_q4_0);
+	case SKIPPER_Q4_1: return (size_t)(n / 32) * sizeof(struct skipper_block_q4_1);
+	}
+	return 0;
+}
+
+/* Owned buffers are chained so tm_free releases them. */
+struct tm_model {
+	struct skipper_model m;
+	void *bufs[256];
+	int nbufs;
+};
+
+static inline void tm_weight(struct tm_model *t, struct skipper_weight *w, int type, int64_t ne0,
+                             int64_t ne1, float scale, float offset, struct tm_rng *r)
+{
+	float *row = malloc((size_t)ne0 * sizeof *row);
+	w->type = type;
+	w->ne0 = ne0;
+	w->ne1 = ne1;
+	w->row_bytes = tm_row_bytes(type, ne0);
+	char *data = malloc(w->row_bytes * (size_t)ne1);
+	for (int64_t j = 0; j < ne1; j++) {
+		for (int64_t i = 0; i < ne0; i++)
+			row[i] = offset + scale * tm_normalish(r);
+		tm_encode(type, row, data + (size_t)j * w->row_bytes, ne0);
+	}
+	free(row);
+	w->data = data;
+	t->bufs[t->nbufs++] = data;
+}
+
+struct tm_opts {
+	int type;       /* dtype of the matrices */
+	int tied;       /* LM head = token embeddings */
+	int rope_style;
+	int rope_scaling;
+	int n_layer;
+	uint64_t seed;
+};
+
+static inline struct tm_model *tm_build(const struct tm_opts *o)
+{
+	struct tm_model *t = calloc(1, sizeof *t);
+	struct skipper_model *m = &t->m;
+	struct skipper_hparams *hp = &m->hp;
+	struct tm_rng r = { o->seed * 0x9E3779B97F4A7C15ULL + 1 };
+
+	strcpy(m->arch, "llama");
+	strcpy(m->name, "tiny");
+	hp->n_vocab = 160;
+	hp->n_embd = 64;
+	hp->n_layer = o->n_layer;
+	hp->n_head = 4;
+	hp->n_head_kv = 2;
+	hp->head_dim = 16;
+	hp->n_ff = 96;
+	hp->n_ctx_train = 512;
+	hp->rope_theta = 10000.0f;
+	hp->rms_eps = 1e-5f;
+	hp->rope_style = o->rope_style;
+	hp->rope_dim = 16;
+	hp->rope_scaling = o->rope_scaling;
+	hp->rope_factor = 8.0f;
+	hp->rope_low_freq_factor = 1.0f;
+	hp->rope_high_freq_factor = 4.0f;
+	hp->rope_orig_ctx = 64;
+
+	int ne = hp->n_embd, qd = hp->n_head * hp->head_dim, kvd = hp->n_head_kv * hp->head_dim;
+	float ws = 1.0f / sqrtf((float)ne);
+	tm_weight(t, &m->tok_embd, o->type, ne, hp->n_vocab, 1.0f, 0.0f, &r);
+	tm_weight(t, &m->out_norm, SKIPPER_F32, ne, 1, 0.1f, 1.0f, &r);
+	if (o->tied) {
+		m->output = m->tok_embd;
+		m->tied_embeddings = 1;
+	} else {
+		tm_weight(t, &m->output, o->type, ne, hp->n_vocab, ws * 4.0f, 0.0f, &r);
+	}
+	m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
+	t->bufs[t->nbufs++] = m->layers;
+	for (int l = 0; l < hp->n_layer; l++) {
+		struct skipper_layer *L = &m->layers[l];
+		tm_weight(t, &L->attn_norm, SKIPPER_F32, ne, 1, 0.1f, 1.0f, &r);
+		tm_weight(t, &L->ffn_norm, SKIPPER_F32, ne, 1, 0.1f, 1.0f, &r);
+		/* large q/k so attention is far from uniform */
+		tm_weight(t, &L->wq, o->type, ne, qd, ws * 3.0f, 0.0f, &r);
+		tm_weight(t, &L->wk, o->type, ne, kvd, ws * 3.0f, 0.0f, &r);
+		tm_weight(t, &L->wv, o->type, ne, kvd, ws, 0.0f, &r);
+		tm_weight(t, &L->wo, o->type, qd, ne, ws, 0.0f, &r);
+		tm_weight(t, &L->w_gate, o->type, ne, hp->n_ff, ws, 0.0f, &r);
+		tm_weight(t, &L->w_up, o->type, ne, hp->n_ff, ws, 0.0f, &r);
+		tm_weight(t, &L->w_down, o->type, hp->n_ff, ne, 1.0f / sqrtf((float)hp->n_ff), 0.0f, &r);
+	}
+	return t;
+}
+
+static inline void tm_free(struct tm_model *t)
+{
+	for (int i = 0; i < t->nbufs; i++)
+		free(t->bufs[i]);
+	free(t);
+}
+
+#endif

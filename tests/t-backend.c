@@ -1,0 +1,362 @@
+/* CPU backend: batch invariance (chains, skip masks, trees, chunking, thread
+ * counts), KV write/read-only/compaction, captures, sublayer + head_argmax,
+ * top-k. Run twice by `make check`: native ISA and SKIPPER_CPU_ISA=generic. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "error.h"
+#include "tap.h"
+#include "t-backend-model.h"
+
+#define NCTX 192
+#define P 5   /* committed prompt */
+#define NB 16 /* batch */
+
+void cpu_topk(const float *logits, int n_vocab, int k, int32_t *ids, float *probs);
+
+static struct skipper_backend *mk(const struct skipper_model *m, int threads)
+{
+	struct skipper_backend_opts o = { .n_ctx = NCTX, .n_threads = threads };
+	struct skipper_backend *be = NULL;
+	struct skipper_error err = { 0 };
+	if (skipper_backend_cpu_create(m, &o, &be, &err)) {
+		printf("# create: %s\n", err.msg);
+		exit(1);
+	}
+	return be;
+}
+
+/* Forward n rows, logits of every row into lg[n][V]. */
+static int fwd(struct skipper_backend *be, const int32_t *tok, int n, int n_past,
+               const int32_t *parent, const int32_t *pos, int kv_write, const uint8_t *sa,
+               const uint8_t *sm, float *lg)
+{
+	int32_t rows[256];
+	struct skipper_error err = { 0 };
+	for (int i = 0; i < n; i++)
+		rows[i] = i;
+	struct skipper_forward fw = {
+		.n = n, .tokens = tok, .pos = pos, .parent = parent, .n_past = n_past,
+		.kv_write = kv_write, .skip_attn = sa, .skip_mlp = sm,
+		.n_out = lg ? n : 0, .out_rows = rows, .logits = lg,
+	};
+	int rc = be->ops->forward(be, &fw, &err);
+	if (rc)
+		printf("# forward: %s\n", err.msg);
+	return rc;
+}
+
+/* One token at a time, committing each. */
+static int seq(struct skipper_backend *be, const int32_t *tok, int n, int n_past,
+               const uint8_t *sa, const uint8_t *sm, float *lg, int V)
+{
+	for (int i = 0; i < n; i++)
+		if (fwd(be, tok + i, 1, n_past + i, NULL, NULL, 1, sa, sm, lg ? lg + (size_t)i * V : NULL))
+			return -1;
+	return 0;
+}
+
+static size_t cache_bytes(struct skipper_backend *be, float **out)
+{
+	const struct skipper_hparams *hp = &be->model->hp;
+	size_t kvd = (size_t)hp->n_head_kv * hp->head_dim, n = (size_t)hp->n_layer * NCTX * kvd * 2;
+	float *c = malloc(n * sizeof *c);
+	for (int l = 0; l < hp->n_layer; l++)
+		for (int s = 0; s < NCTX; s++) {
+			float *p = c + ((size_t)l * NCTX + s) * kvd * 2;
+			be->ops->kv_read(be, l, s, p, p + kvd, NULL);
+		}
+	*out = c;
+	return n * sizeof *c;
+}
+
+/* Compare caches over slots [0, upto) of every layer. */
+static int cache_eq(struct skipper_backend *a, struct skipper_backend *b, int upto)
+{
+	const struct skipper_hparams *hp = &a->model->hp;
+	int kvd = hp->n_head_kv * hp->head_dim;
+	float *ka = malloc(sizeof(float) * kvd * 4), *kb = ka + 2 * kvd;
+	int same = 1;
+	for (int l = 0; l < hp->n_layer && same; l++)
+		for (int s = 0; s < upto && same; s++) {
+			a->ops->kv_read(a, l, s, ka, ka + kvd, NULL);
+			b->ops->kv_read(b, l, s, kb, kb + kvd, NULL);
+			same = memcmp(ka, kb, sizeof(float) * kvd * 2) == 0;
+		}
+	free(ka);
+	return same;
+}
+
+static void rand_tokens(struct tm_rng *r, int32_t *t, int n, int V)
+{
+	for (int i = 0; i < n; i++)
+		t[i] = (int32_t)(tm_unif(r) * V);
+}
+
+static void test_model(const char *label, const struct tm_opts *o)
+{
+	struct tm_model *tm = tm_build(o);
+	const struct skipper_model *m = &tm->m;
+	int V = m->hp.n_vocab, L = m->hp.n_layer, E = m->hp.n_embd;
+	struct tm_rng r = { o->seed + 77 };
+	int32_t tok[P + 80];
+	float *ref = malloc(sizeof(float) * V * 80), *got = malloc(sizeof(float) * V * 80);
+	struct skipper_backend *a = mk(m, 1), *b = mk(m, 2), *c = mk(m, 2);
+	uint8_t sa[8], sm[8];
+
+	rand_tokens(&r, tok, P + 80, V);
+
+	/* 1. 16-row batch == one at a time (also 2 threads vs 1) and caches equal */
+	seq(a, tok, P + NB, 0, NULL, NULL, ref, V);
+	fwd(b, tok, P, 0, NULL, NULL, 1, NULL, NULL, NULL);
+	fwd(b, tok + P, NB, P, NULL, NULL, 1, NULL, NULL, got);
+	ok(memcmp(ref + (size_t)P * V, got, sizeof(float) * V * NB) == 0,
+	   "%s: 16-row batch logits == one token at a time", label);
+	ok(cache_eq(a, b, P + NB), "%s: batch KV cache == sequential KV cache", label);
+	{
+		int finite = 1;
+		for (int i = 0; i < V * NB; i++)
+			finite &= isfinite(got[i]) && fabsf(got[i]) < 1e4f;
+		float spread = 0;
+		for (int i = 0; i < V; i++)
+			spread = fmaxf(spread, fabsf(got[i] - got[0]));
+		ok(finite && spread > 1e-3f, "%s: logits finite and not constant", label);
+	}
+
+	/* 2. random skip masks */
+	for (int t = 0; t < 3; t++) {
+		for (int l = 0; l < L; l++) {
+			sa[l] = tm_unif(&r) < 0.4;
+			sm[l] = tm_unif(&r) < 0.4;
+		}
+		if (t == 2)
+			for (int l = 0; l < L; l++)
+				sa[l] = sm[l] = 1; /* everything skipped: head on embeddings */
+		seq(a, tok + P, NB, P, sa, sm, ref, V);
+		fwd(c, tok, P, 0, NULL, NULL, 1, NULL, NULL, NULL);
+		fwd(c, tok + P, NB, P, NULL, NULL, 1, sa, sm, got);
+		ok(memcmp(ref, got, sizeof(float) * V * NB) == 0,
+		   "%s: skip mask %d: batch == one at a time", label, t);
+	}
+
+	/* 3. tree: each node == its ancestor chain computed alone (read-only) */
+	{
+		int32_t par[NB], pos[NB], path[NB], ptok[NB], depth[NB];
+		int bad = 0;
+		for (int i = 0; i < NB; i++) {
+			par[i] = i == 0 ? -1 : (int32_t)(tm_unif(&r) * (i + 1)) - 1;
+			depth[i] = par[i] < 0 ? 0 : depth[par[i]] + 1;
+			pos[i] = P + depth[i];
+		}
+		fwd(b, tok, P, 0, NULL, NULL, 1, NULL, NULL, NULL);
+		for (int kvw = 0; kvw < 2; kvw++) {
+			bad = 0;
+			fwd(b, tok + P, NB, P, par, pos, kvw, NULL, NULL, got);
+			for (int i = 0; i < NB; i++) {
+				int np = 0;
+				for (int x = i; x >= 0; x = par[x])
+					path[np++] = x;
+				for (int k = 0; k < np; k++)
+					ptok[k] = tok[P + path[np - 1 - k]];
+				fwd(a, ptok, np, P, NULL, NULL, 0, NULL, NULL, ref);
+				bad += memcmp(ref + (size_t)(np - 1) * V, got + (size_t)i * V,
+				              sizeof(float) * V) != 0;
+			}
+			ok(bad == 0, "%s: tree (kv_write=%d): every node == its chain alone (%d differ)",
+			   label, kvw, bad);
+		}
+
+		/* 4. kv_move: compact an accepted path, compare with computing it directly */
+		int leaf = NB - 1, np = 0;
+		int32_t src[NB], dst[NB];
+		for (int x = leaf; x >= 0; x = par[x])
+			path[np++] = x;
+		for (int k = 0; k < np; k++) {
+			src[k] = P + path[np - 1 - k];
+			dst[k] = P + k;
+			ptok[k] = tok[P + path[np - 1 - k]];
+		}
+		struct skipper_error err = { 0 };
+		ok(b->ops->kv_move(b, src, dst, np, &err) == 0, "%s: kv_move", label);
+		fwd(a, ptok, np, P, NULL, NULL, 1, NULL, NULL, NULL);
+		ok(cache_eq(a, b, P + np), "%s: kv_move(path of %d) == cache of the path computed directly",
+		   label, np);
+	}
+
+	/* 5. kv_write=0 leaves the cache alone */
+	{
+		float *before, *after;
+		size_t nbytes = cache_bytes(b, &before);
+		fwd(b, tok + 2, NB, P, NULL, NULL, 0, NULL, NULL, got);
+		cache_bytes(b, &after);
+		ok(memcmp(before, after, nbytes) == 0, "%s: kv_write=0 leaves the cache unchanged", label);
+		free(before);
+		free(after);
+	}
+
+	/* 6. threads: 1 vs 2, tree batch */
+	{
+		fwd(a, tok, P, 0, NULL, NULL, 1, NULL, NULL, NULL);
+		fwd(a, tok + P, NB, P, NULL, NULL, 0, NULL, NULL, ref);
+		fwd(c, tok, P, 0, NULL, NULL, 1, NULL, NULL, NULL);
+		fwd(c, tok + P, NB, P, NULL, NULL, 0, NULL, NULL, got);
+		ok(memcmp(ref, got, sizeof(float) * V * NB) == 0, "%s: 1 thread == 2 threads", label);
+	}
+
+	/* 7. captures, sublayer chain and head_argmax */
+	{
+		int nl = L + 1, n = 6;
+		int32_t cl[9], cr[6], rows[6], ids[6], top[6], hid[6];
+		float tp[6];
+		float *cap = malloc(sizeof(float) * n * nl * E), *st = malloc(sizeof(float) * n * E);
+		struct skipper_error err = { 0 };
+		for (int i = 0; i < nl; i++)
+			cl[i] = i - 1;
+		for (int i = 0; i < n; i++)
+			cr[i] = rows[i] = i;
+		struct skipper_forward fw = {
+			.n = n, .tokens = tok + P, .n_past = P, .kv_write = 0, .n_out = n,
+			.out_rows = rows, .top_k = 1, .top_ids = top, .top_probs = tp,
+			.n_cap_layers = nl, .cap_layers = cl, .n_cap_rows = n, .cap_rows = cr,
+			.captures = cap,
+		};
+		fwd(b, tok, P, 0, NULL, NULL, 1, NULL, NULL, NULL);
+		ok(b->ops->forward(b, &fw, &err) == 0, "%s: forward with captures", label);
+		for (int i = 0; i < n; i++)
+			memcpy(st + i * E, cap + (size_t)i * nl * E, sizeof(float) * E);
+		int same = 1;
+		for (int l = 0; l < L; l++) {
+			b->ops->sublayer(b, SKIPPER_ATTN, l, n, st, NULL, P, &err);
+			b->ops->sublayer(b, SKIPPER_MLP, l, n, st, NULL, P, &err);
+			for (int i = 0; i < n; i++)
+				same &= memcmp(st + i * E, cap + ((size_t)i * nl + l + 1) * E,
+				               sizeof(float) * E) == 0;
+		}
+		ok(same, "%s: sublayer() layer by layer == captures after each block", label);
+		b->ops->head_argmax(b, n, st, hid, &err);
+		fwd(b, tok + P, n, P, NULL, NULL, 0, NULL, NULL, got);
+		int agree = 1;
+		for (int i = 0; i < n; i++) {
+			int32_t best = 0;
+			for (int v = 1; v < V; v++)
+				if (got[(size_t)i * V + v] > got[(size_t)i * V + best])
+					best = v;
+			ids[i] = best;
+			agree &= ids[i] == hid[i] && ids[i] == top[i];
+		}
+		ok(agree, "%s: head_argmax(sublayer states) == forward argmax == top-1", label);
+		/* embeddings capture (l = -1) is the token's embedding row */
+		float *emb = malloc(sizeof(float) * E);
+		void cpu_row_to_f32(int, const void *, float *, int64_t);
+		cpu_row_to_f32(m->tok_embd.type,
+		               (const char *)m->tok_embd.data + (size_t)tok[P] * m->tok_embd.row_bytes,
+		               emb, E);
+		ok(memcmp(emb, cap, sizeof(float) * E) == 0, "%s: capture at l=-1 == embedding", label);
+		free(emb);
+		free(cap);
+		free(st);
+	}
+
+	/* 8. longer than one chunk of rows */
+	if (o->type == SKIPPER_Q4_1 || o->type == SKIPPER_F16) {
+		int n = 75;
+		seq(a, tok, n, 0, NULL, NULL, ref, V);
+		fwd(c, tok, n, 0, NULL, NULL, 1, NULL, NULL, got);
+		ok(memcmp(ref, got, sizeof(float) * V * n) == 0,
+		   "%s: 75-row batch (chunked) == one at a time", label);
+		fwd(c, tok, n, 0, NULL, NULL, 0, NULL, NULL, got);
+		ok(memcmp(ref, got, sizeof(float) * V * n) == 0, "%s: 75-row read-only batch too", label);
+	}
+
+	/* 9. top-k from forward: ordered, consistent with the logits */
+	{
+		int32_t ids[2 * 10], rows[2] = { 3, 0 };
+		float pr[2 * 10];
+		struct skipper_error err = { 0 };
+		struct skipper_forward fw = {
+			.n = NB, .tokens = tok + P, .n_past = P, .n_out = 2, .out_rows = rows,
+			.top_k = 10, .top_ids = ids, .top_probs = pr, .logits = got,
+		};
+		fwd(b, tok, P, 0, NULL, NULL, 1, NULL, NULL, NULL);
+		int rc = b->ops->forward(b, &fw, &err);
+		int good = rc == 0;
+		for (int o2 = 0; o2 < 2 && good; o2++) {
+			const float *lg = got + (size_t)o2 * V;
+			double mx = -INFINITY, z = 0;
+			for (int v = 0; v < V; v++)
+				mx = fmax(mx, lg[v]);
+			for (int v = 0; v < V; v++)
+				z += exp(lg[v] - mx);
+			for (int k = 0; k < 10; k++) {
+				int32_t id = ids[o2 * 10 + k];
+				good &= fabs(pr[o2 * 10 + k] - exp(lg[id] - mx) / z) < 1e-5;
+				if (k > 0)
+					good &= lg[ids[o2 * 10 + k - 1]] >= lg[id];
+				/* nothing outside the list beats the last one */
+			}
+			int cnt = 0;
+			for (int v = 0; v < V; v++)
+				cnt += lg[v] > lg[ids[o2 * 10 + 9]];
+			good &= cnt <= 9;
+		}
+		ok(good, "%s: top-k descending, probabilities = softmax, nothing better left out", label);
+	}
+
+	/* 10. errors */
+	{
+		struct skipper_error err = { 0 };
+		int32_t badtok = V;
+		struct skipper_forward fw = { .n = 1, .tokens = &badtok, .n_past = 0, .kv_write = 1 };
+		ok(b->ops->forward(b, &fw, &err) == SKIPPER_ERR_ARG && err.msg[0],
+		   "%s: token out of range refused (%s)", label, err.msg);
+		fw.tokens = tok;
+		fw.n_past = NCTX;
+		ok(b->ops->forward(b, &fw, &err) == SKIPPER_ERR_RANGE, "%s: context overflow refused",
+		   label);
+	}
+
+	a->ops->destroy(a);
+	b->ops->destroy(b);
+	c->ops->destroy(c);
+	free(ref);
+	free(got);
+	tm_free(tm);
+}
+
+static void test_topk_ties(void)
+{
+	float l[12] = { 1, 5, 3, 5, 2, 5, 0, 3, -1, 4, 5, 3 };
+	int32_t ids[6];
+	float p[6];
+	cpu_topk(l, 12, 6, ids, p);
+	int32_t want[6] = { 1, 3, 5, 10, 9, 2 };
+	ok(memcmp(ids, want, sizeof want) == 0, "top-k: ties broken by lower id (%d %d %d %d %d %d)",
+	   ids[0], ids[1], ids[2], ids[3], ids[4], ids[5]);
+	ok(p[0] == p[3] && p[0] > p[4] && p[4] > p[5], "top-k: equal logits give equal probabilities");
+}
+
+int main(void)
+{
+	static const struct { const char *name; int type; } types[] = {
+		{ "f32", SKIPPER_F32 }, { "f16", SKIPPER_F16 }, { "bf16", SKIPPER_BF16 },
+		{ "q8_0", SKIPPER_Q8_0 }, { "q4_0", SKIPPER_Q4_0 }, { "q4_1", SKIPPER_Q4_1 },
+	};
+	const char *isa = getenv("SKIPPER_CPU_ISA");
+	diag("kernels: %s", isa && *isa ? isa : "native");
+	test_topk_ties();
+	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+		struct tm_opts o = { .type = types[i].type, .tied = (int)(i % 2), .n_layer = 3,
+		                     .seed = 11 + i, .rope_style = SKIPPER_ROPE_PAIRS };
+		if (i == 2 || i == 4) {
+			o.rope_style = SKIPPER_ROPE_HALVES;
+			o.rope_scaling = i == 2 ? SKIPPER_ROPE_SCALING_LINEAR : SKIPPER_ROPE_SCALING_LLAMA3;
+		}
+		test_model(types[i].name, &o);
+	}
+	return tap_done();
+}
