@@ -3,7 +3,7 @@
  * template instantiated for 1..4 activation rows: each row owns its
  * accumulators and sees the same instruction sequence in every instance, so a
  * row's result does not depend on how many rows share the weight pass. */
-#include "config.h"
+#include "build-config.h"
 
 #ifdef SKIPPER_X86_64
 
@@ -90,7 +90,7 @@ static TGT INL void q4_1_rows(int64_t nb, const struct skipper_block_q4_1 *w,
 			const struct cpu_q8 *xb = (const struct cpu_q8 *)(x + (size_t)r * xs) + b;
 			__m256i xq = _mm256_loadu_si256((const __m256i *)xb->qs);
 			acc[r] = _mm256_fmadd_ps(dot_us8(wq, xq), _mm256_set1_ps(dw * xb->d), acc[r]);
-			off[r] += mw * (xb->d * (float)xb->sum);
+			off[r] += mw * xb->s;
 		}
 	}
 	for (int r = 0; r < R; r++)
@@ -224,8 +224,10 @@ static TGT void quantize_q8(const float *x, struct cpu_q8 *q, int64_t k)
 		__m256i p8 = _mm256_packs_epi16(p16a, p16b);
 		p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 		_mm256_storeu_si256((__m256i *)q->qs, p8);
-		q->d = amax / 127.0f;
+		float d = _cvtsh_ss(_cvtss_sh(amax / 127.0f, _MM_FROUND_TO_NEAREST_INT));
+		q->d = d;
 		q->sum = _mm_cvtsi128_si32(s4);
+		q->s = _cvtsh_ss(_cvtss_sh(d * (float)q->sum, _MM_FROUND_TO_NEAREST_INT));
 	}
 }
 
