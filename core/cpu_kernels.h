@@ -43,6 +43,8 @@ struct cpu_kernels {
 	float (*dot_f32_f16)(const float *a, const uint16_t *b, int d);
 	void (*axpy_f16)(float *y, float a, const uint16_t *x, int d);
 	void (*f32_to_f16)(const float *x, uint16_t *y, int n);
+	/* x[i] = nearest f16 value of x[i] (exact IEEE rounding on both paths) */
+	void (*round_f16)(float *x, int n);
 };
 
 extern const struct cpu_kernels cpu_kernels_generic;

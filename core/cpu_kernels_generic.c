@@ -139,6 +139,12 @@ static void g_f32_to_f16(const float *x, uint16_t *y, int n)
 		y[i] = cpu_f32_to_f16(x[i]);
 }
 
+static void g_round_f16(float *x, int n)
+{
+	for (int i = 0; i < n; i++)
+		x[i] = cpu_f16_to_f32(cpu_f32_to_f16(x[i]));
+}
+
 const struct cpu_kernels cpu_kernels_generic = {
 	.name = "generic",
 	.matmul = {
@@ -149,6 +155,7 @@ const struct cpu_kernels cpu_kernels_generic = {
 	.dot_f32_f16 = g_dot_f32_f16,
 	.axpy_f16 = g_axpy_f16,
 	.f32_to_f16 = g_f32_to_f16,
+	.round_f16 = g_round_f16,
 };
 
 int cpu_wkind(int dtype)

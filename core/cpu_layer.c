@@ -165,8 +165,8 @@ static void attn_task(void *p, int t, int thread)
 		/* Like llama.cpp (no flash attention): q meets the f16 cache as f16,
 		 * and the normalised probabilities are rounded to f16 before they
 		 * weight V. Following its rounding keeps logits within noise of it. */
-		for (int i = 0; i < hd; i++)
-			q[i] = cpu_f16_to_f32(cpu_f32_to_f16(q32[i]));
+		memcpy(q, q32, (size_t)hd * sizeof *q);
+		K->round_f16(q, hd);
 		for (int s = 0; s < n_past; s++)
 			sc[s] = K->dot_f32_f16(q, kc + (size_t)s * kvd, hd) * be->attn_scale;
 		for (int a = 0; a < na; a++)
@@ -180,7 +180,8 @@ static void attn_task(void *p, int t, int thread)
 		}
 		float inv = (float)(1.0 / sum);
 		for (int s = 0; s < nk; s++)
-			sc[s] = cpu_f16_to_f32(cpu_f32_to_f16(sc[s] * inv));
+			sc[s] *= inv;
+		K->round_f16(sc, nk);
 		memset(o, 0, (size_t)hd * sizeof *o);
 		for (int s = 0; s < n_past; s++)
 			K->axpy_f16(o, sc[s], vc + (size_t)s * kvd, hd);
