@@ -5,7 +5,7 @@
  * asks for it (add_bos), exactly once. Formats follow the models' own
  * templates (and llama.cpp where they disagree on detail):
  *   chatml   <|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n
- *   llama2   [INST] <<SYS>>\nS\n<</SYS>>\n\nU [/INST]
+ *   llama2   [INST] <<SYS>>\nS\n<</SYS>>\n\nU [/INST]                      (contents trimmed)
  *   llama3   <|start_header_id|>system<|end_header_id|>\n\nS<|eot_id|>... (contents trimmed)
  *   mistral  [INST] S\n\nU [/INST]   (Mistral has no system role: it is
  *            put before the user text, as Mistral's later templates do)
@@ -91,7 +91,7 @@ static void put(struct sbuf *b, const char *s, size_t len)
 
 static void puts_(struct sbuf *b, const char *s) { put(b, s, strlen(s)); }
 
-/* Llama-3's template trims message contents (Jinja's |trim). */
+/* Llama-2 and Llama-3 templates trim message contents (strip(), |trim). */
 static void put_trimmed(struct sbuf *b, const char *s)
 {
 	size_t len = strlen(s);
@@ -129,13 +129,14 @@ int skipper_chat_format(int tmpl, const char *sys, const char *user, char **out,
 		puts_(&b, "<|im_end|>\n<|im_start|>assistant\n");
 		break;
 	case SKIPPER_CHAT_LLAMA2:
+		/* Meta's template strips the contents (content.strip()) */
 		puts_(&b, "[INST] ");
 		if (sys) {
 			puts_(&b, "<<SYS>>\n");
-			puts_(&b, sys);
+			put_trimmed(&b, sys);
 			puts_(&b, "\n<</SYS>>\n\n");
 		}
-		puts_(&b, user);
+		put_trimmed(&b, user);
 		puts_(&b, " [/INST]");
 		break;
 	case SKIPPER_CHAT_LLAMA3:

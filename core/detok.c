@@ -150,10 +150,13 @@ static int utf8_seq(const unsigned char *s, size_t n)
 }
 
 /* Move complete characters of in[0..n) to buf; returns bytes written and
- * leaves an unfinished tail in d->pending (unless final). */
+ * leaves an unfinished tail in d->pending (unless final). Text that does
+ * not fit in cap is cut at a character boundary and dropped: with cap >= 256
+ * that needs a single token longer than ~250 bytes. */
 static size_t drain(struct skipper_detok *d, const unsigned char *in, size_t n, int final, char *buf, size_t cap)
 {
 	size_t w = 0, i = 0;
+	int full = 0;
 	d->n_pending = 0;
 	while (i < n) {
 		int l = utf8_seq(in + i, n - i);
@@ -162,20 +165,16 @@ static size_t drain(struct skipper_detok *d, const unsigned char *in, size_t n, 
 			d->n_pending = n - i;
 			break;
 		}
-		if (l <= 0) {
-			/* invalid, or unfinished at the end: one U+FFFD per byte */
-			if (w + 3 <= cap) {
-				memcpy(buf + w, "\xef\xbf\xbd", 3);
-				w += 3;
-			}
-			i++;
-			continue;
+		/* invalid, or unfinished at the end: one U+FFFD per byte */
+		const unsigned char *src = l > 0 ? in + i : (const unsigned char *)"\xef\xbf\xbd";
+		size_t out = l > 0 ? (size_t)l : 3;
+		if (!full && w + out <= cap) {
+			memcpy(buf + w, src, out);
+			w += out;
+		} else {
+			full = 1;
 		}
-		if (w + (size_t)l <= cap) {
-			memcpy(buf + w, in + i, (size_t)l);
-			w += (size_t)l;
-		}
-		i += (size_t)l;
+		i += l > 0 ? (size_t)l : 1;
 	}
 	return w;
 }

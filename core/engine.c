@@ -562,13 +562,24 @@ static int verify_and_accept(struct skipper_engine *e, struct round_ctx *r, int 
 	}
 	r->st->drafted += n_draft;
 	r->st->accepted += n_acc;
-	r->n_past += n_acc + 1;
-	e->committed = r->n_past;
-	for (int i = 0; i < n_acc && !r->done; i++)
-		if ((rc = emit(e, r, acc_tok[i])))
-			return skipper_fail(err, rc, "out of memory");
-	if ((rc = emit(e, r, bonus)))
-		return skipper_fail(err, rc, "out of memory");
+	{
+		/* The root's K/V is now committed, and each emitted accepted token's
+		 * except the last emitted token (it becomes the next root, exactly as
+		 * in autoregressive decoding). Generation may stop inside the
+		 * accepted run (EOS, max_tokens): what follows is not committed. */
+		int emitted = 0;
+		for (int i = 0; i < n_acc && !r->done; i++, emitted++)
+			if ((rc = emit(e, r, acc_tok[i])))
+				return skipper_fail(err, rc, "out of memory");
+		if (!r->done) {
+			if ((rc = emit(e, r, bonus)))
+				return skipper_fail(err, rc, "out of memory");
+			r->n_past += n_acc + 1;
+		} else {
+			r->n_past += emitted;
+		}
+		e->committed = r->n_past;
+	}
 	r->root = bonus;
 
 	if (e->pol) {

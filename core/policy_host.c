@@ -681,13 +681,28 @@ fail:
 	return SKIPPER_POLICY_ERROR;
 }
 
+/* Model names come from file metadata: keep them on one INI-safe line. */
+static void ini_safe(char *dst, size_t size, const char *src)
+{
+	size_t n = 0;
+	for (; *src && n + 1 < size; src++)
+		dst[n++] = strchr(";#\r\n", *src) ? '_' : *src;
+	while (n && isspace((unsigned char)dst[n - 1]))
+		n--;
+	dst[n] = '\0';
+	while (isspace((unsigned char)dst[0]))
+		memmove(dst, dst + 1, n--);
+	if (!dst[0])
+		snprintf(dst, size, "unknown");
+}
+
 static int svc_profile_new(void *ctx, const char *method, struct skipper_profile **out)
 {
 	struct skipper_policy_instance *inst = INST(ctx);
 	const struct skipper_policy_env *env = inst->env;
 	struct skipper_error e = { 0 };
 	struct skipper_profile *p;
-	char num[32], by[256];
+	char num[32], by[256], name[256];
 	const char *sha;
 	int rc;
 
@@ -703,8 +718,10 @@ static int svc_profile_new(void *ctx, const char *method, struct skipper_profile
 	snprintf(num, sizeof num, "%d", env->n_layer);
 	snprintf(by, sizeof by, "skipper %s, policy %s %s", PACKAGE_VERSION, inst->lib->desc.name,
 	         inst->lib->desc.version);
+	ini_safe(by, sizeof by, by);
+	ini_safe(name, sizeof name, env->model_name ? env->model_name : "");
 	if ((rc = skipper_profile_new(&p, &e)) == SKIPPER_OK &&
-	    (rc = skipper_profile_set(p, "profile", "model", env->model_name && *env->model_name ? env->model_name : "unknown", &e)) == SKIPPER_OK &&
+	    (rc = skipper_profile_set(p, "profile", "model", name, &e)) == SKIPPER_OK &&
 	    (rc = skipper_profile_set(p, "profile", "model_sha256", sha, &e)) == SKIPPER_OK &&
 	    (rc = skipper_profile_set(p, "profile", "method", method ? method : inst->lib->desc.name, &e)) == SKIPPER_OK &&
 	    (rc = skipper_profile_set(p, "profile", "n_layers", num, &e)) == SKIPPER_OK)
@@ -728,7 +745,14 @@ static int svc_profile_get_mask(void *ctx, const struct skipper_profile *p, cons
                                 const char *key, uint8_t *mask)
 {
 	struct skipper_error e = { 0 };
-	int rc = skipper_profile_get_mask(p, section, key, mask, &e);
+	int rc;
+
+	if (INST(ctx)->env->n_layer <= 0) {
+		/* the plugin sized mask by host->n_layer: without a model there is no size */
+		svc_set_error(ctx, "profile_get_mask: no model loaded");
+		return SKIPPER_POLICY_ERROR;
+	}
+	rc = skipper_profile_get_mask(p, section, key, mask, INST(ctx)->env->n_layer, &e);
 	if (rc == SKIPPER_ERR_NOT_FOUND)
 		return SKIPPER_POLICY_UNKNOWN_KEY;
 	if (rc) {
@@ -758,11 +782,19 @@ static int svc_profile_set_mask(void *ctx, struct skipper_profile *p, const char
                                 const uint8_t *mask)
 {
 	struct skipper_error e = { 0 };
-	int n = skipper_profile_n_layers(p);
-	if (n <= 0)
-		n = INST(ctx)->env->n_layer;
-	if (n <= 0 || skipper_profile_set_mask(p, section, key, mask, n, &e)) {
-		svc_set_error(ctx, "%s", e.msg[0] ? e.msg : "profile_set_mask: layer count unknown");
+	int n = INST(ctx)->env->n_layer, pn = skipper_profile_n_layers(p);
+
+	/* mask has host->n_layer entries: read no more, and keep the profile consistent */
+	if (n <= 0) {
+		svc_set_error(ctx, "profile_set_mask: no model loaded");
+		return SKIPPER_POLICY_ERROR;
+	}
+	if (pn > 0 && pn != n) {
+		svc_set_error(ctx, "profile_set_mask: profile is for %d layers, the model has %d", pn, n);
+		return SKIPPER_POLICY_ERROR;
+	}
+	if (skipper_profile_set_mask(p, section, key, mask, n, &e)) {
+		svc_set_error(ctx, "%s", e.msg);
 		return SKIPPER_POLICY_ERROR;
 	}
 	return SKIPPER_POLICY_OK;
@@ -781,6 +813,50 @@ static int svc_profile_write(void *ctx, const struct skipper_profile *p, const c
 static void svc_profile_free(void *ctx, struct skipper_profile *p)
 {
 	skipper_profile_free(p);
+}
+
+static int svc_tensor_write(void *ctx, const char *path, const struct skipper_tensor *t, int n)
+{
+	struct skipper_error e = { 0 };
+	const char **names = calloc((size_t)(n > 0 ? n : 1), sizeof *names);
+	const float **data = calloc((size_t)(n > 0 ? n : 1), sizeof *data);
+	int *rows = calloc((size_t)(n > 0 ? n : 1), sizeof *rows), *cols = calloc((size_t)(n > 0 ? n : 1), sizeof *cols);
+	int rc = SKIPPER_ERR_NOMEM;
+
+	if (names && data && rows && cols) {
+		for (int i = 0; i < n; i++) {
+			names[i] = t[i].name;
+			data[i] = t[i].data;
+			rows[i] = t[i].rows;
+			cols[i] = t[i].cols;
+		}
+		rc = skipper_tensors_write(path, n, names, data, rows, cols, &e);
+	} else {
+		skipper_fail(&e, rc, "out of memory");
+	}
+	free(names);
+	free(data);
+	free(rows);
+	free(cols);
+	if (rc) {
+		svc_set_error(ctx, "%s", e.msg);
+		return SKIPPER_POLICY_ERROR;
+	}
+	return SKIPPER_POLICY_OK;
+}
+
+static int svc_tensor_read(void *ctx, const char *path, const char *name, float *out, size_t capacity, int *rows,
+                           int *cols)
+{
+	struct skipper_error e = { 0 };
+	int rc = skipper_tensor_read(path, name, out, capacity, rows, cols, &e);
+	if (rc == SKIPPER_ERR_NOT_FOUND)
+		return SKIPPER_POLICY_UNKNOWN_KEY;
+	if (rc) {
+		svc_set_error(ctx, "%s", e.msg);
+		return SKIPPER_POLICY_ERROR;
+	}
+	return SKIPPER_POLICY_OK;
 }
 
 /* Compute services: forward to the engine, turn its error into the plugin's. */
@@ -864,6 +940,8 @@ static const struct skipper_host host_template = {
 	.time_sublayer = svc_time_sublayer,
 	.trial = svc_trial,
 	.embed_prompt = svc_embed_prompt,
+	.tensor_write = svc_tensor_write,
+	.tensor_read = svc_tensor_read,
 };
 
 /* ============================================================= instances */
@@ -996,9 +1074,15 @@ void skipper_policy_instance_free(struct skipper_policy_instance *inst)
 int skipper_policy_check_config(struct skipper_policy_lib *lib, const struct skipper_config *cfg,
                                 struct skipper_error *err)
 {
-	static const struct skipper_policy_env no_model; /* n_layer = 0: configuration check */
+	/* n_layer = 0 tells the plugin there is no model; the profile setting
+	 * is passed (unresolved) so that checks of "is there a profile" agree
+	 * with the real run. */
+	struct skipper_policy_env no_model = { 0 };
 	struct skipper_policy_instance *inst;
-	int rc = skipper_policy_instance_new(lib, &no_model, cfg, &inst, err);
+	int rc;
+
+	no_model.profile_path = cfg ? skipper_config_get(cfg, "policy", "profile") : NULL;
+	rc = skipper_policy_instance_new(lib, &no_model, cfg, &inst, err);
 	if (rc == SKIPPER_OK)
 		skipper_policy_instance_free(inst);
 	return rc;

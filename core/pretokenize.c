@@ -105,8 +105,9 @@ static int split_gpt2(const struct text *T, size_t pos, size_t end, struct spans
 }
 
 /* Llama-3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
- *          ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
-static int split_llama3(const struct text *T, size_t pos, size_t end, struct spans *out)
+ *          ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * Qwen2 is the same with \p{N} (one digit per word): max_digits 1. */
+static int split_llama3(const struct text *T, size_t pos, size_t end, size_t max_digits, struct spans *out)
 {
 	while (pos < end) {
 		size_t start = pos, n;
@@ -117,9 +118,9 @@ static int split_llama3(const struct text *T, size_t pos, size_t end, struct spa
 			for (pos++; IS_L(pos); pos++)
 				;
 		} else if (IS_N(pos)) {
-			while (IS_N(pos)) { /* groups of at most three */
+			while (IS_N(pos)) { /* groups of at most max_digits */
 				size_t s = pos;
-				while (IS_N(pos) && pos - s < 3)
+				while (IS_N(pos) && pos - s < max_digits)
 					pos++;
 				if (push(out, s, pos))
 					return -1;
@@ -204,7 +205,7 @@ static size_t m_punct(const struct text *T, size_t pos, size_t end)
 	return n;
 }
 
-enum stage { ST_GPT2, ST_LLAMA3, ST_ONE_NUMBER, ST_NUMBERS, ST_THREE_DIGITS, ST_PUNCT };
+enum stage { ST_GPT2, ST_LLAMA3, ST_QWEN2, ST_ONE_NUMBER, ST_NUMBERS, ST_THREE_DIGITS, ST_PUNCT };
 
 static int run_stage(const struct text *T, int st, const struct spans *in, struct spans *out)
 {
@@ -213,7 +214,8 @@ static int run_stage(const struct text *T, int st, const struct spans *in, struc
 		int rc;
 		switch (st) {
 		case ST_GPT2: rc = split_gpt2(T, a, b, out); break;
-		case ST_LLAMA3: rc = split_llama3(T, a, b, out); break;
+		case ST_LLAMA3: rc = split_llama3(T, a, b, 3, out); break;
+		case ST_QWEN2: rc = split_llama3(T, a, b, 1, out); break;
 		case ST_ONE_NUMBER: rc = split_matches(T, a, b, m_one_number, out); break;
 		case ST_NUMBERS: rc = split_matches(T, a, b, m_numbers, out); break;
 		case ST_THREE_DIGITS: rc = split_matches(T, a, b, m_three_digits, out); break;
@@ -231,8 +233,9 @@ int tok_pretokenize(int pre, const char *text, size_t len, tok_word_fn fn, void 
 	static const int st_gpt2[] = { ST_GPT2, -1 };
 	static const int st_smollm[] = { ST_ONE_NUMBER, ST_GPT2, -1 };
 	static const int st_llama3[] = { ST_LLAMA3, -1 };
+	static const int st_qwen2[] = { ST_QWEN2, -1 };
 	const int *stages = pre == PRE_GPT2 ? st_gpt2 : pre == PRE_SMOLLM ? st_smollm
-	                  : pre == PRE_LLAMA3 ? st_llama3 : st_default;
+	                  : pre == PRE_LLAMA3 ? st_llama3 : pre == PRE_QWEN2 ? st_qwen2 : st_default;
 	int rc = -1;
 	if (!len)
 		return 0;

@@ -1,11 +1,12 @@
 /* Skip profiles: read, check, edit, write atomically; layer lists. */
 #include <ctype.h>
 #include <errno.h>
-#include <ini.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -54,8 +55,13 @@ int skipper_layers_parse(const char *s, uint8_t *mask, int n_layer, struct skipp
 	const char *p = skip_blank(s ? s : "");
 	long limit = n_layer > 0 ? n_layer : SKIPPER_LAYERS_MAX;
 
-	if (mask && n_layer > 0)
+	if (mask && n_layer > 0) {
+		/* Validate first so that a bad list leaves mask untouched. */
+		int rc = skipper_layers_parse(s, NULL, n_layer, err);
+		if (rc)
+			return rc;
 		memset(mask, 0, (size_t)n_layer);
+	}
 	if (*p == '\0' || (strncasecmp(p, "none", 4) == 0 && *skip_blank(p + 4) == '\0'))
 		return SKIPPER_OK;
 
@@ -226,6 +232,17 @@ const char *skipper_profile_section(const struct skipper_profile *p, int i)
 	return i >= 0 && (size_t)i < p->n_sections ? p->sections[i] : NULL;
 }
 
+int skipper_profile_entry(const struct skipper_profile *p, int i, const char **section, const char **key,
+                          const char **value)
+{
+	if (i < 0 || (size_t)i >= p->n)
+		return -1;
+	*section = p->e[i].section;
+	*key = p->e[i].key;
+	*value = p->e[i].value;
+	return 0;
+}
+
 const char *skipper_profile_source(const struct skipper_profile *p)
 {
 	return p->source;
@@ -290,7 +307,7 @@ int skipper_profile_set(struct skipper_profile *p, const char *section, const ch
 }
 
 int skipper_profile_get_mask(const struct skipper_profile *p, const char *section, const char *key,
-                             uint8_t *mask, struct skipper_error *err)
+                             uint8_t *mask, int n_layer, struct skipper_error *err)
 {
 	const struct entry *e = find(p, section, key);
 	int n = skipper_profile_n_layers(p);
@@ -299,6 +316,9 @@ int skipper_profile_get_mask(const struct skipper_profile *p, const char *sectio
 		return skipper_fail(err, SKIPPER_ERR_NOT_FOUND, "%s: no key [%s] %s", p->source, section, key);
 	if (n <= 0)
 		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: [profile] n_layers missing or invalid", p->source);
+	if (n != n_layer)
+		return skipper_fail(err, SKIPPER_ERR_MISMATCH, "%s: profile is for %d layers, the mask has %d", p->source,
+		                    n, n_layer);
 	rc = skipper_layers_parse(e->value, mask, n, err);
 	if (rc && e->line)
 		skipper_fail_prefix(err, "%s:%d: [%s] %s", p->source, e->line, section, key);
@@ -323,62 +343,110 @@ int skipper_profile_set_mask(struct skipper_profile *p, const char *section, con
 
 /* ------------------------------------------------------------------ read */
 
-struct read_state {
-	struct skipper_profile *p;
-	FILE *fp;
-	int line;
-	int too_long;
-	int failed; /* line of the first handler error, 0 if none */
-	struct skipper_error *err;
-};
+/* Profiles are parsed here rather than with inih: Debian's inih stops at
+ * 200-byte lines, and the layer list of a deep model is longer than that.
+ * The syntax is inih's subset that profiles use: [section], key = value
+ * (or key: value), full-line comments with ';' or '#', inline comments
+ * with ';' after a blank, a UTF-8 BOM. Blank lines and indentation are
+ * ignored; there are no continuation lines. */
 
-/* Counts lines so handler errors can name them (Debian's inih has no
- * INI_HANDLER_LINENO). */
-static char *read_line(char *str, int num, void *stream)
+static char *trim(char *s)
 {
-	struct read_state *st = stream;
-	char *r = fgets(str, num, st->fp);
-	size_t len;
-	if (!r)
-		return NULL;
-	st->line++;
-	len = strlen(str);
-	if (len == (size_t)num - 1 && str[len - 1] != '\n' && !feof(st->fp)) {
-		int c;
-		if (!st->too_long)
-			st->too_long = st->line;
-		while ((c = fgetc(st->fp)) != EOF && c != '\n')
-			;
-	}
-	return r;
+	char *e;
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
 }
 
-static int on_entry(void *user, const char *section, const char *key, const char *value)
+/* Cut an inline comment: ';' at the start or after a blank. */
+static void cut_comment(char *s)
 {
-	struct read_state *st = user;
+	for (char *c = s; *c; c++)
+		if (*c == ';' && (c == s || isspace((unsigned char)c[-1]))) {
+			*c = '\0';
+			return;
+		}
+}
+
+static int parse_line(struct skipper_profile *p, char *line, int lineno, char *section, size_t secsize,
+                      struct skipper_error *err)
+{
+	char *s = trim(line), *eq, *key, *value;
 	const struct entry *prev;
 
-	if (st->failed)
-		return 0;
-	if (!section[0]) {
-		skipper_fail(st->err, SKIPPER_ERR_FORMAT, "%s:%d: key '%s' outside of any [section]", st->p->source,
-		             st->line, key);
-		goto fail;
+	if (*s == '\0' || *s == ';' || *s == '#')
+		return SKIPPER_OK;
+	if (*s == '[') {
+		char *close = strchr(s, ']');
+		if (!close)
+			return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: section header without ']'", p->source, lineno);
+		*close = '\0';
+		cut_comment(close + 1);
+		if (*trim(close + 1))
+			return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: text after the section header", p->source,
+			                    lineno);
+		s = trim(s + 1);
+		if (!valid_name(s) || strlen(s) >= secsize)
+			return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: bad section name [%s]", p->source, lineno, s);
+		for (size_t i = 0; i < p->n_sections; i++)
+			if (strcmp(p->sections[i], s) == 0)
+				return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: duplicate section [%s]", p->source,
+				                    lineno, s);
+		if (add_section(p, s))
+			return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+		strcpy(section, s);
+		return SKIPPER_OK;
 	}
-	prev = find(st->p, section, key);
-	if (prev) {
-		skipper_fail(st->err, SKIPPER_ERR_FORMAT, "%s:%d: [%s] %s: duplicate key (first set on line %d)",
-		             st->p->source, st->line, section, key, prev->line);
-		goto fail;
+	eq = s + strcspn(s, "=:");
+	if (!*eq)
+		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: expected 'key = value' or '[section]'", p->source,
+		                    lineno);
+	*eq = '\0';
+	key = trim(s);
+	value = eq + 1;
+	cut_comment(value);
+	value = trim(value);
+	if (!section[0])
+		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: key '%s' outside of any [section]", p->source,
+		                    lineno, key);
+	if (!valid_name(key))
+		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: [%s]: bad key name '%s'", p->source, lineno,
+		                    section, key);
+	if ((prev = find(p, section, key)))
+		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: [%s] %s: duplicate key (first set on line %d)",
+		                    p->source, lineno, section, key, prev->line);
+	if (append(p, section, key, value, lineno))
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	return SKIPPER_OK;
+}
+
+static int parse_file(struct skipper_profile *p, FILE *fp, struct skipper_error *err)
+{
+	char section[256] = "";
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int lineno = 0, rc = SKIPPER_OK;
+
+	while (rc == SKIPPER_OK && (len = getline(&line, &cap, fp)) >= 0) {
+		char *s = line;
+		lineno++;
+		if ((size_t)len != strlen(line)) {
+			rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: NUL byte in a text file", p->source, lineno);
+			break;
+		}
+		if (lineno == 1 && (unsigned char)s[0] == 0xef && (unsigned char)s[1] == 0xbb &&
+		    (unsigned char)s[2] == 0xbf)
+			s += 3;
+		rc = parse_line(p, s, lineno, section, sizeof section, err);
 	}
-	if (append(st->p, section, key, value, st->line)) {
-		skipper_fail(st->err, SKIPPER_ERR_NOMEM, "out of memory");
-		goto fail;
-	}
-	return 1;
-fail:
-	st->failed = st->line;
-	return 0;
+	if (rc == SKIPPER_OK && ferror(fp))
+		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: read error", p->source);
+	free(line);
+	return rc;
 }
 
 static int is_hex64(const char *s)
@@ -436,8 +504,8 @@ static int check(const struct skipper_profile *p, struct skipper_error *err)
 
 int skipper_profile_read(const char *path, struct skipper_profile **out, struct skipper_error *err)
 {
-	struct read_state st = { 0 };
 	struct skipper_profile *p;
+	FILE *fp;
 	int rc;
 
 	*out = NULL;
@@ -448,31 +516,17 @@ int skipper_profile_read(const char *path, struct skipper_profile **out, struct 
 		skipper_profile_free(p);
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 	}
-	st.p = p;
-	st.err = err;
-	st.fp = fopen(path, "r");
-	if (!st.fp) {
+	fp = fopen(path, "r");
+	if (!fp) {
 		rc = skipper_fail(err, errno == ENOENT ? SKIPPER_ERR_NOT_FOUND : SKIPPER_ERR_IO,
 		                  "%s: cannot open skip profile: %s", path, strerror(errno));
 		skipper_profile_free(p);
 		return rc;
 	}
-	rc = ini_parse_stream(read_line, &st, on_entry, &st);
-	fclose(st.fp);
-	if (rc > 0 && (!st.failed || rc < st.failed)) {
-		/* inih goes on after a syntax error: report whichever came first */
-		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: INI syntax error", path, rc);
-	} else if (st.failed) {
-		rc = err ? err->status : SKIPPER_ERR_FORMAT;
-	} else if (st.too_long) {
-		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: line too long", path, st.too_long);
-	} else if (rc > 0) {
-		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: INI syntax error", path, rc);
-	} else if (rc < 0) {
-		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "%s: out of memory while parsing", path);
-	} else {
+	rc = parse_file(p, fp, err);
+	fclose(fp);
+	if (rc == SKIPPER_OK)
 		rc = check(p, err);
-	}
 	if (rc) {
 		skipper_profile_free(p);
 		return rc;
@@ -546,5 +600,172 @@ out:
 	if (rc)
 		unlink(tmp);
 	free(tmp);
+	return rc;
+}
+
+/* --------------------------------------------------------------- tensors */
+
+static int little_endian(void)
+{
+	const uint16_t one = 1;
+	return *(const uint8_t *)&one == 1;
+}
+
+int skipper_tensors_write(const char *path, int n, const char *const *names, const float *const *data,
+                          const int *rows, const int *cols, struct skipper_error *err)
+{
+	json_t *hdr = json_object();
+	char *text = NULL, *tmp = NULL;
+	uint64_t off = 0, hlen;
+	size_t tlen, plen = strlen(path);
+	unsigned char len8[8];
+	FILE *fp = NULL;
+	int fd, rc = SKIPPER_OK;
+
+	if (!little_endian())
+		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED, "%s: safetensors needs a little-endian host", path);
+	if (!hdr)
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	for (int i = 0; i < n; i++) {
+		uint64_t bytes = (uint64_t)rows[i] * (uint64_t)cols[i] * sizeof(float);
+		json_t *t;
+		if (!names[i] || !names[i][0] || rows[i] <= 0 || cols[i] <= 0 || json_object_get(hdr, names[i])) {
+			rc = skipper_fail(err, SKIPPER_ERR_ARG, "%s: tensor %d: empty or repeated name, or empty shape", path, i);
+			goto out;
+		}
+		t = json_pack("{s:s, s:[i,i], s:[I,I]}", "dtype", "F32", "shape", rows[i], cols[i], "data_offsets",
+		              (json_int_t)off, (json_int_t)(off + bytes));
+		if (!t || json_object_set_new(hdr, names[i], t)) {
+			rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+		off += bytes;
+	}
+	if (!(text = json_dumps(hdr, JSON_COMPACT))) {
+		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	/* Pad the header with blanks so the data starts 8-byte aligned. */
+	tlen = strlen(text);
+	hlen = (tlen + 7) & ~(uint64_t)7;
+	for (int b = 0; b < 8; b++)
+		len8[b] = (unsigned char)(hlen >> (8 * b));
+	if (!(tmp = malloc(plen + 16))) {
+		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	memcpy(tmp, path, plen);
+	memcpy(tmp + plen, ".tmp.XXXXXX", 12);
+	if ((fd = mkstemp(tmp)) < 0 || !(fp = fdopen(fd, "wb"))) {
+		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: cannot create temporary file: %s", path, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		goto out;
+	}
+	fwrite(len8, 1, 8, fp);
+	fwrite(text, 1, tlen, fp);
+	for (uint64_t k = tlen; k < hlen; k++)
+		fputc(' ', fp);
+	for (int i = 0; i < n; i++)
+		fwrite(data[i], sizeof(float), (size_t)rows[i] * (size_t)cols[i], fp);
+	if (ferror(fp) || fflush(fp) != 0 || fsync(fileno(fp)) != 0) {
+		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
+		fclose(fp);
+		unlink(tmp);
+		goto out;
+	}
+	if (fclose(fp) != 0 || rename(tmp, path) != 0) {
+		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+		unlink(tmp);
+	}
+out:
+	free(tmp);
+	free(text);
+	json_decref(hdr);
+	return rc;
+}
+
+int skipper_tensor_read(const char *path, const char *name, float *out, size_t capacity, int *rows, int *cols,
+                        struct skipper_error *err)
+{
+	FILE *fp = fopen(path, "rb");
+	unsigned char len8[8];
+	uint64_t hlen = 0, begin, end;
+	long size;
+	char *text = NULL;
+	json_t *hdr = NULL, *t, *shape, *offs;
+	json_error_t jerr;
+	int rc = SKIPPER_OK;
+	int64_t r, c;
+
+	*rows = *cols = 0;
+	if (!fp) /* NOT_FOUND is kept for a missing tensor */
+		return skipper_fail(err, SKIPPER_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+	if (!little_endian()) {
+		rc = skipper_fail(err, SKIPPER_ERR_UNSUPPORTED, "%s: safetensors needs a little-endian host", path);
+		goto out;
+	}
+	if (fseek(fp, 0, SEEK_END) != 0 || (size = ftell(fp)) < 0 || fseek(fp, 0, SEEK_SET) != 0 ||
+	    fread(len8, 1, 8, fp) != 8) {
+		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: not a safetensors file (too short)", path);
+		goto out;
+	}
+	for (int b = 0; b < 8; b++)
+		hlen |= (uint64_t)len8[b] << (8 * b);
+	if (hlen == 0 || hlen > (uint64_t)size - 8 || hlen > (100u << 20)) {
+		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: header length %llu does not fit the file", path,
+		                  (unsigned long long)hlen);
+		goto out;
+	}
+	if (!(text = malloc(hlen))) {
+		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	if (fread(text, 1, hlen, fp) != hlen || !(hdr = json_loadb(text, hlen, 0, &jerr)) || !json_is_object(hdr)) {
+		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: bad safetensors header", path);
+		goto out;
+	}
+	if (!(t = json_object_get(hdr, name))) {
+		rc = skipper_fail(err, SKIPPER_ERR_NOT_FOUND, "%s: no tensor '%s'", path, name);
+		goto out;
+	}
+	shape = json_object_get(t, "shape");
+	offs = json_object_get(t, "data_offsets");
+	if (!json_is_string(json_object_get(t, "dtype")) || strcmp(json_string_value(json_object_get(t, "dtype")), "F32") ||
+	    !json_is_array(shape) || json_array_size(shape) < 1 || json_array_size(shape) > 2 || !json_is_array(offs) ||
+	    json_array_size(offs) != 2 || !json_is_integer(json_array_get(offs, 0)) ||
+	    !json_is_integer(json_array_get(offs, 1))) {
+		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: tensor '%s': expected F32 with a 1-D or 2-D shape", path,
+		                  name);
+		goto out;
+	}
+	r = json_array_size(shape) == 2 ? json_integer_value(json_array_get(shape, 0)) : 1;
+	c = json_integer_value(json_array_get(shape, json_array_size(shape) - 1));
+	begin = (uint64_t)json_integer_value(json_array_get(offs, 0));
+	end = (uint64_t)json_integer_value(json_array_get(offs, 1));
+	if (r <= 0 || c <= 0 || r > INT32_MAX || c > INT32_MAX || end < begin ||
+	    end - begin != (uint64_t)r * (uint64_t)c * sizeof(float) || end > (uint64_t)size - 8 - hlen) {
+		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: tensor '%s': shape and offsets disagree with the file",
+		                  path, name);
+		goto out;
+	}
+	*rows = (int)r;
+	*cols = (int)c;
+	if (!out)
+		goto out;
+	if (capacity < (size_t)r * (size_t)c) {
+		rc = skipper_fail(err, SKIPPER_ERR_RANGE, "%s: tensor '%s' has %lld floats, buffer holds %zu", path, name,
+		                  (long long)(r * c), capacity);
+		goto out;
+	}
+	if (fseek(fp, (long)(8 + hlen + begin), SEEK_SET) != 0 ||
+	    fread(out, sizeof(float), (size_t)r * (size_t)c, fp) != (size_t)r * (size_t)c)
+		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: read error", path);
+out:
+	json_decref(hdr);
+	free(text);
+	fclose(fp);
 	return rc;
 }

@@ -52,10 +52,11 @@ const char *skipper_profile_get(const struct skipper_profile *p, const char *sec
 int skipper_profile_set(struct skipper_profile *p, const char *section, const char *key, const char *value,
                         struct skipper_error *err);
 
-/* Layer list at section.key into mask[n_layers of the profile].
- * SKIPPER_ERR_NOT_FOUND when absent. */
+/* Layer list at section.key into mask[n_layer]. n_layer must equal the
+ * profile's n_layers (SKIPPER_ERR_MISMATCH otherwise), so a profile can
+ * never write past the caller's buffer. SKIPPER_ERR_NOT_FOUND when absent. */
 int skipper_profile_get_mask(const struct skipper_profile *p, const char *section, const char *key,
-                             uint8_t *mask, struct skipper_error *err);
+                             uint8_t *mask, int n_layer, struct skipper_error *err);
 int skipper_profile_set_mask(struct skipper_profile *p, const char *section, const char *key,
                              const uint8_t *mask, int n_layer, struct skipper_error *err);
 
@@ -65,6 +66,11 @@ int skipper_profile_n_layers(const struct skipper_profile *p);
 /* i-th section in file order, NULL past the end. */
 const char *skipper_profile_section(const struct skipper_profile *p, int i);
 
+/* i-th entry in file order: 0 and its section, key and value (owned by p),
+ * or -1 past the end. */
+int skipper_profile_entry(const struct skipper_profile *p, int i, const char **section, const char **key,
+                          const char **value);
+
 /* File it was read from ("<new>" otherwise). */
 const char *skipper_profile_source(const struct skipper_profile *p);
 
@@ -72,5 +78,19 @@ const char *skipper_profile_source(const struct skipper_profile *p);
 int skipper_profile_write(const struct skipper_profile *p, const char *path, struct skipper_error *err);
 
 void skipper_profile_free(struct skipper_profile *p);
+
+/* Float matrices that go with a profile (knn-router anchors), in the
+ * safetensors format: F32, shape [rows, cols], little-endian hosts only.
+ * Write n tensors atomically; names must be distinct and non-empty. */
+int skipper_tensors_write(const char *path, int n, const char *const *names, const float *const *data,
+                          const int *rows, const int *cols, struct skipper_error *err);
+
+/* Read tensor name from path: *rows and *cols always set (a 1-D tensor is
+ * one row); the data is copied to out when out is non-NULL, which must hold
+ * capacity >= rows * cols floats. SKIPPER_ERR_NOT_FOUND if there is no such
+ * tensor, SKIPPER_ERR_IO if the file cannot be opened, SKIPPER_ERR_FORMAT
+ * for a malformed file. */
+int skipper_tensor_read(const char *path, const char *name, float *out, size_t capacity, int *rows, int *cols,
+                        struct skipper_error *err);
 
 #endif

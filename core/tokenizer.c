@@ -1,7 +1,5 @@
-/* Tokenizer construction from plain arrays, vocabulary lookups, special
- * tokens, and the encode driver that cuts special tokens out of the text
- * before the model's own algorithm (BPE or SentencePiece) sees it. */
-#define _GNU_SOURCE /* memmem */
+/* Tokenizer construction from plain arrays: the piece and merge hash
+ * tables, special and end-of-generation tokens, and simple accessors. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,17 +205,10 @@ static int load_merges(struct skipper_tokenizer *t, const struct skipper_tokeniz
 	return 0;
 }
 
-static const struct skipper_tokenizer *sort_ctx;
-
-static int cmp_special(const void *a, const void *b)
+static int cmp_u64(const void *a, const void *b)
 {
-	size_t la, lb;
-	int32_t ia = *(const int32_t *)a, ib = *(const int32_t *)b;
-	tok_text(sort_ctx, ia, &la);
-	tok_text(sort_ctx, ib, &lb);
-	if (la != lb)
-		return la > lb ? -1 : 1;
-	return ia < ib ? -1 : ia > ib;
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
 }
 
 static int is_eog(const struct skipper_tokenizer *t, int32_t id)
@@ -245,7 +236,7 @@ static int add_eog(struct skipper_tokenizer *t, int32_t id)
  * so they never print and always stop generation. */
 static const char *const eog_texts[] = {
 	"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
-	"<EOT>", "_<EOT>", "<|end_of_text|>", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+	"<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
 };
 
 static int setup_special(struct skipper_tokenizer *t)
@@ -254,8 +245,7 @@ static int setup_special(struct skipper_tokenizer *t)
 		int32_t id = tok_lookup(t, eog_texts[i], strlen(eog_texts[i]));
 		if (id < 0 || id >= t->n_vocab)
 			continue;
-		if (t->types[id] != SKIPPER_TOKEN_USER_DEFINED)
-			t->types[id] = SKIPPER_TOKEN_CONTROL;
+		t->types[id] = SKIPPER_TOKEN_CONTROL;
 		if (add_eog(t, id))
 			return -1;
 	}
@@ -271,22 +261,25 @@ static int setup_special(struct skipper_tokenizer *t)
 			n++;
 	}
 	t->special = malloc((n ? n : 1) * sizeof *t->special);
-	if (!t->special)
+	uint64_t *keys = malloc((n ? n : 1) * sizeof *keys);
+	if (!t->special || !keys) {
+		free(keys);
 		return -1;
+	}
 	for (int32_t i = 0; i < t->n_vocab; i++) {
 		int ty = t->types[i];
 		size_t len;
 		tok_text(t, i, &len);
+		/* sort key: longest text first, then lowest id */
 		if (len && (ty == SKIPPER_TOKEN_CONTROL || ty == SKIPPER_TOKEN_USER_DEFINED || ty == SKIPPER_TOKEN_UNKNOWN))
-			t->special[t->n_special++] = i;
+			keys[t->n_special++] = ((uint64_t)(PIECE_MAX_LEN - len) << 32) | (uint32_t)i;
 	}
 	/* Longest first, so "<|im_start|>" is cut out before any shorter token
-	 * that is a substring of it (llama.cpp's order). qsort with a static
-	 * context: construction is not expected to run concurrently with
-	 * another construction. */
-	sort_ctx = t;
-	qsort(t->special, t->n_special, sizeof *t->special, cmp_special);
-	sort_ctx = NULL;
+	 * that is a substring of it (llama.cpp's order). */
+	qsort(keys, t->n_special, sizeof *keys, cmp_u64);
+	for (size_t i = 0; i < t->n_special; i++)
+		t->special[i] = (int32_t)(uint32_t)keys[i];
+	free(keys);
 	return 0;
 }
 
@@ -299,6 +292,7 @@ static int parse_pre(const char *pre, int *out)
 		{ "smollm", PRE_SMOLLM }, { "starcoder", PRE_SMOLLM }, { "refact", PRE_SMOLLM },
 		{ "llama3", PRE_LLAMA3 }, { "llama-v3", PRE_LLAMA3 }, { "llama-bpe", PRE_LLAMA3 },
 		{ "falcon3", PRE_LLAMA3 }, { "pixtral", PRE_LLAMA3 },
+		{ "qwen2", PRE_QWEN2 },
 	};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		if (strcmp(pre ? pre : "", names[i].name) == 0) {
@@ -314,6 +308,7 @@ static const char *pre_name(int pre)
 	case PRE_GPT2: return "gpt2";
 	case PRE_SMOLLM: return "smollm";
 	case PRE_LLAMA3: return "llama3";
+	case PRE_QWEN2: return "qwen2";
 	default: return "default";
 	}
 }
@@ -439,143 +434,6 @@ void skipper_tokenizer_free(struct skipper_tokenizer *t)
 	free(t->special);
 	free(t->eog);
 	free(t);
-}
-
-int tok_ids_push(struct tok_ids *a, int32_t id)
-{
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 64;
-		int32_t *v = realloc(a->v, cap * sizeof *v);
-		if (!v)
-			return -1;
-		a->v = v;
-		a->cap = cap;
-	}
-	a->v[a->n++] = id;
-	return 0;
-}
-
-/* One piece of the input after special tokens were cut out: either raw
- * text [off, off+len) or a token. */
-struct frag { size_t off, len; int32_t token; };
-
-struct frags { struct frag *v; size_t n, cap; };
-
-static int frags_insert(struct frags *f, size_t at, const struct frag *items, size_t k)
-{
-	if (f->n + k > f->cap) {
-		size_t cap = f->cap ? f->cap * 2 : 16;
-		while (cap < f->n + k)
-			cap *= 2;
-		struct frag *v = realloc(f->v, cap * sizeof *v);
-		if (!v)
-			return -1;
-		f->v = v;
-		f->cap = cap;
-	}
-	memmove(f->v + at + k, f->v + at, (f->n - at) * sizeof *f->v);
-	memcpy(f->v + at, items, k * sizeof *items);
-	f->n += k;
-	return 0;
-}
-
-/* Cut every special token (longest first) out of the raw fragments. With
- * parse_special off, user-defined tokens are still cut out, as the Hugging
- * Face tokenizers and llama.cpp do; control and unknown ones are not. */
-static int partition(const struct skipper_tokenizer *t, const char *text, size_t len, int parse_special,
-                     struct frags *f)
-{
-	struct frag whole = { 0, len, -1 };
-	if (len && frags_insert(f, 0, &whole, 1))
-		return -1;
-	for (size_t s = 0; s < t->n_special; s++) {
-		int32_t id = t->special[s];
-		if (!parse_special && t->types[id] != SKIPPER_TOKEN_USER_DEFINED)
-			continue;
-		size_t tl;
-		const char *tt = tok_text(t, id, &tl);
-		for (size_t i = 0; i < f->n; i++) {
-			struct frag fr = f->v[i];
-			if (fr.token >= 0 || fr.len < tl)
-				continue;
-			const char *hit = memmem(text + fr.off, fr.len, tt, tl);
-			if (!hit)
-				continue;
-			size_t pos = (size_t)(hit - text);
-			struct frag parts[3];
-			size_t k = 0;
-			if (pos > fr.off)
-				parts[k++] = (struct frag){ fr.off, pos - fr.off, -1 };
-			parts[k++] = (struct frag){ pos, tl, id };
-			if (pos + tl < fr.off + fr.len)
-				parts[k++] = (struct frag){ pos + tl, fr.off + fr.len - pos - tl, -1 };
-			memmove(f->v + i, f->v + i + 1, (f->n - i - 1) * sizeof *f->v);
-			f->n--;
-			if (frags_insert(f, i, parts, k))
-				return -1;
-			/* continue with the fragment after the token (it may hold
-			 * more occurrences) */
-			i += k - (parts[k - 1].token >= 0 ? 1 : 2);
-		}
-	}
-	return 0;
-}
-
-int skipper_tokenize(const struct skipper_tokenizer *t, const char *text, size_t len, int add_bos,
-                     int parse_special, int32_t **ids, size_t *n_ids, struct skipper_error *err)
-{
-	struct frags f = { 0 };
-	struct tok_ids out = { 0 };
-	int rc = SKIPPER_OK;
-	*ids = NULL;
-	*n_ids = 0;
-	if (!text && len)
-		return skipper_fail(err, SKIPPER_ERR_ARG, "tokenize: NULL text");
-	add_bos = add_bos && t->add_bos && t->bos >= 0;
-	if (partition(t, text, len, parse_special, &f))
-		goto nomem;
-	if (add_bos && tok_ids_push(&out, t->bos))
-		goto nomem;
-	/* SentencePiece puts a space before the text and after every special
-	 * token, since its words carry their leading space. */
-	int prev_special = 1;
-	for (size_t i = 0; i < f.n; i++) {
-		const struct frag *fr = &f.v[i];
-		if (fr->token >= 0) {
-			if (tok_ids_push(&out, fr->token))
-				goto nomem;
-			prev_special = 1;
-			continue;
-		}
-		if (t->kind == TOK_BPE) {
-			rc = tok_bpe_encode(t, text + fr->off, fr->len, &out);
-		} else {
-			int space = t->add_space_prefix && prev_special;
-			char *buf = malloc(fr->len + 1);
-			if (!buf)
-				goto nomem;
-			if (space)
-				buf[0] = ' ';
-			memcpy(buf + space, text + fr->off, fr->len);
-			rc = tok_spm_encode(t, buf, fr->len + (size_t)space, &out);
-			free(buf);
-		}
-		if (rc)
-			goto nomem;
-		prev_special = 0;
-	}
-	if (add_bos && t->add_eos && t->eos >= 0 && tok_ids_push(&out, t->eos))
-		goto nomem;
-	free(f.v);
-	if (!out.v && !(out.v = malloc(sizeof *out.v)))
-		goto nomem;
-	*ids = out.v;
-	*n_ids = out.n;
-	return SKIPPER_OK;
-nomem:
-	free(f.v);
-	free(out.v);
-	return skipper_fail(err, SKIPPER_ERR_NOMEM, "tokenize: out of memory (%zu bytes of text)", len);
 }
 
 int skipper_tokenizer_n_vocab(const struct skipper_tokenizer *t) { return t->n_vocab; }

@@ -64,6 +64,19 @@ char *skipper_chat_default_system(const char *jinja, size_t len);
 
 /* --- Additions (tokenizer engineer) --- */
 
+/* Notes on the calls above:
+ * - skipper_token_piece writes min(len, cap) bytes, NUL-terminated when
+ *   len < cap, and returns the piece's full length (call with cap 0 to size).
+ *   User-defined tokens always print; control/unknown ones only with
+ *   render_special; unused ones never.
+ * - skipper_tokenize follows llama.cpp: user-defined tokens are matched in the
+ *   text even with parse_special = 0; invalid UTF-8 reads as U+FFFD. EOS is
+ *   appended only when add_bos is set and the model asks for EOS too.
+ * - skipper_detok_push/flush output is always valid UTF-8: bytes that cannot
+ *   start or continue a character come out as U+FFFD.
+ * - A tokenizer does not change after construction: calls on one tokenizer
+ *   from several threads are safe (each skipper_detok is per stream). */
+
 /* Token types as stored in tokenizer.ggml.token_type. */
 enum skipper_token_type { SKIPPER_TOKEN_NORMAL = 1, SKIPPER_TOKEN_UNKNOWN = 2, SKIPPER_TOKEN_CONTROL = 3,
                           SKIPPER_TOKEN_USER_DEFINED = 4, SKIPPER_TOKEN_UNUSED = 5, SKIPPER_TOKEN_BYTE = 6 };
@@ -97,10 +110,22 @@ int skipper_tokenizer_from_gguf_pre(const struct skipper_gguf *g, const char *pr
                                     struct skipper_tokenizer **out, struct skipper_error *err);
 int skipper_tokenizer_token_type(const struct skipper_tokenizer *t, int32_t id); /* 0 if out of range */
 
+/* Hugging Face layout (safetensors models): tokenizer.json, plus optionally
+ * tokenizer_config.json (config_json may be NULL) for the bos/eos/unk/pad
+ * token names and add_bos_token/add_eos_token. Byte-level BPE with the GPT-2,
+ * SmolLM2, Llama-3 or Qwen2 pre-tokenizer and SentencePiece-style BPE
+ * (byte_fallback, "▁" normalizer) are recognised; anything else is refused.
+ * *out owned by the caller. */
+int skipper_tokenizer_from_hf(const char *tokenizer_json, const char *config_json, struct skipper_tokenizer **out,
+                              struct skipper_error *err);
+/* chat_template of a tokenizer_config.json (the "default" one when there
+ * are several), or NULL. malloc'ed, owned by the caller. */
+char *skipper_hf_chat_template(const char *config_json);
+
 /* Whole-sequence decode: concatenated pieces; with strip_space_prefix the
- * space a SentencePiece model put before the first word is removed, as
- * llama.cpp's detokenizer does. *out malloc'ed (NUL-terminated), owned by
- * the caller. */
+ * space a SentencePiece model (add_space_prefix) put before the first word
+ * is removed from the first token after any BOS, so that decode(encode(s))
+ * == s. *out malloc'ed (NUL-terminated), owned by the caller. */
 int skipper_detokenize(const struct skipper_tokenizer *t, const int32_t *ids, size_t n, int render_special,
                        int strip_space_prefix, char **out, size_t *out_len, struct skipper_error *err);
 

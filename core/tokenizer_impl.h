@@ -8,7 +8,7 @@
 #include "tokenizer.h"
 
 enum tok_kind { TOK_BPE = 1, TOK_SPM = 2 };
-enum tok_pre { PRE_DEFAULT = 0, PRE_GPT2, PRE_SMOLLM, PRE_LLAMA3 };
+enum tok_pre { PRE_DEFAULT = 0, PRE_GPT2, PRE_SMOLLM, PRE_LLAMA3, PRE_QWEN2 };
 
 /* A piece -> id map for exact strings. Besides vocabulary tokens it holds
  * "virtual" pieces (id >= n_vocab): merge operands or results that are not

@@ -1,6 +1,7 @@
 /* The cache layout of huggingface_hub, so files other tools downloaded are
  * found and ours are usable by them:
- *   CACHE/models--ORG--NAME/blobs/<sha256>            the content
+ *   CACHE/models--ORG--NAME/blobs/<sha256>            the content (named by the
+ *                                                     git blob id for small non-LFS files)
  *   CACHE/models--ORG--NAME/snapshots/<commit>/<path> relative symlink to the blob
  *   CACHE/models--ORG--NAME/refs/<revision>           the commit, no newline
  * Partial downloads and locks live under CACHE/.locks/models--ORG--NAME/,
@@ -129,7 +130,7 @@ int skipper_hub_write_ref(const char *repo_dir, const char *revision, const char
 	/* A revision like "refs/pr/1" nests; the tmp name sits in the same
 	 * directory as the final one for rename() to be atomic. */
 	char *tmp = path ? skipper_hub_pathf("%s.%ld.tmp", path, (long)getpid()) : NULL;
-	int rc = SKIPPER_OK, fd = -1;
+	int rc = SKIPPER_OK, fd, bad;
 
 	if (!path || !tmp) {
 		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
@@ -137,11 +138,16 @@ int skipper_hub_write_ref(const char *repo_dir, const char *revision, const char
 	}
 	if ((rc = skipper_hub_mkparent(path, err)))
 		goto out;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || write(fd, commit, strlen(commit)) != (ssize_t)strlen(commit) || close(fd) < 0) {
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
 		rc = skipper_fail(err, SKIPPER_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
-		if (fd >= 0)
-			unlink(tmp);
+		goto out;
+	}
+	bad = write(fd, commit, strlen(commit)) != (ssize_t)strlen(commit);
+	bad |= close(fd) < 0;
+	if (bad) {
+		rc = skipper_fail(err, SKIPPER_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+		unlink(tmp);
 		goto out;
 	}
 	if (rename(tmp, path) < 0) {

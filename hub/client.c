@@ -15,6 +15,8 @@ int skipper_hub_new(struct skipper_hub **out, const struct skipper_hub_options *
 	*out = NULL;
 	if (!opt->endpoint || !opt->cache_dir)
 		return skipper_fail(err, SKIPPER_ERR_ARG, "hub: endpoint and cache directory are required");
+	/* Reference-counted by libcurl; never undone, since other handles in the
+	 * process may still be live when one hub is freed. */
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		return skipper_fail(err, SKIPPER_ERR_NETWORK, "hub: cannot initialise libcurl");
 	hub = calloc(1, sizeof *hub);

@@ -26,13 +26,27 @@ struct sink {
 	long long off;   /* bytes in the partial file */
 	long long limit; /* never write past this */
 	EVP_MD_CTX *md;
+	EVP_MD_CTX *oid; /* git blob SHA-1, only when checking a git_oid */
 };
+
+/* git hashes "blob SIZE\0" then the content. */
+static void oid_init(struct sink *s)
+{
+	char head[40];
+	int n;
+	if (!s->oid)
+		return;
+	n = snprintf(head, sizeof head, "blob %lld", s->b->size);
+	EVP_DigestInit_ex(s->oid, EVP_sha1(), NULL);
+	EVP_DigestUpdate(s->oid, head, (size_t)n + 1);
+}
 
 static int restart_from_zero(struct sink *s, struct skipper_error *err)
 {
 	if (ftruncate(s->fd, 0) < 0 || lseek(s->fd, 0, SEEK_SET) < 0)
 		return skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", s->b->partial, strerror(errno));
 	EVP_DigestInit_ex(s->md, EVP_sha256(), NULL);
+	oid_init(s);
 	s->off = 0;
 	return SKIPPER_OK;
 }
@@ -51,10 +65,16 @@ static int on_data(void *arg, const void *data, size_t n, struct skipper_error *
 	struct sink *s = arg;
 	const char *p = data;
 
-	if (s->off + (long long)n > s->limit)
+	if (s->off + (long long)n > s->limit) {
+		/* Keep nothing from a server that lies about sizes: a partial
+		 * file of exactly the listed size would pass as complete. */
+		restart_from_zero(s, err);
 		return skipper_fail(err, SKIPPER_ERR_RANGE, "%s: the server sent more than the %lld bytes %s", s->b->file,
 		                    s->limit, s->b->size >= 0 ? "listed" : "allowed ([hub] max_file_size)");
+	}
 	EVP_DigestUpdate(s->md, data, n);
+	if (s->oid)
+		EVP_DigestUpdate(s->oid, data, n);
 	s->off += (long long)n;
 	while (n) {
 		ssize_t w = write(s->fd, p, n);
@@ -78,10 +98,11 @@ static int open_partial(struct sink *s, struct skipper_error *err)
 	if (s->fd < 0 || fstat(s->fd, &st) < 0)
 		return skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", s->b->partial, strerror(errno));
 	EVP_DigestInit_ex(s->md, EVP_sha256(), NULL);
+	oid_init(s);
 	s->off = st.st_size;
 	if (s->off > s->limit)
 		return restart_from_zero(s, err);
-	if ((rc = skipper_hub_hash_fd(s->md, s->fd, s->off, err)))
+	if ((rc = skipper_hub_hash_fd(s->md, s->oid, s->fd, s->off, err)))
 		return skipper_fail_prefix(err, "%s", s->b->partial);
 	if (lseek(s->fd, s->off, SEEK_SET) < 0)
 		return skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", s->b->partial, strerror(errno));
@@ -144,6 +165,19 @@ static int finish(struct sink *s, char blob_name[65], struct skipper_error *err)
 		                    "%s: checksum mismatch: expected sha256 %s, got %s (download discarded, nothing stored)",
 		                    b->file, b->expected_sha, blob_name);
 	}
+	if (s->oid) {
+		char oid[41];
+		EVP_DigestFinal_ex(s->oid, md, NULL);
+		skipper_hub_hex(md, 20, oid);
+		if (strcmp(oid, b->git_oid) != 0) {
+			unlink(b->partial);
+			return skipper_fail(err, SKIPPER_ERR_CHECKSUM,
+			                    "%s: checksum mismatch: expected git blob id %s, got %s (download discarded, nothing stored)",
+			                    b->file, b->git_oid, oid);
+		}
+		/* huggingface_hub names such blobs by this id: so do we. */
+		memcpy(blob_name, b->git_oid, 41);
+	}
 	if (fsync(s->fd) < 0)
 		return skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", b->partial, strerror(errno));
 	dest = skipper_hub_pathf("%s/%s", b->blobs_dir, blob_name);
@@ -159,6 +193,7 @@ int skipper_hub_fetch_blob(struct skipper_hub *hub, const struct skipper_hub_blo
                            int *downloaded, struct skipper_error *err)
 {
 	struct sink s = {.b = b, .fd = -1, .limit = b->size >= 0 ? b->size : hub->max_file_size};
+	const char *known = b->expected_sha[0] ? b->expected_sha : b->git_oid && b->size >= 0 ? b->git_oid : "";
 	int lock_fd = -1, rc;
 	char *existing = NULL;
 
@@ -175,14 +210,20 @@ int skipper_hub_fetch_blob(struct skipper_hub *hub, const struct skipper_hub_blo
 			goto out;
 		}
 	}
-	if (b->expected_sha[0]) {
-		existing = skipper_hub_pathf("%s/%s", b->blobs_dir, b->expected_sha);
+	if (known[0]) {
+		existing = skipper_hub_pathf("%s/%s", b->blobs_dir, known);
 		if (existing && skipper_hub_file_exists(existing)) {
-			memcpy(blob_name, b->expected_sha, 65);
+			snprintf(blob_name, 65, "%s", known);
 			goto out; /* someone else finished it while we waited */
 		}
 	}
 	s.md = EVP_MD_CTX_new();
+	/* Without a SHA-256 the git blob id is the only check the hub offers;
+	 * it needs the size up front because git hashes it first. */
+	if (!b->expected_sha[0] && b->git_oid && b->git_oid[0] && b->size >= 0 && !(s.oid = EVP_MD_CTX_new())) {
+		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+		goto out;
+	}
 	if (!s.md) {
 		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 		goto out;
@@ -196,6 +237,7 @@ out:
 	if (s.fd >= 0)
 		close(s.fd);
 	EVP_MD_CTX_free(s.md);
+	EVP_MD_CTX_free(s.oid);
 	free(existing);
 	close(lock_fd); /* releases the flock */
 	return rc;

@@ -39,11 +39,14 @@ int skipper_hub_new(struct skipper_hub **out, const struct skipper_hub_options *
 void skipper_hub_free(struct skipper_hub *hub);
 
 /* One entry of a listing; sha256 is "" when the hub gave none (small non-LFS
- * files on the public hub), size is -1 when unknown. */
+ * files on the public hub), in which case git_oid may hold the git blob id
+ * (SHA-1 of "blob SIZE\0" + content) the hub lists as blobId; size is -1
+ * when unknown. */
 struct skipper_hub_file {
 	char *path;
 	long long size;
 	char sha256[65];
+	char git_oid[41];
 };
 
 struct skipper_hub_listing {
@@ -102,13 +105,18 @@ char *skipper_hub_url_encode(const char *s, int keep_slash);
  * $HF_HOME/hub, else ~/.cache/huggingface/hub. Caller frees. */
 char *skipper_hub_default_cache_dir(void);
 
-/* Read a token: $HF_TOKEN if set and non-empty, else the first line of
- * token_file (NULL or "": $HF_HOME/token, else ~/.cache/huggingface/token).
+/* Read a token: the first line of token_file if given; else $HF_TOKEN if
+ * non-empty; else the first line of $HF_HOME/token, or without HF_HOME of
+ * ~/.cache/huggingface/token.
  * *token is NULL when there is none; the caller frees it with
  * skipper_hub_token_free() (which wipes it). A token file that exists but
  * cannot be read is an error; one that does not exist is not. */
 int skipper_hub_token_load(const char *token_file, char **token, struct skipper_error *err);
 void skipper_hub_token_free(char *token);
+
+/* 1 if name may be fetched as part of a profile: .ini, .sig, .safetensors,
+ * .json, .txt, .md only, so nothing executable (.so, scripts) ever is. */
+int skipper_hub_profile_name_ok(const char *name);
 
 /* Parse "64G", "512M", "1024" (bytes, K/M/G/T suffix, powers of 1024). */
 int skipper_hub_parse_size(const char *s, long long *out);

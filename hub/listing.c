@@ -25,9 +25,9 @@ static int commit_ok(const char *s)
 	return 1;
 }
 
-static int sha256_ok(const char *s)
+static int hex_ok(const char *s, size_t n)
 {
-	if (strlen(s) != 64)
+	if (strlen(s) != n)
 		return 0;
 	for (; *s; s++)
 		if (!isxdigit((unsigned char)*s))
@@ -62,7 +62,7 @@ static int get_size(json_t *v, long long *out)
 static int parse_sibling(json_t *sib, size_t i, long long max_size, struct skipper_hub_file *f,
                          struct skipper_error *err)
 {
-	json_t *name = json_object_get(sib, "rfilename"), *lfs;
+	json_t *name = json_object_get(sib, "rfilename"), *lfs, *oid;
 	char shown[256];
 	size_t len;
 
@@ -76,13 +76,14 @@ static int parse_sibling(json_t *sib, size_t i, long long max_size, struct skipp
 		                    shown);
 	f->size = -1;
 	f->sha256[0] = '\0';
+	f->git_oid[0] = '\0';
 	if (get_size(json_object_get(sib, "size"), &f->size) < 0)
 		return skipper_fail(err, SKIPPER_ERR_FORMAT, "listing: bad size for \"%s\"", shown);
 	lfs = json_object_get(sib, "lfs");
 	if (lfs && !json_is_null(lfs)) {
 		json_t *sha = json_object_get(lfs, "sha256");
 		long long lsize = -1;
-		if (!json_is_object(lfs) || !json_is_string(sha) || !sha256_ok(json_string_value(sha)))
+		if (!json_is_object(lfs) || !json_is_string(sha) || !hex_ok(json_string_value(sha), 64))
 			return skipper_fail(err, SKIPPER_ERR_FORMAT, "listing: bad lfs.sha256 for \"%s\"", shown);
 		if (get_size(json_object_get(lfs, "size"), &lsize) < 0)
 			return skipper_fail(err, SKIPPER_ERR_FORMAT, "listing: bad lfs.size for \"%s\"", shown);
@@ -95,6 +96,14 @@ static int parse_sibling(json_t *sib, size_t i, long long max_size, struct skipp
 		for (int k = 0; k < 64; k++)
 			f->sha256[k] = (char)tolower((unsigned char)json_string_value(sha)[k]);
 		f->sha256[64] = '\0';
+	}
+	oid = json_object_get(sib, "blobId");
+	if (oid && !json_is_null(oid)) {
+		if (!json_is_string(oid) || !hex_ok(json_string_value(oid), 40))
+			return skipper_fail(err, SKIPPER_ERR_FORMAT, "listing: bad blobId for \"%s\"", shown);
+		for (int k = 0; k < 40; k++)
+			f->git_oid[k] = (char)tolower((unsigned char)json_string_value(oid)[k]);
+		f->git_oid[40] = '\0';
 	}
 	if (f->size > max_size)
 		return skipper_fail(err, SKIPPER_ERR_RANGE,

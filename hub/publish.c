@@ -17,7 +17,7 @@
 #include "error.h"
 #include "hub/cache.h"
 #include "hub/hash.h"
-#include "hub/profile.h"
+#include "hub/hub.h"
 #include "hub/publish.h"
 
 struct entry {
@@ -26,6 +26,8 @@ struct entry {
 	char sha256[65];
 };
 
+/* nftw passes no user pointer, hence file-scope state (publish is a
+ * one-shot command, never run concurrently in one process). */
 static struct {
 	size_t root_len;
 	struct entry *e;

@@ -94,7 +94,9 @@ out:
 	return rc;
 }
 
-/* Collect the files of a cached snapshot (offline pulls of a whole repo). */
+/* Collect the files of a cached snapshot (offline pulls of a whole repo).
+ * nftw passes no user pointer, hence file-scope state: pulls of a whole
+ * repository offline are not thread-safe (nothing in skipper runs two). */
 static struct {
 	size_t root_len;
 	char **names;
@@ -270,10 +272,12 @@ static int ensure_file(struct skipper_hub *hub, const char *repo, const char *re
 	}
 	if (skipper_hub_file_exists(snap))
 		goto done;
-	if (f->sha256[0]) {
-		blob = skipper_hub_pathf("%s/%s", blobs, f->sha256);
+	if (f->sha256[0] || f->git_oid[0]) {
+		/* Content another revision (or tool) already stored. */
+		const char *known = f->sha256[0] ? f->sha256 : f->git_oid;
+		blob = skipper_hub_pathf("%s/%s", blobs, known);
 		if (blob && skipper_hub_file_exists(blob)) {
-			rc = skipper_hub_link_snapshot(repo_dir, commit, f->path, f->sha256, err);
+			rc = skipper_hub_link_snapshot(repo_dir, commit, f->path, known, err);
 			goto done;
 		}
 	}
@@ -289,7 +293,8 @@ static int ensure_file(struct skipper_hub *hub, const char *repo, const char *re
 		goto out;
 	}
 	{
-		struct skipper_hub_blob b = {.url = url, .file = f->path, .expected_sha = f->sha256, .size = f->size,
+		struct skipper_hub_blob b = {.url = url, .file = f->path, .expected_sha = f->sha256, .git_oid = f->git_oid,
+		                             .size = f->size,
 		                             .partial = partial, .lock = lock, .blobs_dir = blobs};
 		rc = skipper_hub_fetch_blob(hub, &b, name, &downloaded, err);
 	}

@@ -19,7 +19,7 @@ void skipper_hub_hex(const unsigned char *bytes, size_t n, char *hex)
 	hex[2 * n] = '\0';
 }
 
-int skipper_hub_hash_fd(EVP_MD_CTX *ctx, int fd, long long limit, struct skipper_error *err)
+int skipper_hub_hash_fd(EVP_MD_CTX *ctx, EVP_MD_CTX *ctx2, int fd, long long limit, struct skipper_error *err)
 {
 	unsigned char buf[1 << 16];
 	long long left = limit;
@@ -37,6 +37,8 @@ int skipper_hub_hash_fd(EVP_MD_CTX *ctx, int fd, long long limit, struct skipper
 		if (n == 0)
 			break;
 		EVP_DigestUpdate(ctx, buf, (size_t)n);
+		if (ctx2)
+			EVP_DigestUpdate(ctx2, buf, (size_t)n);
 		left -= n;
 	}
 	return SKIPPER_OK;
@@ -57,7 +59,7 @@ int skipper_hub_sha256_file(const char *path, char hex[65], struct skipper_error
 		                    strerror(errno));
 	}
 	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
-	rc = skipper_hub_hash_fd(ctx, fd, -1, err);
+	rc = skipper_hub_hash_fd(ctx, NULL, fd, -1, err);
 	close(fd);
 	if (rc == SKIPPER_OK) {
 		EVP_DigestFinal_ex(ctx, md, NULL);

@@ -92,7 +92,7 @@ int skipper_sign_keygen(const char *priv_path, const char *pub_path, struct skip
 {
 	EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
 	FILE *f = NULL;
-	int fd, rc = SKIPPER_OK;
+	int fd, ok, rc = SKIPPER_OK;
 
 	if (!k)
 		return skipper_fail(err, SKIPPER_ERR_INTERNAL, "Ed25519 key generation failed");
@@ -103,12 +103,20 @@ int skipper_sign_keygen(const char *priv_path, const char *pub_path, struct skip
 			close(fd);
 		goto out;
 	}
-	if (!PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL) || fclose(f) != 0) {
+	ok = PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL) == 1;
+	ok &= fclose(f) == 0;
+	if (!ok) {
 		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: write failed", priv_path);
 		goto out;
 	}
 	f = fopen(pub_path, "w");
-	if (!f || !PEM_write_PUBKEY(f, k) || fclose(f) != 0)
+	if (!f) {
+		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", pub_path, strerror(errno));
+		goto out;
+	}
+	ok = PEM_write_PUBKEY(f, k) == 1;
+	ok &= fclose(f) == 0;
+	if (!ok)
 		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: write failed", pub_path);
 out:
 	EVP_PKEY_free(k);
@@ -132,7 +140,7 @@ int skipper_sign_file(const char *key_path, const char *file, const char *sig_pa
 	char b64[4 * ((SIG_LEN + 2) / 3) + 2], *out = NULL, *tmp = NULL;
 	size_t siglen = sizeof sig;
 	FILE *f;
-	int rc;
+	int rc, bad;
 
 	if (!k)
 		return err ? err->status : SKIPPER_ERR_CONFIG;
@@ -152,7 +160,13 @@ int skipper_sign_file(const char *key_path, const char *file, const char *sig_pa
 		goto out;
 	}
 	f = fopen(tmp, "w");
-	if (!f || fprintf(f, "%s\n", b64) < 0 || fclose(f) != 0 || rename(tmp, out) < 0) {
+	if (!f) {
+		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	bad = fprintf(f, "%s\n", b64) < 0;
+	bad |= fclose(f) != 0;
+	if (bad || rename(tmp, out) < 0) {
 		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", out, strerror(errno));
 		unlink(tmp);
 	}

@@ -29,7 +29,9 @@ int skipper_hub_token_load(const char *token_file, char **token, struct skipper_
 	int rc = SKIPPER_OK;
 
 	*token = NULL;
-	if (env && *env) {
+	/* An explicitly configured file wins over the environment, like every
+	 * other [hub] key; otherwise HF_TOKEN, then the default token file. */
+	if (env && *env && !(token_file && *token_file)) {
 		*token = trimmed_dup(env, strlen(env));
 		return SKIPPER_OK;
 	}

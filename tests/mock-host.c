@@ -157,7 +157,7 @@ static int m_profile_get_mask(void *ctx, const struct skipper_profile *p, const 
                               uint8_t *mask)
 {
 	struct skipper_error e = { 0 };
-	int rc = skipper_profile_get_mask(p, s, k, mask, &e);
+	int rc = skipper_profile_get_mask(p, s, k, mask, M(ctx)->host.n_layer, &e);
 	if (rc == SKIPPER_ERR_NOT_FOUND)
 		return SKIPPER_POLICY_UNKNOWN_KEY;
 	return rc ? fail(ctx, e.msg) : 0;
@@ -287,6 +287,32 @@ static int m_embed(void *ctx, const char *text, float *out)
 	return 0;
 }
 
+static int m_tensor_write(void *ctx, const char *path, const struct skipper_tensor *t, int n)
+{
+	struct skipper_error e = { 0 };
+	const char *names[16];
+	const float *data[16];
+	int rows[16], cols[16];
+	if (n > 16)
+		return fail(ctx, "mock tensor_write: at most 16 tensors");
+	for (int i = 0; i < n; i++) {
+		names[i] = t[i].name;
+		data[i] = t[i].data;
+		rows[i] = t[i].rows;
+		cols[i] = t[i].cols;
+	}
+	return skipper_tensors_write(path, n, names, data, rows, cols, &e) ? fail(ctx, e.msg) : 0;
+}
+
+static int m_tensor_read(void *ctx, const char *path, const char *name, float *out, size_t cap, int *rows, int *cols)
+{
+	struct skipper_error e = { 0 };
+	int rc = skipper_tensor_read(path, name, out, cap, rows, cols, &e);
+	if (rc == SKIPPER_ERR_NOT_FOUND)
+		return SKIPPER_POLICY_UNKNOWN_KEY;
+	return rc ? fail(ctx, e.msg) : 0;
+}
+
 void mock_host_init(struct mock_host *m, int n_layer, int n_embd, int n_vocab)
 {
 	memset(m, 0, sizeof *m);
@@ -326,6 +352,8 @@ void mock_host_init(struct mock_host *m, int n_layer, int n_embd, int n_vocab)
 	m->host.time_sublayer = m_time_sublayer;
 	m->host.trial = m_trial;
 	m->host.embed_prompt = m_embed;
+	m->host.tensor_write = m_tensor_write;
+	m->host.tensor_read = m_tensor_read;
 	memset(m->sha256, 'a', 64);
 	m->seed = 42;
 	m->clock_step = 0.001;

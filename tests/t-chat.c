@@ -9,52 +9,97 @@
 #include "tokenizer.h"
 
 /* Template strings as the models ship them (tokenizer_config.json), in the
- * form GGUF stores them: JSON escapes decoded, Jinja escapes kept. */
-static const char smollm2_tmpl[] =
-	"{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
-	"{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}"
-	"{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
-	"{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+ * form GGUF stores them: JSON escapes decoded, Jinja escapes kept. They live
+ * in tests/data/chat/ so that tests/ref/chat-ref.py can render them. */
+static char *smollm2_tmpl, *llama2_tmpl, *llama3_tmpl, *mistral_tmpl, *zephyr_tmpl, *qwen_tmpl, *phi3_tmpl;
 
-static const char llama2_tmpl[] =
-	"{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = "
-	"messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}"
-	"{% endif %}{% for message in loop_messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
-	"{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
-	"{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + system_message + "
-	"'\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set content = message['content'] %}{% endif %}"
-	"{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}"
-	"{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}";
+static const char *srcdir(void)
+{
+	const char *s = getenv("top_srcdir");
+	return s && *s ? s : ".";
+}
 
-static const char llama3_tmpl[] =
-	"{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' "
-	"+ message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}"
-	"{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}"
-	"{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}";
+static char *slurp(const char *rel, size_t *len)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s", srcdir(), rel);
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		printf("Bail out! cannot open %s\n", path);
+		exit(1);
+	}
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap);
+	for (size_t k; buf && (k = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
+		n += k;
+		if (n + 1 == cap)
+			buf = realloc(buf, cap *= 2);
+	}
+	fclose(f);
+	if (!buf)
+		exit(1);
+	buf[n] = 0;
+	if (len)
+		*len = n;
+	return buf;
+}
 
-static const char mistral_tmpl[] =
-	"{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
-	"{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
-	"{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}"
-	"{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% else %}"
-	"{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %}";
+static char *tmpl_file(const char *name)
+{
+	char rel[256];
+	snprintf(rel, sizeof rel, "tests/data/chat/%s.jinja", name);
+	return slurp(rel, NULL);
+}
 
-static const char zephyr_tmpl[] =
-	"{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + message['content'] + "
-	"eos_token }}\n{% elif message['role'] == 'system' %}\n{{ '<|system|>\n' + message['content'] + eos_token }}\n"
-	"{% elif message['role'] == 'assistant' %}\n{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n"
-	"{% endif %}\n{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}";
+static int hexval(int c) { return c <= '9' ? c - '0' : (c | 32) - 'a' + 10; }
 
-/* Qwen2.5: the turn built from a variable comes first, the literal default
- * (with a Jinja "\n" escape) later. */
-static const char qwen_tmpl[] =
-	"{%- if messages[0]['role'] == 'system' %}\n        {{- '<|im_start|>system\\n' + messages[0]['content'] + "
-	"'<|im_end|>\\n' }}\n    {%- else %}\n        {{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. "
-	"You are a helpful assistant.<|im_end|>\\n' }}\n    {%- endif %}";
+static char *unhex(const char *h, size_t n)
+{
+	char *s = malloc(n / 2 + 1);
+	for (size_t i = 0; i + 1 < n; i += 2)
+		s[i / 2] = (char)(hexval(h[i]) * 16 + hexval(h[i + 1]));
+	s[n / 2] = 0;
+	return s;
+}
 
-static const char phi3_tmpl[] =
-	"{% for message in messages %}{% if message['role'] == 'user' %}{{'<|user|>\n' + message['content'] + "
-	"'<|end|>\n' + '<|assistant|>\n'}}{% endif %}{% endfor %}";
+/* tests/data/chat-ref.tsv: each template rendered by Jinja2 (as Hugging
+ * Face does) must equal skipper's format for the detected template, with
+ * the template's own default system prompt when the conversation has none. */
+static void rendered_tests(void)
+{
+	char *all = slurp("tests/data/chat-ref.tsv", NULL), *save = NULL;
+	int n = 0;
+	for (char *line = strtok_r(all, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (line[0] == '#')
+			continue;
+		char *f[4];
+		f[0] = line;
+		for (int i = 1; i < 4; i++) {
+			f[i] = strchr(f[i - 1], '\t');
+			if (!f[i])
+				break;
+			*f[i]++ = 0;
+		}
+		char *jinja = tmpl_file(f[0]);
+		char *sys = strcmp(f[1], "-") ? unhex(f[1], strlen(f[1])) : NULL;
+		char *user = unhex(f[2], strlen(f[2])), *want = unhex(f[3], strlen(f[3]));
+		int tmpl = skipper_chat_template_detect(jinja, strlen(jinja));
+		char *def = sys ? NULL : skipper_chat_default_system(jinja, strlen(jinja));
+		char *got = NULL;
+		struct skipper_error err = { 0 };
+		skipper_chat_format(tmpl, sys ? sys : def, user, &got, &err);
+		is_str(got, want, "%s (%s system): equals the Jinja2 rendering", f[0], sys ? "with" : "no");
+		n++;
+		free(got);
+		free(def);
+		free(sys);
+		free(user);
+		free(want);
+		free(jinja);
+	}
+	ok(n >= 12, "%d rendered conversations compared", n);
+	free(all);
+}
 
 static void golden(int tmpl, const char *sys, const char *user, const char *want, const char *what)
 {
@@ -71,6 +116,14 @@ static int detect(const char *s) { return skipper_chat_template_detect(s, strlen
 
 int main(void)
 {
+	smollm2_tmpl = tmpl_file("smollm2");
+	llama2_tmpl = tmpl_file("llama2");
+	llama3_tmpl = tmpl_file("llama3");
+	mistral_tmpl = tmpl_file("mistral");
+	zephyr_tmpl = tmpl_file("zephyr");
+	qwen_tmpl = tmpl_file("qwen2.5-fragment");
+	phi3_tmpl = tmpl_file("phi3-fragment");
+
 	/* names */
 	static const char *const names[] = { "none", "chatml", "llama2", "llama3", "mistral", "zephyr" };
 	for (int i = 0; i < 6; i++) {
@@ -87,7 +140,7 @@ int main(void)
 	       "chatml without system");
 	golden(SKIPPER_CHAT_LLAMA2, "Be brief.", "What is 2+2?",
 	       "[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nWhat is 2+2? [/INST]", "llama2 with system");
-	golden(SKIPPER_CHAT_LLAMA2, NULL, "What is 2+2?", "[INST] What is 2+2? [/INST]", "llama2 without system");
+	golden(SKIPPER_CHAT_LLAMA2, NULL, " What is 2+2?\n", "[INST] What is 2+2? [/INST]", "llama2 without system (trimmed)");
 	golden(SKIPPER_CHAT_LLAMA3, " Be brief.\n", "What is 2+2?",
 	       "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
 	       "<|start_header_id|>user<|end_header_id|>\n\nWhat is 2+2?<|eot_id|>"
@@ -121,6 +174,8 @@ int main(void)
 	is_int(skipper_chat_template_detect(NULL, 0), SKIPPER_CHAT_NONE, "no template -> none");
 	/* length-bounded: the marker beyond len is not seen */
 	is_int(skipper_chat_template_detect(smollm2_tmpl, 20), SKIPPER_CHAT_NONE, "detection respects len");
+
+	rendered_tests();
 
 	/* default system prompts */
 	char *s = skipper_chat_default_system(smollm2_tmpl, strlen(smollm2_tmpl));
@@ -166,5 +221,12 @@ int main(void)
 	} else {
 		tap_skip(4, "SmolLM2 GGUF not found (set SKIPPER_TEST_MODEL)");
 	}
+	free(smollm2_tmpl);
+	free(llama2_tmpl);
+	free(llama3_tmpl);
+	free(mistral_tmpl);
+	free(zephyr_tmpl);
+	free(qwen_tmpl);
+	free(phi3_tmpl);
 	return tap_done();
 }

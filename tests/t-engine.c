@@ -92,7 +92,7 @@ struct run {
 
 static void run_open(struct run *r, const struct tp_state *policy)
 {
-	struct skipper_backend_opts bo = { .n_ctx = 256, .n_threads = 2 };
+	struct skipper_backend_opts bo = { .n_ctx = 256, .n_threads = 1 }; /* thread counts: t-backend */
 	memset(r, 0, sizeof *r);
 	if (skipper_backend_cpu_create(model, &bo, &r->be, &err))
 		BAIL(err.msg);

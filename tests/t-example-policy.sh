@@ -16,10 +16,10 @@ if ! command -v pkg-config >/dev/null 2>&1; then
 	echo "1..0 # SKIP pkg-config not installed"
 	exit 0
 fi
-echo "1..7"
+echo "1..9"
 
 # 1. install into a scratch root (only what the example needs to be there)
-if $MAKE -C "$top_builddir" install DESTDIR="$tmp/root" >"$tmp/log" 2>&1; then
+if env -u MAKEFLAGS -u MFLAGS $MAKE -C "$top_builddir" install DESTDIR="$tmp/root" >"$tmp/log" 2>&1; then
 	ok "make install DESTDIR=..."
 else
 	not_ok "make install DESTDIR=..."
@@ -38,7 +38,7 @@ case "$cflags" in
 *"$tmp/root"*) ok "pkg-config points into the installed tree ($cflags)" ;;
 *) echo "$cflags" >"$tmp/log"; not_ok "pkg-config points into the installed tree" ;;
 esac
-if (cd "$tmp/src" && env -u CPATH -u C_INCLUDE_PATH $MAKE CFLAGS=-O1) >"$tmp/log" 2>&1 &&
+if (cd "$tmp/src" && env -u CPATH -u C_INCLUDE_PATH -u MAKEFLAGS -u MFLAGS $MAKE CFLAGS=-O1) >"$tmp/log" 2>&1 &&
    [ -f "$tmp/src/skipper-policy-example.so" ]; then
 	ok "example policy built out of tree"
 else
@@ -68,5 +68,44 @@ elif grep -q "\[example\] stride: expected an integer in \[1, 64\], got 'nope'" 
 	ok "found by name; a bad value is refused with the host's message"
 else
 	not_ok "found by name; a bad value is refused with the host's message"
+fi
+
+# 5. the CLI lists it from a plugin directory given on the command line
+if [ -x "$top_builddir/skipper" ]; then
+	if "$top_builddir/skipper" policies -v --set policy.plugin_dir="$tmp/src" >"$tmp/log" 2>&1 &&
+	   grep -q "^example *0.1.0" "$tmp/log" && grep -q "\[example\] stride = N" "$tmp/log"; then
+		ok "skipper policies lists it with its config help"
+	else
+		not_ok "skipper policies lists it with its config help"
+	fi
+else
+	ok "skipper policies lists it # SKIP skipper not built"
+fi
+
+# 6. the installed header compiles as C++ too
+cxx=$(command -v c++ || command -v g++ || true)
+if [ -n "$cxx" ]; then
+	cat >"$tmp/src/cxx.cc" <<'CXX'
+#include <skipper/policy.h>
+static int make(const skipper_host *, void *, void **state) { *state = 0; return SKIPPER_POLICY_OK; }
+static void destroy(void *) {}
+static skipper_policy desc() {
+	skipper_policy d = skipper_policy();
+	d.abi_major = SKIPPER_POLICY_ABI_MAJOR; d.abi_minor = SKIPPER_POLICY_ABI_MINOR;
+	d.struct_size = sizeof d; d.name = "cxx"; d.create = make; d.destroy = destroy;
+	return d;
+}
+static const skipper_policy the_desc = desc();
+SKIPPER_POLICY_REGISTER(the_desc)
+CXX
+	if "$cxx" -std=c++11 -Wall -Wextra -pedantic -Werror $cflags -fPIC -fvisibility=hidden -shared \
+	       -o "$tmp/src/skipper-policy-cxx.so" "$tmp/src/cxx.cc" >"$tmp/log" 2>&1 &&
+	   "$probe" "$tmp/src/skipper-policy-cxx.so" >"$tmp/log" 2>&1; then
+		ok "a C++ plugin builds against the header and loads"
+	else
+		not_ok "a C++ plugin builds against the header and loads"
+	fi
+else
+	ok "C++ plugin # SKIP no C++ compiler"
 fi
 [ "$fails" -eq 0 ]

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -92,7 +93,7 @@ int main(void)
 	struct skipper_error err = { 0 };
 	struct skipper_policy_search search = { 0 };
 	const struct skipper_policy *const builtins[] = { &builtin_none, NULL };
-	char path[1024], cfgpath[1024];
+	char path[2048], cfgpath[1024];
 	int rc;
 
 	if (!bd)
@@ -303,6 +304,38 @@ int main(void)
 		ok(seen_bad, "listing: a broken plugin is listed with its reason");
 		if (rc == SKIPPER_OK)
 			skipper_policy_list_free(list, n);
+	}
+
+	/* --- a program using the loader exits non-zero with the reason on stderr --- */
+	{
+		static const char *const cases[][2] = {
+			{ "bad-nosym", "no exported skipper_policy_init" },
+			{ "bad-major", "ABI major version 99" },
+			{ "bad-minor", "newer than this skipper" },
+			{ "bad-tiny", "struct_size 16" },
+			{ "bad-nocreate", "no create function" },
+		};
+		char cmd[4096], out[1024], errfile[600];
+		snprintf(errfile, sizeof errfile, "%s/probe.err", tmpdir);
+		for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+			FILE *f;
+			size_t got;
+			snprintf(cmd, sizeof cmd, "'%s/tests/policy-probe' '%s' >/dev/null 2>'%s'", plugdir,
+			         testlib(cases[i][0]), errfile);
+			rc = system(cmd);
+			out[0] = '\0';
+			if ((f = fopen(errfile, "r"))) {
+				got = fread(out, 1, sizeof out - 1, f);
+				out[got] = '\0';
+				fclose(f);
+			}
+			ok(WIFEXITED(rc) && WEXITSTATUS(rc) == 1 && has(out, cases[i][1]) && has(out, testlib(cases[i][0])),
+			   "policy-probe %s: exit 1, file and reason on stderr", cases[i][0]);
+		}
+		snprintf(cmd, sizeof cmd, "'%s/tests/policy-probe' '%s' speed=slow >/dev/null 2>'%s'", plugdir,
+		         testlib("bad-config"), errfile);
+		rc = system(cmd);
+		ok(WIFEXITED(rc) && WEXITSTATUS(rc) == 1, "policy-probe: config() error exits 1");
 	}
 
 	snprintf(path, sizeof path, "rm -rf '%s'", tmpdir);

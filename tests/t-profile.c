@@ -70,6 +70,10 @@ int main(void)
 	is_str(rc == 0 ? fmt(m, 30) : "", "0-29", "whole model");
 	rc = skipper_layers_parse("3,x", m, 30, &err);
 	ok(rc == SKIPPER_ERR_ARG && has(err.msg, "'x' is not a layer or range"), "syntax error names the item");
+	memset(m, 0, sizeof m);
+	m[0] = 1;
+	rc = skipper_layers_parse("1,2,3,50", m, 30, &err);
+	ok(rc == SKIPPER_ERR_RANGE && m[0] == 1 && m[1] == 0, "a bad list leaves the mask untouched");
 	rc = skipper_layers_parse("3,,4", m, 30, &err);
 	ok(rc == SKIPPER_ERR_ARG, "empty item refused");
 	rc = skipper_layers_parse("9-3", m, 30, &err);
@@ -122,10 +126,12 @@ int main(void)
 		uint8_t got[30];
 		is_str(skipper_profile_get(q, "profile", "model"), "SmolLM2-135M", "model name survives");
 		is_str(skipper_profile_get(q, "mask", "attn"), "3,5,7-9", "mask stored canonically");
-		ok(skipper_profile_get_mask(q, "domain.code", "attn", got, &err) == 0 && got[7] && !got[6],
+		ok(skipper_profile_get_mask(q, "domain.code", "attn", got, 30, &err) == 0 && got[7] && !got[6],
 		   "domain mask read");
-		ok(skipper_profile_get_mask(q, "mask", "mlp", got, &err) == 0 && !got[0], "empty mask read");
-		ok(skipper_profile_get_mask(q, "mask", "nope", got, &err) == SKIPPER_ERR_NOT_FOUND, "absent key");
+		ok(skipper_profile_get_mask(q, "mask", "mlp", got, 30, &err) == 0 && !got[0], "empty mask read");
+		ok(skipper_profile_get_mask(q, "mask", "nope", got, 30, &err) == SKIPPER_ERR_NOT_FOUND, "absent key");
+		ok(skipper_profile_get_mask(q, "mask", "attn", got, 12, &err) == SKIPPER_ERR_MISMATCH,
+		   "a mask of another size is refused, never overrun");
 		is_int(skipper_profile_n_layers(q), 30, "n_layers");
 		is_str(skipper_profile_section(q, 0), "profile", "sections in order (0)");
 		is_str(skipper_profile_section(q, 3), "latency.cpu", "sections in order (3)");
@@ -175,9 +181,88 @@ int main(void)
 	rc = read_text(want, &p, &err, path);
 	ok(rc == SKIPPER_ERR_FORMAT && has(err.msg, ":5: [latency.cpu] c1: expected a number"), "bad latency value");
 	rc = read_text("[profile\nn_layers = 30\n", &p, &err, path);
-	ok(rc == SKIPPER_ERR_FORMAT && has(err.msg, ":1: INI syntax error"), "INI syntax error with line");
+	ok(rc == SKIPPER_ERR_FORMAT && has(err.msg, ":1: section header without ']'"), "syntax error with line");
+	rc = read_text("[profile]\nn_layers 30\n", &p, &err, path);
+	ok(rc == SKIPPER_ERR_FORMAT && has(err.msg, ":2: expected 'key = value'"), "line without '='");
+	rc = read_text("[profile]\n[mask]\n[profile]\n", &p, &err, path);
+	ok(rc == SKIPPER_ERR_FORMAT && has(err.msg, ":3: duplicate section [profile]"), "duplicate section");
+	{
+		/* comments, BOM, indentation, ':' separator; values keep inner blanks */
+		char text[512];
+		snprintf(text, sizeof text,
+		         "\xef\xbb\xbf; a profile\n# written by hand\n[profile]  ; header\n  n_layers : 30\n"
+		         "model_sha256 = %s\nmodel = Tiny Model v2 ; trailing\n\n[mask]\nattn = 1,2;3\n",
+		         SHA);
+		rc = read_text(text, &p, &err, path);
+		ok(rc == SKIPPER_ERR_FORMAT && has(err.msg, "'1,2;3'"), "';' without a blank is not a comment");
+		snprintf(text, sizeof text,
+		         "\xef\xbb\xbf; a profile\n# written by hand\n[profile]  ; header\n  n_layers : 30\n"
+		         "model_sha256 = %s\nmodel = Tiny Model v2 ; trailing\n\n[mask]\nattn = 1,2 ;3\n",
+		         SHA);
+		rc = read_text(text, &p, &err, path);
+		ok(rc == 0, "comments, BOM, indentation and ':' accepted");
+		if (rc == 0) {
+			is_str(skipper_profile_get(p, "profile", "model"), "Tiny Model v2", "inline comment cut, inner blanks kept");
+			is_str(skipper_profile_get(p, "mask", "attn"), "1,2", "inline comment after a value");
+			skipper_profile_free(p);
+		}
+	}
+	{
+		/* a deep model's alternating mask is a long line: it must round-trip */
+		uint8_t big[160], back[160];
+		char n[8];
+		for (int l = 0; l < 160; l++)
+			big[l] = !(l & 1);
+		rc = skipper_profile_new(&p, &err) || skipper_profile_set(p, "profile", "n_layers", "160", &err) ||
+		     skipper_profile_set(p, "profile", "model_sha256", SHA, &err) ||
+		     skipper_profile_set_mask(p, "mask", "attn", big, 160, &err);
+		sprintf(path, "%s/long.ini", dir);
+		ok(rc == 0 && skipper_profile_write(p, path, &err) == 0, "long mask written");
+		skipper_profile_free(p);
+		rc = skipper_profile_read(path, &p, &err);
+		ok(rc == 0 && strlen(skipper_profile_get(p, "mask", "attn")) > 250, "long line read back");
+		if (rc == 0) {
+			ok(skipper_profile_get_mask(p, "mask", "attn", back, 160, &err) == 0 && memcmp(big, back, 160) == 0,
+			   "long mask identical");
+			skipper_profile_free(p);
+		}
+		(void)n;
+	}
 	rc = read_text("n_layers = 30\n", &p, &err, path);
 	ok(rc == SKIPPER_ERR_FORMAT && has(err.msg, "outside of any [section]"), "key outside a section");
+
+	/* --- tensors (knn-router anchors) --- */
+	{
+		float a[6] = { 1, 2, 3, 4, 5, 6 }, b[3] = { -1, 0.5f, 7 }, got[8];
+		const char *names[2] = { "anchors", "centroid" };
+		const float *data[2] = { a, b };
+		int rows[2] = { 2, 1 }, cols[2] = { 3, 3 }, r, c;
+		sprintf(path, "%s/anchors.safetensors", dir);
+		rc = skipper_tensors_write(path, 2, names, data, rows, cols, &err);
+		ok(rc == 0, "tensors written");
+		rc = skipper_tensor_read(path, "anchors", NULL, 0, &r, &c, &err);
+		ok(rc == 0 && r == 2 && c == 3, "shape query");
+		rc = skipper_tensor_read(path, "anchors", got, 8, &r, &c, &err);
+		ok(rc == 0 && memcmp(got, a, sizeof a) == 0, "anchors read back");
+		rc = skipper_tensor_read(path, "centroid", got, 8, &r, &c, &err);
+		ok(rc == 0 && r == 1 && memcmp(got, b, sizeof b) == 0, "second tensor read back");
+		rc = skipper_tensor_read(path, "centroid", got, 2, &r, &c, &err);
+		ok(rc == SKIPPER_ERR_RANGE, "small buffer refused");
+		rc = skipper_tensor_read(path, "labels", got, 8, &r, &c, &err);
+		ok(rc == SKIPPER_ERR_NOT_FOUND && has(err.msg, "no tensor 'labels'"), "absent tensor");
+		rc = skipper_tensors_write(path, 2, (const char *const[]){ "x", "x" }, data, rows, cols, &err);
+		ok(rc == SKIPPER_ERR_ARG, "repeated name refused");
+		/* truncate the data: shape and offsets no longer fit */
+		if (truncate(path, 8 + 16) == 0) {
+			rc = skipper_tensor_read(path, "anchors", got, 8, &r, &c, &err);
+			ok(rc == SKIPPER_ERR_FORMAT, "truncated file refused: %s", err.msg);
+		} else {
+			ok(0, "truncate");
+		}
+		write_file(path, "not a tensor file");
+		rc = skipper_tensor_read(path, "anchors", got, 8, &r, &c, &err);
+		ok(rc == SKIPPER_ERR_FORMAT, "garbage refused");
+	}
 
 	sprintf(want, "rm -rf %s", dir);
 	if (system(want) != 0)

@@ -10,6 +10,8 @@
 
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "gguf-writer.h"
 #include "gguf.h"
 #include "tap.h"
@@ -19,7 +21,7 @@
 
 struct refcase { char vocab[16]; int add_bos, special; char *text; size_t len; int32_t ids[512]; size_t n; };
 
-static struct refcase cases[256];
+static struct refcase cases[512];
 static size_t n_cases;
 
 static int hexval(int c) { return c <= '9' ? c - '0' : (c | 32) - 'a' + 10; }
@@ -32,7 +34,7 @@ static void load_ref(const char *path)
 		printf("Bail out! cannot open %s\n", path);
 		exit(1);
 	}
-	while (fgets(line, sizeof line, f) && n_cases < 256) {
+	while (fgets(line, sizeof line, f) && n_cases < 512) {
 		if (line[0] == '#')
 			continue;
 		struct refcase *c = &cases[n_cases++];
@@ -273,7 +275,7 @@ static void pretokenize_tests(const char *srcdir)
 		if (!t2)
 			continue;
 		*t1 = *t2 = 0;
-		int pre = strcmp(line, "gpt2") == 0 ? PRE_GPT2 : PRE_LLAMA3;
+		int pre = strcmp(line, "gpt2") == 0 ? PRE_GPT2 : strcmp(line, "qwen2") == 0 ? PRE_QWEN2 : PRE_LLAMA3;
 		char text[2048];
 		size_t len = strlen(t1 + 1) / 2;
 		for (size_t i = 0; i < len; i++)
@@ -290,7 +292,7 @@ static void pretokenize_tests(const char *srcdir)
 		}
 	}
 	fclose(f);
-	ok(n > 50 && bad == 0, "GPT-2 and Llama-3 word splits equal the regex module's (%d texts, %d wrong)", n, bad);
+	ok(n > 100 && bad == 0, "GPT-2, Llama-3 and Qwen2 word splits equal the regex module's (%d texts, %d wrong)", n, bad);
 }
 
 /* Write w to a temporary file, open it and build a tokenizer; returns the
@@ -444,6 +446,170 @@ static void testmodel_tests(void)
 		}
 		skipper_tokenizer_free(t);
 		skipper_gguf_close(g);
+	}
+}
+
+/* ---- Hugging Face tokenizer.json ---- */
+
+static const char *tmp_path(const char *name, char *buf, size_t cap)
+{
+	const char *tmp = getenv("TMPDIR");
+	snprintf(buf, cap, "%s/skipper-t-tokenizer-%ld-%s", tmp && *tmp ? tmp : "/tmp", (long)getpid(), name);
+	return buf;
+}
+
+static json_t *hf_bytelevel_pre(const char *pre)
+{
+	static const char llama3_re[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+	static const char qwen2_re[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+	if (strcmp(pre, "smollm") == 0)
+		return json_pack("{s:s, s:[{s:s, s:b}, {s:s, s:b, s:b, s:b}]}", "type", "Sequence", "pretokenizers",
+		                 "type", "Digits", "individual_digits", 1, "type", "ByteLevel", "add_prefix_space", 0,
+		                 "trim_offsets", 1, "use_regex", 1);
+	if (strcmp(pre, "gpt2") == 0)
+		return json_pack("{s:s, s:b, s:b}", "type", "ByteLevel", "add_prefix_space", 0, "use_regex", 1);
+	return json_pack("{s:s, s:[{s:s, s:{s:s}, s:s, s:b}, {s:s, s:b, s:b}]}", "type", "Sequence", "pretokenizers",
+	                 "type", "Split", "pattern", "Regex", strcmp(pre, "llama3") == 0 ? llama3_re : qwen2_re,
+	                 "behavior", "Isolated", "invert", 0, "type", "ByteLevel", "add_prefix_space", 0, "use_regex", 0);
+}
+
+/* The SmolLM2 vocabulary written the way Hugging Face lays out
+ * tokenizer.json (vocab object, merges, added_tokens, pre_tokenizer). */
+static int write_hf_from_gguf(const struct skipper_gguf *g, const char *pre, int pair_merges, const char *path)
+{
+	json_t *vocab = json_object(), *merges = json_array(), *added = json_array();
+	int et;
+	uint64_t n, m;
+	const void *types_raw;
+	skipper_gguf_get_arr(g, "tokenizer.ggml.tokens", &et, &n);
+	skipper_gguf_arr_data(g, "tokenizer.ggml.token_type", &types_raw);
+	for (uint64_t i = 0; i < n; i++) {
+		struct skipper_gguf_str s;
+		int32_t ty;
+		skipper_gguf_arr_str(g, "tokenizer.ggml.tokens", i, &s);
+		memcpy(&ty, (const char *)types_raw + 4 * i, 4);
+		json_object_setn_new(vocab, s.ptr, s.len, json_integer((json_int_t)i));
+		if (ty == SKIPPER_TOKEN_CONTROL)
+			json_array_append_new(added, json_pack("{s:I, s:s%, s:b}", "id", (json_int_t)i, "content", s.ptr,
+			                                       (size_t)s.len, "special", 1));
+	}
+	skipper_gguf_get_arr(g, "tokenizer.ggml.merges", &et, &m);
+	for (uint64_t i = 0; i < m; i++) {
+		struct skipper_gguf_str s;
+		skipper_gguf_arr_str(g, "tokenizer.ggml.merges", i, &s);
+		if (pair_merges) {
+			const char *sp = memchr(s.ptr + 1, ' ', s.len - 1);
+			json_array_append_new(merges, json_pack("[s%, s%]", s.ptr, (size_t)(sp - s.ptr), sp + 1,
+			                                        (size_t)(s.len - (uint64_t)(sp - s.ptr) - 1)));
+		} else {
+			json_array_append_new(merges, json_stringn(s.ptr, s.len));
+		}
+	}
+	json_t *root = json_pack("{s:s, s:o, s:n, s:o, s:{s:s, s:b}, s:{s:s, s:b, s:o, s:o}}", "version", "1.0",
+	                         "added_tokens", added, "normalizer", "pre_tokenizer", hf_bytelevel_pre(pre),
+	                         "decoder", "type", "ByteLevel", "use_regex", 1, "model", "type", "BPE",
+	                         "byte_fallback", 0, "vocab", vocab, "merges", merges);
+	int rc = json_dump_file(root, path, JSON_COMPACT);
+	json_decref(root);
+	return rc;
+}
+
+/* The tiny SentencePiece vocabulary as a Llama-2-style tokenizer.json:
+ * byte_fallback, "▁" normalizer, merges ordered by piece score (what the
+ * Hugging Face converter writes); no scores. */
+static int write_hf_spm(const char *path, const char *cfg_path)
+{
+	json_t *vocab = json_object();
+	json_object_set_new(vocab, "<unk>", json_integer(0));
+	json_object_set_new(vocab, "<s>", json_integer(1));
+	json_object_set_new(vocab, "</s>", json_integer(2));
+	for (int b = 0; b < 256; b++) {
+		char hex[8];
+		snprintf(hex, sizeof hex, "<0x%02X>", b);
+		json_object_set_new(vocab, hex, json_integer(3 + b));
+	}
+	for (int i = 259; i < N_SPM; i++)
+		json_object_set_new(vocab, spm_pieces[i - 259].piece, json_integer(i));
+	json_t *merges = json_pack("[s,s,s,s,s,s,s,s,s,s,s]", "\xe2\x96\x81 h", "\xe2\x96\x81 w", "o r", "l l", "h e",
+	                           "l d", "ll o", "\xe2\x96\x81 hello", "he llo", "\xe2\x96\x81wor ld",
+	                           "\xe2\x96\x81w or");
+	json_t *root = json_pack(
+		"{s:[{s:i, s:s, s:b}, {s:i, s:s, s:b}, {s:i, s:s, s:b}, {s:i, s:s, s:b}],"
+		" s:{s:s, s:[{s:s, s:s}, {s:s, s:{s:s}, s:s}]}, s:n,"
+		" s:{s:s, s:[{s:s}, {s:s}]}, s:{s:s, s:b, s:o, s:o}}",
+		"added_tokens", "id", 0, "content", "<unk>", "special", 1, "id", 1, "content", "<s>", "special", 1,
+		"id", 2, "content", "</s>", "special", 1, "id", N_SPM - 1, "content", "<user>", "special", 0,
+		"normalizer", "type", "Sequence", "normalizers", "type", "Prepend", "prepend", "\xe2\x96\x81",
+		"type", "Replace", "pattern", "String", " ", "content", "\xe2\x96\x81",
+		"pre_tokenizer",
+		"decoder", "type", "Sequence", "decoders", "type", "ByteFallback", "type", "Fuse",
+		"model", "type", "BPE", "byte_fallback", 1, "vocab", vocab, "merges", merges);
+	int rc = json_dump_file(root, path, JSON_COMPACT);
+	json_decref(root);
+	json_t *cfg = json_pack("{s:b, s:b, s:{s:s}, s:s, s:s, s:s}", "add_bos_token", 1, "add_eos_token", 0,
+	                        "bos_token", "content", "<s>", "eos_token", "</s>", "unk_token", "<unk>",
+	                        "chat_template", "{% for m in messages %}[INST] {{ m['content'] }} [/INST]{% endfor %}");
+	rc |= json_dump_file(cfg, cfg_path, JSON_COMPACT);
+	json_decref(cfg);
+	return rc;
+}
+
+static void hf_spm_tests(void)
+{
+	char path[512], cfg[512];
+	struct skipper_tokenizer *t = NULL;
+	struct skipper_error err = { 0 };
+	tmp_path("spm-tokenizer.json", path, sizeof path);
+	tmp_path("spm-tokenizer_config.json", cfg, sizeof cfg);
+	int rc = write_hf_spm(path, cfg) ? -1 : skipper_tokenizer_from_hf(path, cfg, &t, &err);
+	if (ok(rc == 0, "Llama-2-style tokenizer.json loads")) {
+		is_str(skipper_tokenizer_kind(t), "llama/spm", "recognised as SentencePiece BPE");
+		ok(skipper_tokenizer_bos(t) == 1 && skipper_tokenizer_eos(t) == 2 && skipper_tokenizer_add_bos(t) == 1,
+		   "bos/eos/add_bos from tokenizer_config.json");
+		check_cases(t, "spm", 0);
+		skipper_tokenizer_free(t);
+	} else {
+		diag("%s", err.msg);
+	}
+	char *tmpl = skipper_hf_chat_template(cfg);
+	ok(tmpl && skipper_chat_template_detect(tmpl, strlen(tmpl)) == SKIPPER_CHAT_MISTRAL,
+	   "chat_template read from tokenizer_config.json");
+	free(tmpl);
+	unlink(path);
+	unlink(cfg);
+	FILE *f = fopen(path, "w");
+	fputs("{\"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", 0.0]]}}", f);
+	fclose(f);
+	ok(skipper_tokenizer_from_hf(path, NULL, &t, &err) == SKIPPER_ERR_UNSUPPORTED, "Unigram refused: %s", err.msg);
+	f = fopen(path, "w");
+	fputs("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0", f);
+	fclose(f);
+	ok(skipper_tokenizer_from_hf(path, NULL, &t, &err) == SKIPPER_ERR_FORMAT, "truncated JSON refused: %s", err.msg);
+	unlink(path);
+}
+
+/* The same SmolLM2 vocabulary from a tokenizer.json gives llama.cpp's ids,
+ * under each pre-tokenizer pipeline. */
+static void hf_bytelevel_tests(const struct skipper_gguf *g)
+{
+	static const struct { const char *pre, *vocab, *kind; int pairs; } v[] = {
+		{ "smollm", "smollm", "gpt2/smollm", 0 }, { "gpt2", "gpt2", "gpt2/gpt2", 1 },
+		{ "llama3", "llama3", "gpt2/llama3", 0 }, { "qwen2", "qwen2", "gpt2/qwen2", 1 },
+	};
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		char path[512];
+		struct skipper_tokenizer *t = NULL;
+		struct skipper_error err = { 0 };
+		tmp_path("tokenizer.json", path, sizeof path);
+		int rc = write_hf_from_gguf(g, v[i].pre, v[i].pairs, path) ? -1 : skipper_tokenizer_from_hf(path, NULL, &t, &err);
+		unlink(path);
+		if (!ok(rc == 0, "SmolLM2 tokenizer.json (%s pipeline%s) loads", v[i].pre, v[i].pairs ? ", pair merges" : "")) {
+			diag("%s", err.msg);
+			continue;
+		}
+		is_str(skipper_tokenizer_kind(t), v[i].kind, "pipeline recognised as %s", v[i].kind);
+		check_cases(t, v[i].vocab, 0);
+		skipper_tokenizer_free(t);
 	}
 }
 
@@ -623,12 +789,31 @@ static void smollm_tests(const char *path)
 		k = skipper_detok_flush(&d, buf, sizeof buf);
 		ok(k == 3 && memcmp(buf, "\xef\xbf\xbd", 3) == 0, "flush turns it into U+FFFD");
 	}
+	/* A buffer too small for the text: cut at a character boundary. */
+	{
+		int32_t *ids2;
+		size_t n2;
+		struct skipper_detok d;
+		char small[4];
+		const char *cjk = "\xe4\xb8\xad\xe6\x96\x87\xe6\x96\x87\xe6\x9c\xac";
+		skipper_tokenize(t, cjk, strlen(cjk), 0, 0, &ids2, &n2, &err);
+		skipper_detok_init(&d, t, 0);
+		size_t k = 0, total = 0;
+		int all_valid = 1;
+		for (size_t i = 0; i < n2; i++) {
+			k = skipper_detok_push(&d, ids2[i], small, sizeof small);
+			all_valid &= k <= sizeof small && valid_utf8((unsigned char *)small, k);
+			total += k;
+		}
+		ok(all_valid && total > 0 && total % 3 == 0, "small output buffer: whole characters only (%zu bytes)", total);
+		free(ids2);
+	}
 	skipper_tokenizer_free(t);
 
 	/* The same vocabulary under the other pre-tokenizers. */
 	static const struct { const char *vocab, *pre, *kind; } pres[] = {
 		{ "gpt2", "gpt-2", "gpt2/gpt2" }, { "llama3", "llama-bpe", "gpt2/llama3" },
-		{ "default", "default", "gpt2/default" },
+		{ "default", "default", "gpt2/default" }, { "qwen2", "qwen2", "gpt2/qwen2" },
 	};
 	for (size_t i = 0; i < sizeof pres / sizeof pres[0]; i++) {
 		if (skipper_tokenizer_from_gguf_pre(g, pres[i].pre, &t, &err)) {
@@ -641,6 +826,7 @@ static void smollm_tests(const char *path)
 	}
 	ok(skipper_tokenizer_from_gguf_pre(g, "no-such-pre", &t, &err) == SKIPPER_ERR_UNSUPPORTED,
 	   "unknown pre-tokenizer refused: %s", err.msg);
+	hf_bytelevel_tests(g);
 	skipper_gguf_close(g);
 }
 
@@ -656,6 +842,7 @@ int main(void)
 	pretokenize_tests(srcdir ? srcdir : ".");
 	gguf_adapter_tests();
 	testmodel_tests();
+	hf_spm_tests();
 
 	const char *model = model_path(mbuf, sizeof mbuf);
 	FILE *f = fopen(model, "rb");

@@ -94,6 +94,23 @@ void cli_common_free(struct cli_common *c)
 	c->n_sets = 0;
 }
 
+/* The configured policy's own section is checked by the plugin itself, with
+ * no model bound, so a typo there is reported before any model loads. */
+static int check_policy_keys(const struct skipper_config *cfg, struct skipper_error *err)
+{
+	struct skipper_policy_search search;
+	struct skipper_policy_lib *lib = NULL;
+	const char *name = skipper_config_get(cfg, "policy", "name");
+	int rc;
+
+	cli_policy_search(cfg, &search);
+	if ((rc = skipper_policy_load(name, &search, &lib, err)))
+		return rc;
+	rc = skipper_policy_check_config(lib, cfg, err);
+	skipper_policy_unload(lib);
+	return rc;
+}
+
 int cli_load_config(const struct cli_common *c, struct skipper_config **out)
 {
 	struct skipper_config *cfg;
@@ -114,6 +131,8 @@ int cli_load_config(const struct cli_common *c, struct skipper_config **out)
 		rc = skipper_config_set(cfg, c->sets[i], &err);
 	if (!rc)
 		rc = skipper_config_validate(cfg, cli_policy_section_ok, cfg, &err);
+	if (!rc)
+		rc = check_policy_keys(cfg, &err);
 	if (rc) {
 		fprintf(stderr, "skipper: %s\n", err.msg);
 		skipper_config_free(cfg);

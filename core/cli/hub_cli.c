@@ -11,7 +11,7 @@
 #include "build-config.h"
 #include "cli.h"
 #include "error.h"
-#include "hub/profile.h"
+#include "hub/hub.h"
 #include "hub/sign.h"
 #include "hub_cli.h"
 
@@ -199,7 +199,8 @@ int hub_cli_pull_one(struct hub_cli *h, const char *repo, const char *rev, const
 	int rc = skipper_hub_pull(h->hub, &req, got_one, &o, &err);
 
 	if (rc) {
-		fprintf(stderr, "\nskipper: %s\n", err.msg);
+		/* End a progress line cut short before the message. */
+		fprintf(stderr, "%sskipper: %s\n", h->bar.tty && h->bar.start != 0 ? "\n" : "", err.msg);
 		free(o.path);
 		return hub_cli_exit_code(rc);
 	}

@@ -236,6 +236,13 @@ struct skipper_trial_result {
 	double mean_accepted;     /* M = generated / verify passes */
 };
 
+/* host->tensor_write(): one named F32 matrix. */
+struct skipper_tensor {
+	const char *name;
+	const float *data;        /* [rows][cols] */
+	int rows, cols;
+};
+
 /* Small RNG state the plugin owns (inside its state); driven by host->rng_*. */
 struct skipper_rng {
 	uint64_t s[4];
@@ -247,7 +254,10 @@ struct skipper_profile; /* opaque, host-owned */
  * Every function takes the host context given to create(). All are
  * available in every host of a given minor; compute services fail with an
  * error (never crash) where no model is loaded. The table and the context
- * outlive the state. Calls come from the thread running the hook. */
+ * outlive the state. Calls come from the thread running the hook.
+ * Services that return int give SKIPPER_POLICY_OK or SKIPPER_POLICY_ERROR
+ * with the message already set (so a hook can return the code as is);
+ * profile_get_mask also gives SKIPPER_POLICY_UNKNOWN_KEY for an absent key. */
 struct skipper_host {
 	uint32_t struct_size;      /* sizeof the host's table; check with SKIPPER_HOST_HAS */
 	uint32_t abi_major, abi_minor;
@@ -306,14 +316,16 @@ struct skipper_host {
 	/* Value of section.key or NULL. Owned by the profile. */
 	const char *(*profile_get)(void *ctx, const struct skipper_profile *p, const char *section,
 	                           const char *key);
-	/* Layer list at section.key into mask[n_layers of the profile];
-	 * SKIPPER_POLICY_UNKNOWN_KEY (no error set) when the key is absent. */
+	/* Layer list at section.key into mask[host->n_layer] (model required;
+	 * the profile's layer count must match). SKIPPER_POLICY_UNKNOWN_KEY (no
+	 * error set) when the key is absent. */
 	int (*profile_get_mask)(void *ctx, const struct skipper_profile *p, const char *section,
 	                        const char *key, uint8_t *mask);
 	/* i-th section name (file order), NULL past the end. */
 	const char *(*profile_section)(void *ctx, const struct skipper_profile *p, int i);
 	int (*profile_set)(void *ctx, struct skipper_profile *p, const char *section, const char *key,
 	                   const char *value);
+	/* mask has host->n_layer entries (model required). */
 	int (*profile_set_mask)(void *ctx, struct skipper_profile *p, const char *section,
 	                        const char *key, const uint8_t *mask);
 	/* Atomic write (temporary file + rename). */
@@ -353,6 +365,16 @@ struct skipper_host {
 	 * its positions of the post-final-norm hidden state to out[n_embd] (the
 	 * same vector as request->prompt_mean). Only from calibrate(). */
 	int (*embed_prompt)(void *ctx, const char *text, float *out);
+
+	/* ---- float matrices beside a profile (knn-router anchors) ---- */
+
+	/* Write n tensors to a safetensors file (F32, [rows, cols]), atomically. */
+	int (*tensor_write)(void *ctx, const char *path, const struct skipper_tensor *t, int n);
+	/* Tensor `name` of a safetensors file: *rows and *cols always set; the
+	 * data is copied to out when non-NULL (capacity >= rows * cols floats).
+	 * Absent tensor: SKIPPER_POLICY_UNKNOWN_KEY with no error set. */
+	int (*tensor_read)(void *ctx, const char *path, const char *name, float *out, size_t capacity, int *rows,
+	                   int *cols);
 };
 
 /* Non-zero if the host table has member m (tables only grow). */
@@ -382,7 +404,8 @@ struct skipper_policy {
 	int prompt_rows;           /* rows captured at begin (0 = 1) */
 
 	/* Required. *state is the plugin's, freed by destroy. host and ctx stay
-	 * valid until destroy returns. */
+	 * valid until destroy returns. A failing create frees what it made:
+	 * destroy is not called then. */
 	int (*create)(const struct skipper_host *host, void *ctx, void **state);
 	/* One key of the policy's section (NULL: any key is unknown). Return
 	 * SKIPPER_POLICY_UNKNOWN_KEY for keys it does not know. */

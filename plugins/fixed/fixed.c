@@ -144,6 +144,10 @@ static int fixed_config_complete(void *state)
 		h->set_error(f->ctx, "give either profile or attn/mlp, not both");
 		return SKIPPER_POLICY_ERROR;
 	}
+	if (f->section && (f->attn_s || f->mlp_s)) {
+		h->set_error(f->ctx, "profile_section selects a profile section; it does not apply with attn/mlp");
+		return SKIPPER_POLICY_ERROR;
+	}
 	if (f->section && !f->profile && !h->profile_path(f->ctx)) {
 		h->set_error(f->ctx, "profile_section needs a profile (profile = FILE or [policy] profile)");
 		return SKIPPER_POLICY_ERROR;

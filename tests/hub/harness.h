@@ -155,14 +155,30 @@ static __attribute__((unused)) void h_stop(pid_t pid)
 
 /* Count lines of a log containing every one of the given substrings
  * (NULL-terminated list). */
+/* nginx logs a request after the response is sent, so the client can be
+ * done before the line is written: wait until the log stops growing. */
+static __attribute__((unused)) void h_settle(const char *path)
+{
+	struct stat st;
+	long long last = -1;
+	for (int i = 0; i < 20; i++) {
+		long long now = stat(path, &st) == 0 ? (long long)st.st_size : 0;
+		if (now == last)
+			return;
+		last = now;
+		usleep(40000);
+	}
+}
+
 static __attribute__((unused)) int h_count_lines(const char *path, ...)
 {
-	char *text = h_read(path, NULL), *line, *save = NULL;
+	char *text, *line, *save = NULL;
 	const char *subs[8];
 	int n = 0, k = 0;
 	va_list ap;
 
-	if (!text)
+	h_settle(path);
+	if (!(text = h_read(path, NULL)))
 		return 0;
 	va_start(ap, path);
 	while (k < 8 && (subs[k] = va_arg(ap, const char *)))

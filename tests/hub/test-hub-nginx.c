@@ -4,10 +4,12 @@
 #include <dirent.h>
 #include <stdarg.h>
 
+#include <openssl/evp.h>
+
 #include "error.h"
 #include "harness.h"
 #include "hub/hub.h"
-#include "hub/profile.h"
+#include "hub/hub.h"
 #include "hub/publish.h"
 #include "hub/sign.h"
 #include "tap.h"
@@ -113,6 +115,39 @@ static void make_trees(void)
 	free(p);
 	free(big);
 	free(src);
+	/* org/liar: the listing understates a size; the stream must be cut. */
+	h_write_str(p = h_fmt("%s/org/liar/resolve/%s/config.json", tree, model_commit), "{\"n_layers\": 4}\n"), free(p);
+	{
+		char *json = h_fmt("{\"sha\": \"%s\", \"siblings\": [{\"rfilename\": \"config.json\", \"size\": 5}]}",
+		                   model_commit);
+		h_write_str(p = h_fmt("%s/api/models/org/liar/revision/main", tree), json), free(p);
+		free(json);
+	}
+	/* org/gitblob: small files the way the public hub lists non-LFS files,
+	 * with a git blob id instead of a SHA-256 (one right, one wrong). */
+	{
+		const char *c = "1111111111111111111111111111111111111111", *text = "{\"small\": true}\n";
+		unsigned char md[20];
+		char hex[41], *head = h_fmt("blob %zu", strlen(text));
+		EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+		EVP_DigestInit_ex(ctx, EVP_sha1(), NULL);
+		EVP_DigestUpdate(ctx, head, strlen(head) + 1);
+		EVP_DigestUpdate(ctx, text, strlen(text));
+		EVP_DigestFinal_ex(ctx, md, NULL);
+		EVP_MD_CTX_free(ctx);
+		for (int i = 0; i < 20; i++)
+			snprintf(hex + 2 * i, 3, "%02x", md[i]);
+		h_write_str(p = h_fmt("%s/org/gitblob/resolve/%s/good.json", tree, c), text), free(p);
+		h_write_str(p = h_fmt("%s/org/gitblob/resolve/%s/bad.json", tree, c), text), free(p);
+		h_write_str(p = h_fmt("%s/api/models/org/gitblob/revision/main", tree),
+		            text = h_fmt("{\"sha\": \"%s\", \"siblings\": [{\"rfilename\": \"good.json\", \"size\": %zu, "
+		                         "\"blobId\": \"%s\"}, {\"rfilename\": \"bad.json\", \"size\": %zu, "
+		                         "\"blobId\": \"0000000000000000000000000000000000000000\"}]}",
+		                         c, strlen("{\"small\": true}\n"), hex, strlen("{\"small\": true}\n")));
+		free(p);
+		free((char *)text);
+		free(head);
+	}
 }
 
 static void write_profiles(const char *key, const char *pub)
@@ -162,12 +197,33 @@ static void start_nginx(pid_t *pid)
 	free(text);
 	h_mkdirs(text = h_fmt("%s/tmp", root)), free(text);
 	*pid = h_spawn(argv);
-	if (h_wait_port(port1, 100) < 0 || h_wait_port(port2, 100) < 0) {
-		printf("Bail out! nginx did not start (see %s)\n", err);
-		exit(99);
-	}
 	free(conf);
 	free(err);
+}
+
+/* Free ports are only free until someone takes them (other tests run in
+ * parallel): an nginx that exits at once lost its port, so try others. The
+ * pause after the ports answer makes sure they answer for our nginx. */
+static pid_t start_nginx_retry(void)
+{
+	for (int attempt = 0; attempt < 5; attempt++) {
+		pid_t pid;
+		int status;
+		port1 = h_free_port();
+		do
+			port2 = h_free_port();
+		while (port2 == port1);
+		snprintf(endpoint, sizeof endpoint, "http://127.0.0.1:%d", port1);
+		start_nginx(&pid);
+		if (h_wait_port(port1, 100) == 0 && h_wait_port(port2, 100) == 0) {
+			usleep(200000);
+			if (waitpid(pid, &status, WNOHANG) == 0)
+				return pid;
+		}
+		h_stop(pid);
+	}
+	printf("Bail out! nginx did not start (see %s/error.log)\n", root);
+	exit(99);
 }
 
 static char *cache_path(const char *name)
@@ -430,6 +486,50 @@ static void test_hf_layout(void)
 	free(cache);
 }
 
+static void test_oversize(void)
+{
+	struct skipper_error err;
+	struct result r;
+	char *cache = cache_path("liar"), *p;
+
+	is_int(pull(endpoint, cache, NULL, 0, 2, "org/liar", "config.json", &r, &err), SKIPPER_ERR_RANGE,
+	       "a server sending more than the listed size is cut off");
+	ok(strstr(err.msg, "config.json") && strstr(err.msg, "5 bytes"), "message: %s", err.msg);
+	p = h_fmt("%s/models--org--liar/blobs", cache);
+	is_int(dir_entries(p), 0, "nothing in blobs/");
+	free(p);
+	p = h_fmt("%s/.locks/models--org--liar", cache);
+	{
+		char *cmd = h_fmt("test -z \"$(find '%s' -name '*.incomplete' -size +0c)\"", p);
+		ok(system(cmd) == 0, "and no bytes kept in a partial file");
+		free(cmd);
+	}
+	free(p);
+	free(cache);
+}
+
+static void test_git_blob_id(void)
+{
+	struct skipper_error err;
+	struct result r;
+	char *cache = cache_path("gitblob");
+
+	is_int(pull(endpoint, cache, NULL, 0, 2, "org/gitblob", "good.json", &r, &err), SKIPPER_OK,
+	       "file checked by its git blob id: %s", err.msg);
+	{
+		char target[256] = "";
+		ssize_t n = readlink(r.path, target, sizeof target - 1);
+		if (n > 0)
+			target[n] = '\0';
+		ok(n == 52 && strncmp(target, "../../blobs/", 12) == 0, "blob named by the git id like huggingface_hub: %s",
+		   target);
+	}
+	is_int(pull(endpoint, cache, NULL, 0, 2, "org/gitblob", "bad.json", &r, &err), SKIPPER_ERR_CHECKSUM,
+	       "wrong git blob id refused");
+	ok(strstr(err.msg, "bad.json") && strstr(err.msg, "git blob id"), "message: %s", err.msg);
+	free(cache);
+}
+
 static void test_redirect(void)
 {
 	struct skipper_error err;
@@ -497,14 +597,9 @@ int main(void)
 	proxy_exe = h_fmt("%s/tests/hub/faultproxy", builddir ? builddir : ".");
 	key = h_fmt("%s/key.pem", root);
 	pub = h_fmt("%s/pub.pem", root);
-	port1 = h_free_port();
-	do
-		port2 = h_free_port();
-	while (port2 == port1);
-	snprintf(endpoint, sizeof endpoint, "http://127.0.0.1:%d", port1);
 	make_trees();
 	write_profiles(key, pub);
-	start_nginx(&ng);
+	ng = start_nginx_retry();
 
 	test_normal_and_cached();
 	test_not_found();
@@ -516,10 +611,14 @@ int main(void)
 	test_offline();
 	test_evil_listing();
 	test_hf_layout();
+	test_oversize();
+	test_git_blob_id();
 	test_redirect();
 	test_profiles(pub);
 
 	h_stop(ng);
+	free(key);
+	free(pub);
 	if (!tap_failed && !getenv("SKIPPER_KEEP_TMP")) {
 		char *cmd = h_fmt("rm -rf '%s'", root);
 		if (system(cmd) != 0)

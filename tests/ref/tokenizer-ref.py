@@ -79,6 +79,8 @@ PRE_PATTERNS = {
     "gpt2": r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
     "llama3": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
               r"|\s*[\r\n]+|\s+(?!\S)|\s+",
+    "qwen2": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+             r"|\s*[\r\n]+|\s+(?!\S)|\s+",
 }
 
 # Tiny SentencePiece vocabulary: <unk>, <s>, </s>, 256 byte tokens, then pieces
@@ -208,7 +210,7 @@ def main():
     emit("smollm-bad", llm, BAD_UTF8, [(False, False)])
     del llm
     with tempfile.TemporaryDirectory() as d:
-        for name, pre in (("gpt2", "gpt-2"), ("llama3", "llama-bpe"), ("default", "default")):
+        for name, pre in (("gpt2", "gpt-2"), ("llama3", "llama-bpe"), ("default", "default"), ("qwen2", "qwen2")):
             p = os.path.join(d, pre + ".gguf")
             write_variant(src, pre, p)
             llm = Llama(model_path=p, vocab_only=True, verbose=False)

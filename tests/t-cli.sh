@@ -1,0 +1,50 @@
+#!/bin/sh
+# The skipper command: errors, exit codes, and that configuration problems
+# are reported before any model is loaded (the model path given here does
+# not exist, so a message about it would mean the check came too late).
+set -u
+S="$top_builddir/skipper"
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+n=0
+check() { # description, expected exit code, expected stderr substring, command...
+	desc=$1 want=$2 msg=$3
+	shift 3
+	"$@" >"$t/out" 2>"$t/err"
+	rc=$?
+	n=$((n + 1))
+	if [ "$rc" = "$want" ] && grep -qF -- "$msg" "$t/err"; then
+		echo "ok $n - $desc"
+	else
+		echo "not ok $n - $desc (exit $rc, want $want)"
+		sed 's/^/#   /' "$t/err"
+	fi
+}
+echo "1..14"
+printf '[model]\nthreads = 2\nbogus = 1\n' >"$t/a.ini"
+printf '[policy]\nname = fixed\n[fixed]\ndraft_lenght = 3\n' >"$t/b.ini"
+printf '[policy]\nname = nosuchpolicy\n' >"$t/c.ini"
+check "unknown key names file:line" 2 "$t/a.ini:3: [model] bogus: unknown key" \
+	"$S" generate -c "$t/a.ini" -m /nonexistent.gguf -p hi
+check "missing -c file" 2 "$t/none.ini: cannot open configuration file" \
+	"$S" generate -c "$t/none.ini" -p hi
+check "bad --set value" 2 "--set: [generate] max_tokens: 'x' is not an integer" \
+	"$S" generate --set generate.max_tokens=x -m /nonexistent.gguf -p hi
+check "unknown policy key is found before the model loads" 2 "$t/b.ini:4: [fixed] draft_lenght" \
+	"$S" generate -c "$t/b.ini" -m /nonexistent.gguf -p hi
+check "unknown policy" 2 "nosuchpolicy" \
+	"$S" generate -c "$t/c.ini" -m /nonexistent.gguf -p hi
+check "unknown section" 2 "[modle]: unknown section" \
+	"$S" generate --set modle.path=x -p hi
+check "missing model file" 1 "/nonexistent.gguf" \
+	"$S" generate -m /nonexistent.gguf -p hi
+printf 'GGUF\003\000\000\000' >"$t/trunc.gguf"
+check "truncated model file" 1 "$t/trunc.gguf" "$S" info "$t/trunc.gguf"
+check "unknown command" 2 "unknown command 'frobnicate'" "$S" frobnicate
+check "unknown option" 2 "unknown or incomplete option '--bogus'" "$S" generate --bogus
+check "bench needs --data" 2 "--data FILE.jsonl is required" "$S" bench
+printf '{"turns": ["hi"]}\nnot json\n' >"$t/bad.jsonl"
+check "bench names the bad JSONL line" 2 "$t/bad.jsonl:2: not a JSON object" "$S" bench --data "$t/bad.jsonl" -m /nonexistent.gguf
+"$S" --version >"$t/out" 2>&1 && grep -q '^skipper [0-9]' "$t/out" && echo "ok 13 - --version" || echo "not ok 13 - --version"
+"$S" policies >"$t/out" 2>"$t/err" && grep -q '^none ' "$t/out" && grep -q '^fixed ' "$t/out" &&
+	echo "ok 14 - policies lists none and fixed" || { echo "not ok 14 - policies"; sed 's/^/#   /' "$t/out" "$t/err"; }
