@@ -808,8 +808,9 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 	st->t_total = now() - t_start;
 	st->alpha = st->drafted ? (double)st->accepted / st->drafted : 0;
 	st->mean_accepted = st->rounds ? (double)(r.n_gen - 1) / st->rounds : 1.0;
-	if (st->t_total - st->t_prefill > 0)
-		st->tokens_per_s = r.n_gen / (st->t_total - st->t_prefill);
+	/* the first token comes out of the prefill; the rest out of decoding */
+	if (r.n_gen > 1 && st->t_total - st->t_prefill > 0)
+		st->tokens_per_s = (r.n_gen - 1) / (st->t_total - st->t_prefill);
 	if (began) {
 		struct skipper_stats ps = { .n_prompt = n_prompt, .n_generated = r.n_gen, .rounds = st->rounds,
 		                            .verify_passes = st->rounds, .drafted = st->drafted, .accepted = st->accepted,
