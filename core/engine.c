@@ -295,8 +295,6 @@ static int draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, i
 		}
 		x = e->d_tok[n];
 		n++;
-		if (skipper_tokenizer_is_eog(e->tok, x))
-			break;
 		if (!e->pol && e->fixed_threshold > 0 && e->d_top_probs[(n - 1) * e->top_k] < e->fixed_threshold)
 			break;
 		if (e->pol) {
@@ -306,6 +304,7 @@ static int draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, i
 				.top_ids = &e->d_top_ids[(n - 1) * e->top_k],
 				.top_probs = &e->d_top_probs[(n - 1) * e->top_k],
 				.max_draft = max_draft, .n_committed = r->n_past,
+				.is_eos = skipper_tokenizer_is_eog(e->tok, x),
 			};
 			double t0 = now();
 			rc = skipper_policy_should_exit(e->pol, &step, &stop, err);
@@ -315,6 +314,9 @@ static int draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, i
 			if (stop)
 				break;
 		}
+		/* nothing follows an end-of-generation token: the round ends there */
+		if (skipper_tokenizer_is_eog(e->tok, x))
+			break;
 	}
 	*n_out = n;
 	return SKIPPER_OK;
