@@ -53,7 +53,7 @@ struct skipper_engine {
 	uint8_t *fixed_attn, *fixed_mlp;
 	int fixed_max_draft;
 	double fixed_threshold;
-	struct skipper_prng rng;
+	struct skipper_rng rng;
 };
 
 static double now(void)
