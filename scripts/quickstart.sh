@@ -42,7 +42,6 @@ if [ "$what" = check ]; then
 	status=0
 	run make -j"$jobs" check || status=$?
 	# One closing line any CI can read.
-	pass=$(grep -h '^# PASS:' test-suite.log 2>/dev/null | awk '{s+=$3} END {print s+0}')
 	fail=$(cat tests/*.trs tests/*/*.trs 2>/dev/null | grep -c '^:test-result: \(FAIL\|ERROR\|XPASS\)' || true)
 	skip=$(cat tests/*.trs tests/*/*.trs 2>/dev/null | grep -c '^:test-result: SKIP' || true)
 	pass=$(cat tests/*.trs tests/*/*.trs 2>/dev/null | grep -c '^:test-result: PASS' || true)
@@ -51,5 +50,6 @@ if [ "$what" = check ]; then
 	exit "$status"
 fi
 
-run ./skipper generate -m "$model" -c conf/fixed.ini --stats \
+# Not installed: the policy plugins are found in the build tree.
+SKIPPER_PLUGIN_PATH="$PWD/.libs" run ./skipper generate -m "$model" -c conf/fixed.ini --stats \
 	-p "Explain in three sentences why the sky is blue."
