@@ -51,5 +51,6 @@ if [ "$what" = check ]; then
 fi
 
 # Not installed: the policy plugins are found in the build tree.
-SKIPPER_PLUGIN_PATH="$PWD/.libs" run ./skipper generate -m "$model" -c conf/fixed.ini --stats \
+export SKIPPER_PLUGIN_PATH="$PWD/.libs"
+run ./skipper generate -m "$model" -c conf/fixed.ini --stats \
 	-p "Explain in three sentences why the sky is blue."
