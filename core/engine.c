@@ -796,9 +796,10 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 			n_draft = e->fixed_max_draft < cap ? e->fixed_max_draft : cap;
 		}
 		if (n_draft > 0) {
+			double p0 = st->t_policy; /* should_exit time is the policy's, not drafting's */
 			t0 = now();
 			rc = draft(e, &r, n_draft, &n_draft, err);
-			st->t_draft += now() - t0;
+			st->t_draft += now() - t0 - (st->t_policy - p0);
 			if (rc)
 				break;
 		}
