@@ -17,10 +17,12 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: skipper calibrate --policy NAME --data FILE.jsonl --out DIR [--domains KEY]\n"
 	           "                         [--iterations N] [--max-tokens N] [--limit N] [--seed N]\n"
+	           "                         [--categories LIST]\n"
 	           "                         [-c FILE] [--set SECTION.KEY=VALUE]...\n"
 	           "Writes DIR/NAME.ini (knn-router also DIR/NAME.anchors.safetensors).\n"
 	           "--domains KEY  JSON field holding each prompt's domain (default category)\n"
-	           "--limit N      at most N prompts per domain (first in file order)\n");
+	           "--limit N      at most N prompts per domain (first in file order)\n"
+	           "--categories L only prompts whose domain is in the comma-separated list L\n");
 }
 
 /* The value of field key on each non-blank line, in bench_load_prompts'
@@ -68,6 +70,15 @@ fail:
 	return NULL;
 }
 
+static int in_list(const char *list, const char *s)
+{
+	size_t n = strlen(s);
+	for (const char *p = list; *p; p += strcspn(p, ","), p += *p == ',')
+		if (strncmp(p, s, n) == 0 && (p[n] == ',' || p[n] == 0))
+			return 1;
+	return 0;
+}
+
 static void progress(void *ctx, int done, int total, const char *what)
 {
 	int tty = *(int *)ctx;
@@ -94,7 +105,7 @@ int cmd_calibrate(int argc, char **argv)
 	struct skipper_config *cfg = NULL;
 	struct cli_session s = { 0 };
 	struct bench_prompt *prompts = NULL;
-	const char *policy = NULL, *data = NULL, *out = NULL, *domains = NULL;
+	const char *policy = NULL, *data = NULL, *out = NULL, *domains = NULL, *only = NULL;
 	const char **texts = NULL, **cats = NULL;
 	char **labels = NULL, *path = NULL, errbuf[1024];
 	int n_prompts = 0, iterations = 0, max_tokens = 0, limit = 0, rc = EXIT_USAGE, n = 0, tty;
@@ -102,8 +113,11 @@ int cmd_calibrate(int argc, char **argv)
 	struct skipper_error err = { 0 };
 
 	for (int i = 1; i < argc; i++) {
-		int r = cli_common_option(&c, argc, argv, &i);
 		const char *a = argv[i];
+		/* --policy, --seed and --max-tokens are also common shortcuts; here they
+		 * mean the policy to calibrate, the search seed and the trial length */
+		int mine = !strcmp(a, "--policy") || !strcmp(a, "--seed") || !strcmp(a, "--max-tokens");
+		int r = mine ? 0 : cli_common_option(&c, argc, argv, &i);
 		if (r < 0)
 			goto done;
 		if (r)
@@ -130,6 +144,8 @@ int cmd_calibrate(int argc, char **argv)
 			iterations = atoi(argv[++i]);
 		else if (!strcmp(a, "--max-tokens"))
 			max_tokens = atoi(argv[++i]);
+		else if (!strcmp(a, "--categories"))
+			only = argv[++i];
 		else if (!strcmp(a, "--limit"))
 			limit = atoi(argv[++i]);
 		else if (!strcmp(a, "--seed"))
@@ -172,7 +188,7 @@ int cmd_calibrate(int argc, char **argv)
 		int seen = 0;
 		for (int k = 0; k < n; k++)
 			seen += !strcmp(cats[k], cat);
-		if (limit && seen >= limit)
+		if ((limit && seen >= limit) || (only && !in_list(only, cat)))
 			continue;
 		texts[n] = prompts[i].text;
 		cats[n++] = cat;
