@@ -121,7 +121,7 @@ int cm_gp_fit(struct cm_gp *g, const double *x, const double *y, int n, int d, d
 	} else {
 		double best = -HUGE_VAL, bl = 1.0;
 		for (int k = 0; k <= 24; k++) {
-			double l = 0.01 * pow(10.0, k / 6.0);
+			double l = 0.1 * pow(10.0, k / 8.0);
 			if (fit_one(g, yn, l) == 0 && g->lml > best)
 				best = g->lml, bl = l;
 		}

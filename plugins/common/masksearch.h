@@ -11,6 +11,15 @@
 #include "skipper/policy.h"
 #include "ssdkeys.h"
 
+/* Search objectives. TIME is the method's (measured tokens/s of the whole
+ * draft+verify loop); EXPECTED is the cost-model speedup behind KNN-SSD's
+ * E(Spd): generated / (drafted * c + verify passes), c = share of the 2L
+ * sub-layers plus one (embedding and head) computed while drafting. It depends on greedy acceptance only, so it is
+ * deterministic: tests and noisy machines can check what the search finds
+ * without timing noise. */
+#define CM_OBJ_TIME 0
+#define CM_OBJ_EXPECTED 1
+
 struct cm_mask_search {
 	int n_prompts;
 	const char *const *prompts;
@@ -21,6 +30,7 @@ struct cm_mask_search {
 	double gamma0;       /* initial exit threshold during the search */
 	int adaptive;        /* adaptive exit during the search */
 	double alpha, eps, beta1, beta2;
+	int objective;       /* CM_OBJ_* */
 	uint64_t seed;
 	int n_random, n_starts; /* acquisition effort (0 = bo.h defaults) */
 	/* progress(ctx, done, total, what); may be NULL */
@@ -30,7 +40,8 @@ struct cm_mask_search {
 };
 
 struct cm_mask_result {
-	double tokens_per_s;   /* best observed objective */
+	double tokens_per_s;   /* measured tokens/s of the best set */
+	double objective;      /* best observed objective (tokens/s with CM_OBJ_TIME) */
 	double ar_tokens_per_s;/* autoregressive baseline on the same prompts */
 	double alpha, mean_accepted;
 	int evaluations;

@@ -44,5 +44,13 @@ int cm_ssd_keys_config(const struct skipper_host *h, void *ctx, struct cm_ssd_ke
 		return int_key(h, ctx, v, 1, 1000000, &k->acq_samples);
 	if (!strcmp(key, "acq_starts"))
 		return int_key(h, ctx, v, 1, 1000, &k->acq_starts);
+	if (!strcmp(key, "objective")) {
+		if (strcmp(v, "time") && strcmp(v, "expected")) {
+			h->set_error(ctx, "expected time or expected, got '%s'", v);
+			return SKIPPER_POLICY_ERROR;
+		}
+		k->objective = v[0] == 'e';
+		return SKIPPER_POLICY_OK;
+	}
 	return SKIPPER_POLICY_UNKNOWN_KEY;
 }

@@ -17,6 +17,7 @@ struct cm_ssd_keys {
 	int search_max_draft;
 	double search_threshold;
 	int acq_samples, acq_starts;
+	int objective;          /* CM_OBJ_* of masksearch.h */
 };
 
 /* Parse one key into k. SKIPPER_POLICY_UNKNOWN_KEY if not one of ours. */
@@ -39,6 +40,7 @@ int cm_ssd_keys_config(const struct skipper_host *h, void *ctx, struct cm_ssd_ke
 	"search_max_draft = K calibrate: K while searching\n"                                          \
 	"search_threshold = P calibrate: initial threshold while searching\n"                          \
 	"acq_samples = N      calibrate: random candidates scored per BO step\n"                       \
-	"acq_starts = N       calibrate: candidates refined by local search per BO step\n"
+	"acq_starts = N       calibrate: candidates refined by local search per BO step\n"                \
+	"objective = time|expected  calibrate: measured tokens/s, or the expected-speedup formula\n"
 
 #endif
