@@ -20,10 +20,11 @@ done >"$tmp/p.jsonl"
 
 # The expected-speedup objective depends on greedy acceptance only, so the
 # search is reproducible; with no draft exit the acceptance of a set shows
-# fully. Seed 2 reaches the optimum within the 40 steps.
-"$sk" calibrate --policy bo-static --data "$tmp/p.jsonl" --out "$tmp/out" --seed 2 --iterations 40 \
+# fully; the one probe is the empty set. Seed 1 reaches the optimum within
+# the 40 steps (not every seed does with so small a budget).
+"$sk" calibrate --policy bo-static --data "$tmp/p.jsonl" --out "$tmp/out" --seed 1 --iterations 40 \
 	--max-tokens 24 --set model.path="$tmp/m.gguf" --set model.threads=1 \
-	--set bo-static.calib_prompts=1 --set bo-static.probes=0 --set bo-static.objective=expected \
+	--set bo-static.calib_prompts=1 --set bo-static.probes=1 --set bo-static.objective=expected \
 	--set bo-static.search_threshold=0 --set bo-static.adaptive=no --set bo-static.acq_samples=1000 \
 	>"$tmp/cal.out" 2>"$tmp/cal.err"
 rc=$?

@@ -198,7 +198,7 @@ int main(void)
 		ok(rc == 0, "calibrate on the mock host");
 		if (rc)
 			diag("%s", m.error);
-		is_int(m.n_trial, 1 + 2 + 12, "one baseline, two probes, 12 BO steps");
+		is_int(m.n_trial, 1 + 3 + 12, "one baseline, three probes, 12 BO steps");
 		d->destroy(s);
 		rc = make(&m, &s, "profile", out, NULL);
 		ok(rc == 0, "the calibrated profile loads");

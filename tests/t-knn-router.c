@@ -104,7 +104,7 @@ int main(void)
 		if (rc)
 			diag("%s", m.error);
 		is_int(m.n_embed, 12, "every prompt embedded once");
-		is_int(m.n_trial, 3 * (1 + 2 + 4), "per domain: baseline, 2 probes, 4 BO steps");
+		is_int(m.n_trial, 3 * (1 + 3 + 4), "per domain: baseline, 3 probes, 4 BO steps");
 		ok(access(anchors, R_OK) == 0, "anchors written beside the profile");
 		d->destroy(s);
 	}

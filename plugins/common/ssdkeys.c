@@ -31,7 +31,7 @@ int cm_ssd_keys_config(const struct skipper_host *h, void *ctx, struct cm_ssd_ke
 	if (!strcmp(key, "iterations"))
 		return int_key(h, ctx, v, 0, 100000, &k->iterations);
 	if (!strcmp(key, "probes"))
-		return int_key(h, ctx, v, 0, 2, &k->probes);
+		return int_key(h, ctx, v, 0, 3, &k->probes);
 	if (!strcmp(key, "calib_prompts"))
 		return int_key(h, ctx, v, 1, 1000, &k->calib_prompts);
 	if (!strcmp(key, "calib_tokens"))

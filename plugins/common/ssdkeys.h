@@ -34,7 +34,7 @@ int cm_ssd_keys_config(const struct skipper_host *h, void *ctx, struct cm_ssd_ke
 	"beta1 = B            smoothing of the acceptance rate\n"                                      \
 	"beta2 = B            smoothing of the threshold\n"                                            \
 	"iterations = N       calibrate: Bayesian-optimisation steps per search\n"                     \
-	"probes = N           calibrate: hand-made sets evaluated before the search (0-2)\n"           \
+	"probes = N           calibrate: starting sets evaluated before the search (0-3)\n"           \
 	"calib_prompts = N    calibrate: prompts per objective evaluation\n"                           \
 	"calib_tokens = N     calibrate: new tokens per prompt per evaluation\n"                       \
 	"search_max_draft = K calibrate: K while searching\n"                                          \

@@ -24,7 +24,7 @@ static int kr_create(const struct skipper_host *host, void *ctx, void **state)
 	/* reference-code defaults: static exit 0.8, 12 drafts; adaptive exit off */
 	r->k = (struct cm_ssd_keys){
 		.max_draft = 12, .threshold = 0.8, .adaptive = 0, .alpha = 0.9, .eps = 0.01, .beta1 = 0.5,
-		.beta2 = 0.9, .iterations = 1000, .probes = 2, .calib_prompts = 8, .calib_tokens = 32,
+		.beta2 = 0.9, .iterations = 1000, .probes = 3, .calib_prompts = 8, .calib_tokens = 32,
 		.search_max_draft = 12, .search_threshold = 0.8, .acq_samples = 10000, .acq_starts = 10,
 	};
 	r->anchors_per_domain = 10;
