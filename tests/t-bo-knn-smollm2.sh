@@ -13,7 +13,7 @@ trap 'rm -rf "$out"' EXIT
 echo "1..2"
 cd "$top_srcdir" || exit 1 # the example INIs name their profiles relative to the source tree
 for p in bo-static knn-router; do
-	"$top_builddir/skipper" bench --data tests/data/specbench-20.jsonl --limit 3 --max-tokens 24 --warmup 0 \
+	"$top_builddir/skipper" bench --data tests/data/specbench-20.jsonl --limit 2 --max-tokens 16 --warmup 0 \
 		--policies "none,conf/$p.ini" --set model.path="$model" --set model.threads=2 \
 		>"$out/$p.table" 2>"$out/$p.err"
 	rc=$?
