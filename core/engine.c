@@ -53,6 +53,7 @@ struct skipper_engine {
 	uint8_t *fixed_attn, *fixed_mlp;
 	int fixed_max_draft;
 	double fixed_threshold;
+	double fixed_alpha, fixed_eps, fixed_beta1, fixed_beta2, fixed_ar; /* adaptive threshold (trial) */
 	struct skipper_rng rng;
 };
 
@@ -83,6 +84,29 @@ void skipper_engine_set_fixed_plan(struct skipper_engine *e, const uint8_t *skip
 		memcpy(e->fixed_mlp, skip_mlp, n);
 	e->fixed_max_draft = max_draft;
 	e->fixed_threshold = threshold;
+}
+
+void skipper_engine_set_fixed_adaptive(struct skipper_engine *e, double alpha, double eps, double beta1,
+                                       double beta2)
+{
+	e->fixed_alpha = alpha;
+	e->fixed_eps = eps;
+	e->fixed_beta1 = beta1;
+	e->fixed_beta2 = beta2;
+}
+
+/* The Self-SD exit rule for trials; the same rule as bo-static's runtime
+ * (plugins/common/adaptive.h), restated because the core does not link the
+ * plugins' helpers. */
+static void fixed_adapt(struct skipper_engine *e, int first_round, int accepted, int drafted)
+{
+	double are, tmp;
+	if (e->fixed_alpha <= 0 || drafted <= 0)
+		return;
+	are = (double)accepted / drafted;
+	e->fixed_ar = first_round ? are : e->fixed_beta1 * e->fixed_ar + (1 - e->fixed_beta1) * are;
+	tmp = e->fixed_ar <= e->fixed_alpha ? e->fixed_threshold + e->fixed_eps : e->fixed_threshold - e->fixed_eps;
+	e->fixed_threshold = e->fixed_beta2 * e->fixed_threshold + (1 - e->fixed_beta2) * tmp;
 }
 
 struct skipper_backend *skipper_engine_backend(struct skipper_engine *e) { return e->be; }
@@ -803,8 +827,11 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 			if (rc)
 				break;
 		}
+		int drafted0 = st->drafted, accepted0 = st->accepted, first_round = st->drafted == 0;
 		if ((rc = verify_and_accept(e, &r, n_draft, err)))
 			break;
+		if (!e->pol && e->fixed_max_draft > 0)
+			fixed_adapt(e, first_round, st->accepted - accepted0, st->drafted - drafted0);
 	}
 
 	st->n_generated = r.n_gen;

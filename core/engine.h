@@ -54,6 +54,13 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
  * falls below threshold (0 = never). max_draft = 0 turns it off. */
 void skipper_engine_set_fixed_plan(struct skipper_engine *e, const uint8_t *skip_attn, const uint8_t *skip_mlp,
                                    int max_draft, double threshold);
+/* Make the fixed plan's threshold adaptive (Self-SD rule, host->trial's
+ * adaptive members): after each round AR is smoothed with beta1 (restarting
+ * with each generate call), and the threshold moves towards +-eps around
+ * itself with weight 1-beta2 depending on AR <= alpha. Call after
+ * skipper_engine_set_fixed_plan; alpha <= 0 turns it off. */
+void skipper_engine_set_fixed_adaptive(struct skipper_engine *e, double alpha, double eps, double beta1,
+                                       double beta2);
 
 /* Mean over rows of the final-normed hidden state after the last layer of
  * a full-model prefill of prompt (writes the KV cache: call outside a

@@ -27,6 +27,10 @@ int cli_trial(void *ctx, const struct skipper_trial *t, struct skipper_trial_res
 	if (!t->autoregressive)
 		skipper_engine_set_fixed_plan(e, t->skip_attn, t->skip_mlp, t->max_draft > 0 ? t->max_draft : 4,
 		                              t->threshold);
+	if (!t->autoregressive && t->adaptive)
+		skipper_engine_set_fixed_adaptive(e, t->target_alpha > 0 ? t->target_alpha : 0.9,
+		                                  t->epsilon > 0 ? t->epsilon : 0.01, t->beta1 > 0 ? t->beta1 : 0.5,
+		                                  t->beta2 > 0 ? t->beta2 : 0.9);
 	for (int i = 0; i < t->n_prompts && !rc; i++) {
 		struct skipper_run_stats st;
 		int32_t *ids = NULL;

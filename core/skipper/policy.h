@@ -223,6 +223,18 @@ struct skipper_trial {
 	int n_prompts;
 	const char *const *prompts; /* [n_prompts] user texts */
 	int max_tokens;           /* per prompt; 0 = [generate] max_tokens */
+	/* Adaptive draft exit (bo-static's search runs the complete method).
+	 * With adaptive = 1, threshold is the initial γ and moves after every
+	 * verification round by the Self-SD rule (skipper-policy-bo-static(5)):
+	 * AR = first round of a prompt ? AR_e : beta1*AR + (1-beta1)*AR_e,
+	 * γ = beta2*γ + (1-beta2)*(AR <= target_alpha ? γ+epsilon : γ-epsilon);
+	 * γ carries over between the prompts of one trial. 0 below = default.
+	 * Appended members: callers zero-initialise the struct. */
+	int adaptive;
+	double target_alpha;      /* α (0 = 0.9) */
+	double epsilon;           /* step (0 = 0.01) */
+	double beta1;             /* AR smoothing (0 = 0.5) */
+	double beta2;             /* γ smoothing (0 = 0.9) */
 };
 
 struct skipper_trial_result {

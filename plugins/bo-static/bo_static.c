@@ -1,0 +1,245 @@
+/* `bo-static`: Draft & Verify (Self-SD, Zhang et al. 2024). One skip set,
+ * found offline by Bayesian optimisation on measured tokens/s, drafts every
+ * round; drafting exits when the draft's top probability falls below a
+ * threshold that adapts to keep acceptance near alpha.
+ * See skipper-policy-bo-static(5). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/adaptive.h"
+#include "../common/masksearch.h"
+#include "../common/ssdkeys.h"
+#include "skipper/policy.h"
+
+struct bo_static {
+	const struct skipper_host *host;
+	void *ctx;
+	struct cm_ssd_keys k;
+	char *profile, *section; /* owned; NULL = [policy] profile, "mask" */
+	int n_layer;
+	uint8_t *attn, *mlp;     /* [n_layer] */
+	struct cm_adaptive ad;
+};
+
+static int bs_create(const struct skipper_host *host, void *ctx, void **state)
+{
+	struct bo_static *b = calloc(1, sizeof *b);
+	if (!b)
+		return SKIPPER_POLICY_NOMEM;
+	b->host = host;
+	b->ctx = ctx;
+	/* paper defaults (skipper-policy-bo-static(5) lists where each comes from) */
+	b->k = (struct cm_ssd_keys){
+		.max_draft = 12, .threshold = 0.6, .adaptive = 1, .alpha = 0.9, .eps = 0.01, .beta1 = 0.5,
+		.beta2 = 0.9, .iterations = 1000, .probes = 3, .calib_prompts = 8, .calib_tokens = 32,
+		.search_max_draft = 8, .search_threshold = 0.8, .acq_samples = 10000, .acq_starts = 10,
+	};
+	*state = b;
+	return SKIPPER_POLICY_OK;
+}
+
+static void bs_destroy(void *state)
+{
+	struct bo_static *b = state;
+	if (!b)
+		return;
+	free(b->profile);
+	free(b->section);
+	free(b->attn);
+	free(b->mlp);
+	free(b);
+}
+
+static int set_string(char **dst, const char *v)
+{
+	char *s = strdup(v);
+	if (!s)
+		return SKIPPER_POLICY_NOMEM;
+	free(*dst);
+	*dst = s;
+	return SKIPPER_POLICY_OK;
+}
+
+static int bs_config(void *state, const char *key, const char *value)
+{
+	struct bo_static *b = state;
+	if (!strcmp(key, "profile"))
+		return set_string(&b->profile, value);
+	if (!strcmp(key, "profile_section"))
+		return set_string(&b->section, value);
+	return cm_ssd_keys_config(b->host, b->ctx, &b->k, key, value);
+}
+
+static const char *profile_file(const struct bo_static *b)
+{
+	return b->profile ? b->profile : b->host->profile_path(b->ctx);
+}
+
+static int load_profile(struct bo_static *b)
+{
+	const struct skipper_host *h = b->host;
+	const char *path = profile_file(b), *sec = b->section ? b->section : "mask";
+	struct skipper_profile *p;
+	int ra, rm = SKIPPER_POLICY_OK, rc;
+
+	if ((rc = h->profile_read(b->ctx, path, &p)))
+		return rc; /* model hash / layer count mismatch is reported by the host */
+	ra = h->profile_get_mask(b->ctx, p, sec, "attn", b->attn);
+	if (ra == SKIPPER_POLICY_OK || ra == SKIPPER_POLICY_UNKNOWN_KEY)
+		rm = h->profile_get_mask(b->ctx, p, sec, "mlp", b->mlp);
+	h->profile_free(b->ctx, p);
+	if (ra == SKIPPER_POLICY_UNKNOWN_KEY && rm == SKIPPER_POLICY_UNKNOWN_KEY) {
+		h->set_error(b->ctx, "%s: no attn or mlp key in [%s] (write one with skipper calibrate --policy bo-static)",
+		             path, sec);
+		return SKIPPER_POLICY_ERROR;
+	}
+	if (ra < 0 && ra != SKIPPER_POLICY_UNKNOWN_KEY)
+		return ra;
+	return rm < 0 && rm != SKIPPER_POLICY_UNKNOWN_KEY ? rm : SKIPPER_POLICY_OK;
+}
+
+static int bs_config_complete(void *state)
+{
+	struct bo_static *b = state;
+	b->n_layer = b->host->n_layer;
+	cm_adaptive_init(&b->ad, b->k.threshold, b->k.alpha, b->k.eps, b->k.beta1, b->k.beta2);
+	if (b->n_layer <= 0)
+		return SKIPPER_POLICY_OK;
+	b->attn = calloc((size_t)b->n_layer, 1);
+	b->mlp = calloc((size_t)b->n_layer, 1);
+	if (!b->attn || !b->mlp)
+		return SKIPPER_POLICY_NOMEM;
+	/* No profile is fine for calibrate (it writes one); a request without
+	 * one is refused in begin(), where the message can say why. */
+	return profile_file(b) ? load_profile(b) : SKIPPER_POLICY_OK;
+}
+
+static int bs_begin(void *state, const struct skipper_request *req)
+{
+	struct bo_static *b = state;
+	(void)req;
+	if (!profile_file(b)) {
+		b->host->set_error(b->ctx, "no skip profile: set profile = FILE in [bo-static] or [policy] profile "
+		                           "(skipper calibrate --policy bo-static writes one)");
+		return SKIPPER_POLICY_ERROR;
+	}
+	cm_adaptive_begin_request(&b->ad);
+	return SKIPPER_POLICY_OK;
+}
+
+static int bs_select_draft(void *state, struct skipper_plan *plan)
+{
+	struct bo_static *b = state;
+	if (plan->n_layer != b->n_layer) {
+		b->host->set_error(b->ctx, "plan for %d layers, profile has %d", plan->n_layer, b->n_layer);
+		return SKIPPER_POLICY_ERROR;
+	}
+	memcpy(plan->skip_attn, b->attn, (size_t)b->n_layer);
+	memcpy(plan->skip_mlp, b->mlp, (size_t)b->n_layer);
+	if (plan->max_draft > b->k.max_draft)
+		plan->max_draft = b->k.max_draft;
+	return SKIPPER_POLICY_OK;
+}
+
+/* conf_j is the raw top probability (Alg. 4), also when sampling. */
+static int bs_should_exit(void *state, const struct skipper_step *step)
+{
+	struct bo_static *b = state;
+	double gamma = b->k.adaptive ? b->ad.gamma : b->k.threshold;
+	return step->top_probs[0] < gamma ? SKIPPER_DRAFT_STOP : SKIPPER_DRAFT_CONTINUE;
+}
+
+static int bs_on_accept(void *state, const struct skipper_verdict *v)
+{
+	struct bo_static *b = state;
+	if (b->k.adaptive)
+		cm_adaptive_update(&b->ad, v->n_accepted, v->n_drafted);
+	return SKIPPER_POLICY_OK;
+}
+
+static int bs_calibrate(void *state, const struct skipper_calibrate *c)
+{
+	struct bo_static *b = state;
+	const struct skipper_host *h = b->host;
+	struct cm_mask_search s;
+	struct cm_mask_result res;
+	struct skipper_profile *p = NULL;
+	const char **pr;
+	int *idx, n, rc;
+	char buf[64];
+
+	if (b->n_layer <= 0 || c->n_prompts <= 0) {
+		h->set_error(b->ctx, "calibrate needs a model and at least one prompt");
+		return SKIPPER_POLICY_ERROR;
+	}
+	idx = malloc((size_t)c->n_prompts * sizeof *idx);
+	pr = malloc((size_t)c->n_prompts * sizeof *pr);
+	if (!idx || !pr) {
+		free(idx), free(pr);
+		return SKIPPER_POLICY_NOMEM;
+	}
+	n = cm_pick(c->n_prompts, b->k.calib_prompts, c->seed, idx);
+	for (int i = 0; i < n; i++)
+		pr[i] = c->prompts[idx[i]];
+	cm_mask_search_setup(&s, &b->k, c);
+	s.n_prompts = n;
+	s.prompts = pr;
+	rc = cm_mask_search_run(h, b->ctx, &s, b->attn, b->mlp, &res);
+	if (!rc)
+		rc = h->profile_new(b->ctx, "bo-static", &p);
+	if (!rc)
+		rc = h->profile_set_mask(b->ctx, p, "mask", "attn", b->attn);
+	if (!rc)
+		rc = h->profile_set_mask(b->ctx, p, "mask", "mlp", b->mlp);
+	/* the search record: enough to judge and reproduce the profile */
+#define REC(key, fmt, val)                                                             \
+	if (!rc) {                                                                     \
+		snprintf(buf, sizeof buf, fmt, val);                                   \
+		rc = h->profile_set(b->ctx, p, "calibration", key, buf);               \
+	}
+	REC("iterations", "%d", s.iterations)
+	REC("probes", "%d", s.probes)
+	REC("prompts", "%d", n)
+	REC("tokens_per_prompt", "%d", s.max_tokens)
+	REC("seed", "%llu", (unsigned long long)c->seed)
+	REC("objective", "%s", s.objective == CM_OBJ_EXPECTED ? "expected" : "time")
+	REC("objective_value", "%.4f", res.objective)
+	REC("tokens_per_s", "%.2f", res.tokens_per_s)
+	REC("ar_tokens_per_s", "%.2f", res.ar_tokens_per_s)
+	REC("alpha", "%.3f", res.alpha)
+	REC("mean_accepted", "%.3f", res.mean_accepted)
+	REC("seconds", "%.1f", res.seconds)
+#undef REC
+	if (!rc)
+		rc = h->profile_write(b->ctx, p, c->output);
+	if (!rc)
+		h->log(b->ctx, SKIPPER_LOG_INFO, "bo-static: %d evaluations in %.1f s, best %.1f tok/s (autoregressive %.1f)",
+		       res.evaluations, res.seconds, res.tokens_per_s, res.ar_tokens_per_s);
+	if (p)
+		h->profile_free(b->ctx, p);
+	free(idx), free(pr);
+	return rc;
+}
+
+static const struct skipper_policy bo_static_policy = {
+	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
+	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
+	.struct_size = sizeof(struct skipper_policy),
+	.name = "bo-static",
+	.version = "1.0.0",
+	.description = "Draft & Verify: BO-searched static skip set, adaptive draft exit",
+	.config_help = "profile = FILE       skip profile (default: [policy] profile)\n"
+	               "profile_section = S  profile section with attn/mlp (default mask)\n" CM_SSD_KEYS_HELP,
+	.create = bs_create,
+	.config = bs_config,
+	.config_complete = bs_config_complete,
+	.destroy = bs_destroy,
+	.begin = bs_begin,
+	.select_draft = bs_select_draft,
+	.should_exit = bs_should_exit,
+	.on_accept = bs_on_accept,
+	.calibrate = bs_calibrate,
+};
+
+SKIPPER_POLICY_REGISTER(bo_static_policy)

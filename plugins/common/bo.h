@@ -1,0 +1,47 @@
+/* Bayesian optimisation (maximisation) over the box [0,1]^dim with a GP
+ * surrogate (gp.h) and the UCB acquisition mu + kappa * sigma, as an
+ * ask/tell loop so the caller owns the expensive evaluation:
+ *
+ *     struct cm_bo *bo = cm_bo_new(&opts);
+ *     for (it ...) { cm_bo_suggest(bo, x); y = f(x); cm_bo_observe(bo, x, y); }
+ *     cm_bo_best(bo, x, &y);
+ *
+ * Binary searches (skip masks) use the relaxation of bayes_opt's users: the
+ * GP sees the continuous x, the caller thresholds it (cm_bo_binary, > 0.5).
+ * Deterministic for a given seed and observation sequence.
+ * Ownership: cm_bo_new allocates, cm_bo_free frees; x buffers are the
+ * caller's. */
+#ifndef SKIPCOMMON_BO_H
+#define SKIPCOMMON_BO_H
+
+#include <stdint.h>
+
+struct cm_bo_opts {
+	int dim;
+	uint64_t seed;
+	double kappa;       /* UCB exploration weight (0 = 2.576) */
+	double noise;       /* GP observation noise on normalised targets (0 = 1e-2) */
+	double lengthscale; /* fixed Matérn length scale; 0 = refit by marginal likelihood each step */
+	int n_random;       /* random candidates scored per suggestion (0 = 10000) */
+	int n_starts;       /* best candidates refined by local search (0 = 10) */
+};
+
+struct cm_bo;
+
+struct cm_bo *cm_bo_new(const struct cm_bo_opts *opts);
+void cm_bo_free(struct cm_bo *bo);
+
+/* Next point to evaluate into x[dim]: uniform random while nothing is
+ * observed, else the UCB maximiser. 0, or -1 if the GP cannot be fitted or
+ * no memory (x then holds a uniform random point, still usable). */
+int cm_bo_suggest(struct cm_bo *bo, double *x);
+/* Record f(x) = y. Points outside [0,1] are clipped. 0 or -1 (no memory). */
+int cm_bo_observe(struct cm_bo *bo, const double *x, double y);
+/* Best observed point (not the GP optimum) and its value; -1 if none. */
+int cm_bo_best(const struct cm_bo *bo, double *x, double *y);
+int cm_bo_count(const struct cm_bo *bo);
+
+/* z[i] = x[i] > 0.5. */
+void cm_bo_binary(const double *x, int dim, unsigned char *z);
+
+#endif

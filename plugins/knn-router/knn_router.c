@@ -1,0 +1,186 @@
+/* `knn-router`: KNN-SSD. Offline, per-domain anchors (K-means centroids of
+ * mean-pooled prompt states) and a BO-searched skip set per domain; online,
+ * the prompt's state after prefill goes to the domain of its nearest anchor
+ * (cosine, K = 1) and that domain's set drafts the whole request.
+ * See skipper-policy-knn-router(5). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/adaptive.h"
+#include "../common/vec.h"
+#include "../common/ssdkeys.h"
+#include "skipper/policy.h"
+#include "knn_calibrate.h"
+#include "knn_router.h"
+
+static int kr_create(const struct skipper_host *host, void *ctx, void **state)
+{
+	struct knn_router *r = calloc(1, sizeof *r);
+	if (!r)
+		return SKIPPER_POLICY_NOMEM;
+	r->host = host;
+	r->ctx = ctx;
+	/* reference-code defaults: static exit 0.8, 12 drafts; adaptive exit off */
+	r->k = (struct cm_ssd_keys){
+		.max_draft = 12, .threshold = 0.8, .adaptive = 0, .alpha = 0.9, .eps = 0.01, .beta1 = 0.5,
+		.beta2 = 0.9, .iterations = 1000, .probes = 3, .calib_prompts = 8, .calib_tokens = 32,
+		.search_max_draft = 12, .search_threshold = 0.8, .acq_samples = 10000, .acq_starts = 10,
+	};
+	r->anchors_per_domain = 10;
+	r->embed_prompts = 1000;
+	*state = r;
+	return SKIPPER_POLICY_OK;
+}
+
+static void kr_destroy(void *state)
+{
+	struct knn_router *r = state;
+	if (!r)
+		return;
+	free(r->profile);
+	free(r->anchors);
+	free(r->label);
+	free(r->masks);
+	for (int i = 0; i < r->n_domains; i++)
+		free(r->domains[i]);
+	free(r->domains);
+	free(r);
+}
+
+static int kr_config(void *state, const char *key, const char *value)
+{
+	struct knn_router *r = state;
+	const struct skipper_host *h = r->host;
+	int64_t i;
+	int rc;
+
+	if (!strcmp(key, "profile")) {
+		char *s = strdup(value);
+		if (!s)
+			return SKIPPER_POLICY_NOMEM;
+		free(r->profile);
+		r->profile = s;
+		return SKIPPER_POLICY_OK;
+	}
+	if (!strcmp(key, "anchors_per_domain")) {
+		if ((rc = h->parse_int(r->ctx, value, 1, 1000, &i)))
+			return rc;
+		r->anchors_per_domain = (int)i;
+		return SKIPPER_POLICY_OK;
+	}
+	if (!strcmp(key, "embed_prompts")) {
+		if ((rc = h->parse_int(r->ctx, value, 1, 100000, &i)))
+			return rc;
+		r->embed_prompts = (int)i;
+		return SKIPPER_POLICY_OK;
+	}
+	return cm_ssd_keys_config(h, r->ctx, &r->k, key, value);
+}
+
+const char *knn_profile_file(const struct knn_router *r)
+{
+	return r->profile ? r->profile : r->host->profile_path(r->ctx);
+}
+
+static int kr_config_complete(void *state)
+{
+	struct knn_router *r = state;
+	cm_adaptive_init(&r->ad, r->k.threshold, r->k.alpha, r->k.eps, r->k.beta1, r->k.beta2);
+	if (r->host->n_layer <= 0 || !knn_profile_file(r))
+		return SKIPPER_POLICY_OK; /* calibrate writes the profile; begin() refuses to run without */
+	return knn_load(r, knn_profile_file(r));
+}
+
+static int kr_begin(void *state, const struct skipper_request *req)
+{
+	struct knn_router *r = state;
+	const struct skipper_host *h = r->host;
+	double sim;
+	int a;
+
+	if (!r->n_anchors) {
+		h->set_error(r->ctx, "no routing profile: set profile = FILE in [knn-router] or [policy] profile "
+		                     "(skipper calibrate --policy knn-router --domains category writes one)");
+		return SKIPPER_POLICY_ERROR;
+	}
+	if (!req->prompt_mean) {
+		h->set_error(r->ctx, "the engine passed no prompt state to route on");
+		return SKIPPER_POLICY_ERROR;
+	}
+	a = cm_nearest_cosine(req->prompt_mean, r->anchors, r->n_anchors, (size_t)r->n_embd, &sim);
+	r->route = r->label[a];
+	r->route_sim = sim;
+	h->log(r->ctx, SKIPPER_LOG_INFO, "knn-router: request %llu routed to domain %s (cosine %.4f, anchor %d)",
+	       (unsigned long long)req->id, r->domains[r->route], sim, a);
+	cm_adaptive_begin_request(&r->ad);
+	return SKIPPER_POLICY_OK;
+}
+
+static int kr_select_draft(void *state, struct skipper_plan *plan)
+{
+	struct knn_router *r = state;
+	int L = r->n_layer;
+	if (plan->n_layer != L) {
+		r->host->set_error(r->ctx, "plan for %d layers, profile has %d", plan->n_layer, L);
+		return SKIPPER_POLICY_ERROR;
+	}
+	memcpy(plan->skip_attn, r->masks + (size_t)r->route * 2 * L, (size_t)L);
+	memcpy(plan->skip_mlp, r->masks + (size_t)r->route * 2 * L + L, (size_t)L);
+	if (plan->max_draft > r->k.max_draft)
+		plan->max_draft = r->k.max_draft;
+	return SKIPPER_POLICY_OK;
+}
+
+static int kr_should_exit(void *state, const struct skipper_step *step)
+{
+	struct knn_router *r = state;
+	double th = r->k.adaptive ? r->ad.gamma : r->k.threshold;
+	return step->top_probs[0] < th ? SKIPPER_DRAFT_STOP : SKIPPER_DRAFT_CONTINUE;
+}
+
+static int kr_on_accept(void *state, const struct skipper_verdict *v)
+{
+	struct knn_router *r = state;
+	if (r->k.adaptive)
+		cm_adaptive_update(&r->ad, v->n_accepted, v->n_drafted);
+	return SKIPPER_POLICY_OK;
+}
+
+/* The routing decision again at the end, next to the request's totals, so a
+ * log reader sees domain, similarity, M and α on one line. */
+static int kr_end(void *state, const struct skipper_stats *st)
+{
+	struct knn_router *r = state;
+	if (r->n_anchors)
+		r->host->log(r->ctx, SKIPPER_LOG_INFO, "knn-router: domain %s cosine %.4f M %.2f alpha %.3f",
+		             r->domains[r->route], r->route_sim,
+		             st->verify_passes ? (double)(st->n_generated - 1) / st->verify_passes : 1.0,
+		             st->drafted ? (double)st->accepted / st->drafted : 0.0);
+	return SKIPPER_POLICY_OK;
+}
+
+static const struct skipper_policy knn_router_policy = {
+	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
+	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
+	.struct_size = sizeof(struct skipper_policy),
+	.name = "knn-router",
+	.version = "1.0.0",
+	.description = "KNN-SSD: route each request to a per-domain skip set by its nearest anchor",
+	.config_help = "profile = FILE       routing profile (default: [policy] profile)\n"
+	               "anchors_per_domain = N  calibrate: K-means centroids per domain\n"
+	               "embed_prompts = N    calibrate: most prompts embedded per domain\n" CM_SSD_KEYS_HELP,
+	.needs = SKIPPER_NEED_PROMPT_MEAN,
+	.create = kr_create,
+	.config = kr_config,
+	.config_complete = kr_config_complete,
+	.destroy = kr_destroy,
+	.begin = kr_begin,
+	.select_draft = kr_select_draft,
+	.should_exit = kr_should_exit,
+	.on_accept = kr_on_accept,
+	.end = kr_end,
+	.calibrate = knn_calibrate,
+};
+
+SKIPPER_POLICY_REGISTER(knn_router_policy)
