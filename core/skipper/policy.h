@@ -17,6 +17,10 @@
  *  - Structs passed to hooks are engine-owned and only valid during the call;
  *    a plugin copies what it keeps. Members a plugin does not know are never
  *    read by it, so hook structs carry no size field.
+ *  - Structs a plugin hands to a host service (struct skipper_trial) carry
+ *    no size field either: the host reads a member added in minor M only
+ *    when the plugin's descriptor says abi_minor >= M. Everything in this
+ *    file as first released is minor 0.
  *  - Plugins never print, exit or abort: they report through
  *    host->set_error() and a negative return.
  *
