@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "engine.h"
+#include "engine_services.h"
 #include "clasp_dp.h"
 #include "mock-host.h"
 #include "model.h"
@@ -182,6 +184,24 @@ static void tiny_model(void)
 			ok(score <= bf + 1e-6 && score > 0.5, "tiny model M=3: DP %s cos %.6f <= brute force %s cos %.6f", a,
 			   score, b, bf);
 		clasp_dp_free(&dp);
+	}
+	{
+		/* the engine's MLP service batches all sequences into one call: the
+		 * result must be bitwise what one call per sequence gives */
+		struct skipper_engine *eng;
+		int32_t p2[2] = { 0, 1 };
+		float *a = malloc(sizeof(float) * 10 * d), *b = malloc(sizeof(float) * 10 * d);
+		for (int i = 0; i < 10 * d; i++)
+			a[i] = b[i] = (float)((i * 7) % 19) - 9.0f;
+		if (skipper_engine_new(be, NULL, NULL, &eng, &err) ||
+		    skipper_engine_sublayer_forward(eng, SKIPPER_MLP, 3, 5, 2, a, p2, 0, &err))
+			BAIL(err.msg);
+		for (int s = 0; s < 5; s++)
+			be->ops->sublayer(be, SKIPPER_MLP, 3, 2, b + (size_t)s * 2 * d, p2, 0, &err);
+		ok(!memcmp(a, b, sizeof(float) * 10 * d), "batched MLP service == per-sequence calls, bitwise");
+		skipper_engine_free(eng);
+		free(a);
+		free(b);
 	}
 	free(x);
 	be->ops->destroy(be);

@@ -11,7 +11,7 @@ fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 head -n 2 "$top_srcdir/tests/data/specbench-20.jsonl" >"$out/p.jsonl"
-printf '[policy]\nname = swift\n[swift]\n' >"$out/swift.ini"
+printf '[policy]\nname = swift\n[swift]\ngamma = 8\n' >"$out/swift.ini"
 echo "1..2"
 "$top_builddir/skipper" bench --data "$out/p.jsonl" --max-tokens 32 --warmup 0 --policies "none,$out/swift.ini" \
 	--set model.path="$model" --set model.threads=2 --out "$out/r" >"$out/table" 2>"$out/err"
