@@ -57,7 +57,7 @@ struct knapspec {
 	int n_rows;
 	int since;           /* steps since the last DP */
 	float *X;            /* [(2L+1)][r][d] */
-	int32_t *y, *yh;     /* [r] target / candidate greedy tokens */
+	int32_t *y;          /* [r] the full model's greedy tokens */
 	struct knap_dp dp;
 
 	/* per-request stats */
@@ -105,7 +105,6 @@ static void ks_destroy(void *state)
 	free(k->pos);
 	free(k->X);
 	free(k->y);
-	free(k->yh);
 	free(k);
 }
 
@@ -231,8 +230,7 @@ static int ks_config_complete(void *state)
 	k->pos = malloc((size_t)k->max_rows * sizeof *k->pos);
 	k->X = malloc((size_t)(2 * k->L + 1) * k->max_rows * k->d * sizeof *k->X);
 	k->y = malloc((size_t)k->max_rows * sizeof *k->y);
-	k->yh = malloc((size_t)k->max_rows * sizeof *k->yh);
-	if (!k->pinned || !k->skip || !k->cand || !k->rows || !k->pos || !k->X || !k->y || !k->yh)
+	if (!k->pinned || !k->skip || !k->cand || !k->rows || !k->pos || !k->X || !k->y)
 		return SKIPPER_POLICY_NOMEM;
 	if (k->pin_ends)
 		k->pinned[0] = k->pinned[1] = k->pinned[2 * k->L - 2] = k->pinned[2 * k->L - 1] = 1;
@@ -337,31 +335,53 @@ static int optimize(struct knapspec *k, int n)
 		return rc;
 	if ((rc = h->head_argmax(k->ctx, r, k->X + (size_t)2 * L * r * k->d, k->y)))
 		return rc;
-	for (int c = 1; c <= Kh; c++) { /* c = 0 (no skipping) excluded, as the reference code does */
-		int match = 0, na = 0, nm = 0;
-		double alpha, t_draft;
-		if (!k->dp.live[c])
-			continue;
-		if ((rc = h->head_argmax(k->ctx, r, k->dp.g + (size_t)c * r * k->d, k->yh)))
-			return rc;
-		for (int i = 0; i < r; i++)
-			match += k->yh[i] == k->y[i];
-		alpha = (double)match / r;
-		knap_dp_backtrack(&k->dp, c, k->cand);
-		for (int l = 0; l < L; l++) {
-			na += !k->cand[2 * l];
-			nm += !k->cand[2 * l + 1];
+	/* Replay every live candidate (c = 0, no skipping, is excluded as in the
+	 * reference code) through the LM head in ONE call: the live states are
+	 * packed to the front of the DP's final row, which is not needed after
+	 * this (backtracking reads only the parent table). */
+	{
+		const size_t mat = (size_t)r * k->d;
+		int nl = 0, *cidx = malloc((size_t)(Kh + 1) * sizeof *cidx);
+		int32_t *yh = malloc((size_t)(Kh + 1) * (size_t)r * sizeof *yh);
+		if (!cidx || !yh) {
+			free(cidx);
+			free(yh);
+			return SKIPPER_POLICY_NOMEM;
 		}
-		t_draft = na * ta + nm * tm;
-		for (int g = 1; g <= k->max_draft; g++) {
-			double tpt = knap_tpt(alpha, g, t_draft, L * (ta + tm));
-			if (tpt > best) {
-				best = tpt;
-				best_c = c;
-				best_g = g;
-				best_alpha = alpha;
+		for (int c = 1; c <= Kh; c++) {
+			if (!k->dp.live[c])
+				continue;
+			if (nl != c)
+				memmove(k->dp.g + (size_t)nl * mat, k->dp.g + (size_t)c * mat, mat * sizeof *k->dp.g);
+			cidx[nl++] = c;
+		}
+		rc = nl ? h->head_argmax(k->ctx, nl * r, k->dp.g, yh) : SKIPPER_POLICY_OK;
+		for (int q = 0; q < nl && !rc; q++) {
+			int c = cidx[q], match = 0, na = 0, nm = 0;
+			double alpha, t_draft;
+			for (int i = 0; i < r; i++)
+				match += yh[(size_t)q * r + i] == k->y[i];
+			alpha = (double)match / r;
+			knap_dp_backtrack(&k->dp, c, k->cand);
+			for (int l = 0; l < L; l++) {
+				na += !k->cand[2 * l];
+				nm += !k->cand[2 * l + 1];
+			}
+			t_draft = na * ta + nm * tm;
+			for (int g = 1; g <= k->max_draft; g++) {
+				double tpt = knap_tpt(alpha, g, t_draft, L * (ta + tm));
+				if (tpt > best) {
+					best = tpt;
+					best_c = c;
+					best_g = g;
+					best_alpha = alpha;
+				}
 			}
 		}
+		free(cidx);
+		free(yh);
+		if (rc)
+			return rc;
 	}
 	if (best_c > 0) { /* else all pruned: keep the previous mask */
 		knap_dp_backtrack(&k->dp, best_c, k->skip);
