@@ -6,7 +6,9 @@
  *  - on a tiny generated model with planted near-redundant blocks 2 and 3,
  *    through the real engine: the search (fixed seed) finds exactly the
  *    planted sub-layers within its step budget, and greedy output with tree
- *    verification equals autoregressive decoding token for token. */
+ *    verification equals autoregressive decoding token for token;
+ *  - sampling with SWIFT's tree: the distribution of 3-token continuations
+ *    (top-k 3) matches the exact one computed from the model (chi-square). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 #include "mock-host.h"
 #include "model.h"
 #include "policy_host.h"
+#include "sample.h"
 #include "swift_gp.h"
 #include "tap.h"
 #include "testmodel.h"
@@ -114,6 +117,100 @@ static int collect(void *user, int32_t t)
 	return 0;
 }
 
+
+/* ---- sampling with the tree: exact sequence distribution ---- */
+#define SEQ 3
+static const struct skipper_sampling samp = { .temperature = 1.0f, .top_k = 3, .top_p = 1.0f };
+
+static void exact_next(struct skipper_backend *be, int nv, const int32_t *seq, int n, float *probs)
+{
+	float *logits = malloc((size_t)nv * sizeof *logits);
+	struct skipper_prob_id *scratch = malloc((size_t)nv * sizeof *scratch);
+	int32_t row = n - 1, id;
+	float p;
+	struct skipper_forward fw = { .n = n, .tokens = seq, .n_past = 0, .kv_write = 1, .n_out = 1, .out_rows = &row,
+	                              .top_k = 1, .top_ids = &id, .top_probs = &p, .logits = logits };
+	if (be->ops->forward(be, &fw, &err))
+		BAIL(err.msg);
+	skipper_process_logits(&samp, logits, nv, probs, scratch);
+	free(logits);
+	free(scratch);
+}
+
+static void sampling(struct skipper_model *model, struct skipper_tokenizer *tok, struct skipper_engine *eng,
+                     const int32_t *prompt, int n_prompt)
+{
+	struct skipper_backend_opts bo = { .n_ctx = 64, .n_threads = 1 };
+	struct skipper_backend *ex;
+	int nv = model->hp.n_vocab, n_cells = 0, N = 2000, df = -1, outside = 0, other_n = 0, trees = 0;
+	struct { int32_t t[SEQ]; double p; int count; } cells[64];
+	float *p1 = malloc((size_t)nv * 4), *p2 = malloc((size_t)nv * 4), *p3 = malloc((size_t)nv * 4);
+	int32_t seq[128];
+	double chi = 0, other_p = 0;
+
+	if (skipper_backend_cpu_create(model, &bo, &ex, &err))
+		BAIL(err.msg);
+	memcpy(seq, prompt, (size_t)n_prompt * sizeof *seq);
+	exact_next(ex, nv, seq, n_prompt, p1);
+	for (int a = 0; a < nv; a++) {
+		if (p1[a] <= 0)
+			continue;
+		seq[n_prompt] = a;
+		exact_next(ex, nv, seq, n_prompt + 1, p2);
+		for (int b = 0; b < nv; b++) {
+			if (p2[b] <= 0)
+				continue;
+			seq[n_prompt + 1] = b;
+			exact_next(ex, nv, seq, n_prompt + 2, p3);
+			for (int c = 0; c < nv; c++)
+				if (p3[c] > 0 && n_cells < 64) {
+					cells[n_cells].t[0] = a, cells[n_cells].t[1] = b, cells[n_cells].t[2] = c;
+					cells[n_cells].p = (double)p1[a] * p2[b] * p3[c];
+					cells[n_cells++].count = 0;
+				}
+		}
+	}
+	ex->ops->destroy(ex);
+	for (int i = 0; i < N; i++) {
+		struct skipper_gen_params gp = { .max_tokens = SEQ, .sampling = samp, .seed = 5000 + (uint64_t)i };
+		struct skipper_run_stats st;
+		struct toks got = { .n = 0 };
+		int found = 0;
+		if (skipper_engine_generate(eng, prompt, n_prompt, &gp, collect, &got, &st, &err))
+			BAIL(err.msg);
+		trees += st.drafted > 0;
+		for (int k = got.n; k < SEQ; k++)
+			got.t[k] = -1;
+		for (int c = 0; c < n_cells && !found; c++)
+			if (!memcmp(cells[c].t, got.t, sizeof cells[c].t)) {
+				cells[c].count++;
+				found = 1;
+			}
+		outside += !found;
+	}
+	for (int c = 0; c < n_cells; c++) {
+		double e = cells[c].p * N;
+		if (e < 5) {
+			other_p += cells[c].p;
+			other_n += cells[c].count;
+			continue;
+		}
+		chi += (cells[c].count - e) * (cells[c].count - e) / e;
+		df++;
+	}
+	if (other_p * N >= 5) {
+		chi += (other_n - other_p * N) * (other_n - other_p * N) / (other_p * N);
+		df++;
+	}
+	diag("swift tree sampling: %d cells, df %d, chi-square %.2f, %d outside, %d runs drafted", n_cells, df, chi,
+	     outside, trees);
+	ok(df >= 3 && chi < df + 3.3 * sqrt(2.0 * df) + 3 && outside == 0 && trees > N / 2,
+	   "sampling through SWIFT's tree reproduces the model's sequence distribution");
+	free(p1);
+	free(p2);
+	free(p3);
+}
+
 static void tiny(void)
 {
 	char path[] = "/tmp/skipper-t-swift-XXXXXX";
@@ -185,6 +282,23 @@ static void tiny(void)
 	ok(same, "greedy SWIFT (tree verification) == autoregressive on %d requests", requests);
 	ok(frozen && strstr(last_log, "best attn=2-3 mlp=2-3") != NULL,
 	   "the search found exactly the planted sub-layers (attn 2-3, mlp 2-3) and stopped");
+	{
+		/* a fresh instance: the uniform set (blocks 1 and 3) is a poor draft,
+		 * so many candidates are rejected */
+		struct skipper_policy_instance *inst2;
+		struct skipper_engine *eng2;
+		struct skipper_policy_env env2 = env;
+		int32_t *prompt;
+		size_t n;
+		if (skipper_policy_instance_new(lib, &env2, NULL, &inst2, &err) ||
+		    skipper_engine_new(be, tok, inst2, &eng2, &err) || skipper_tokenize(tok, "ab", 2, 0, 0, &prompt, &n, &err))
+			BAIL(err.msg);
+		env2.engine = eng2;
+		sampling(model, tok, eng2, prompt, (int)n);
+		free(prompt);
+		skipper_engine_free(eng2);
+		skipper_policy_instance_free(inst2);
+	}
 	skipper_engine_free(eng);
 	skipper_engine_free(ar);
 	skipper_policy_instance_free(inst);
