@@ -1,7 +1,7 @@
 /* The CPU backend: vtable, creation, argument checks and the forward loop
  * (chunks of rows through the layers, then the head). Kernels live in
  * cpu_kernels_*.c, block pieces in cpu_layer.c, the head in cpu_head.c. */
-#include "config.h"
+#include "build-config.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -20,14 +20,18 @@ static struct cpu_backend *cpu(struct skipper_backend *be)
 
 /* ---------- RoPE frequencies ---------- */
 
-static void rope_freqs(const struct skipper_hparams *hp, int rope_dim, double *f)
+static void rope_freqs(const struct skipper_model *m, int rope_dim, double *f)
 {
+	const struct skipper_hparams *hp = &m->hp;
 	double factor = hp->rope_factor > 0.0f ? hp->rope_factor : 1.0;
 	for (int i = 0; i < rope_dim / 2; i++) {
 		double fr = pow((double)hp->rope_theta, -2.0 * i / rope_dim);
+		/* per-pair factors from the file or the loader (llama3 included) */
+		if (m->rope_freqs)
+			fr /= m->rope_freqs[i];
 		if (hp->rope_scaling == SKIPPER_ROPE_SCALING_LINEAR) {
 			fr /= factor;
-		} else if (hp->rope_scaling == SKIPPER_ROPE_SCALING_LLAMA3) {
+		} else if (hp->rope_scaling == SKIPPER_ROPE_SCALING_LLAMA3 && !m->rope_freqs) {
 			/* Llama-3.1: keep high frequencies, divide low ones by the
 			 * factor, interpolate smoothly in between */
 			double lo = hp->rope_low_freq_factor > 0 ? hp->rope_low_freq_factor : 1.0;
@@ -100,7 +104,7 @@ static int check_model(const struct skipper_model *m, struct skipper_error *err)
 
 	if (hp->n_embd <= 0 || hp->n_embd % 32 || hp->n_ff <= 0 || hp->n_ff % 32 ||
 	    hp->n_head <= 0 || hp->n_head_kv <= 0 || hp->n_head % hp->n_head_kv ||
-	    hp->head_dim <= 0 || hp->head_dim % 8 || (hp->n_head * hp->head_dim) % 32 ||
+	    hp->head_dim <= 0 || hp->head_dim % 8 || hp->head_dim > CPU_MAX_HEAD_DIM || (hp->n_head * hp->head_dim) % 32 ||
 	    hp->n_layer <= 0 || hp->n_vocab <= 0 || hp->rope_dim < 0 || hp->rope_dim % 2 ||
 	    hp->rope_dim > hp->head_dim)
 		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED,
@@ -221,7 +225,7 @@ int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipp
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "cpu backend: out of memory (n_ctx %d)",
 		                    o->n_ctx);
 	}
-	rope_freqs(hp, be->rope_dim, be->rope_freq);
+	rope_freqs(m, be->rope_dim, be->rope_freq);
 	for (int l = 0; l < be->n_layer; l++) {
 		cpu_row_to_f32(m->layers[l].attn_norm.type, m->layers[l].attn_norm.data,
 		               be->norm_attn + l * ne, (int64_t)ne);

@@ -1,6 +1,6 @@
 /* Final norm, LM head, and the reductions over the vocabulary (softmax
  * top-k, argmax) done on the CPU without sorting the vocabulary. */
-#include "config.h"
+#include "build-config.h"
 
 #include <math.h>
 

@@ -13,10 +13,13 @@
 #include <stdint.h>
 
 /* One block of an activation row quantized for integer dot products with
- * Q4_0 / Q4_1 / Q8_0 weights: x[i] ~= d * qs[i]; sum = sum of qs (used for
- * the offsets of Q4_0 and Q4_1). */
+ * Q4_0 / Q4_1 / Q8_0 weights: x[i] ~= d * qs[i]; sum = sum of qs (Q4_0
+ * offset), s = d * sum (Q4_1 offset). d and s are rounded to fp16 values as
+ * llama.cpp's Q8_0/Q8_1 blocks store them: the extra rounding costs nothing
+ * measurable in accuracy and keeps logits within noise of llama.cpp, so that
+ * greedy decoding picks the same tokens. */
 struct cpu_q8 {
-	float d;
+	float d, s;
 	int32_t sum;
 	int8_t qs[32];
 };
@@ -40,6 +43,8 @@ struct cpu_kernels {
 	float (*dot_f32_f16)(const float *a, const uint16_t *b, int d);
 	void (*axpy_f16)(float *y, float a, const uint16_t *x, int d);
 	void (*f32_to_f16)(const float *x, uint16_t *y, int n);
+	/* x[i] = nearest f16 value of x[i] (exact IEEE rounding on both paths) */
+	void (*round_f16)(float *x, int n);
 };
 
 extern const struct cpu_kernels cpu_kernels_generic;

@@ -3,7 +3,7 @@
  * template instantiated for 1..4 activation rows: each row owns its
  * accumulators and sees the same instruction sequence in every instance, so a
  * row's result does not depend on how many rows share the weight pass. */
-#include "config.h"
+#include "build-config.h"
 
 #ifdef SKIPPER_X86_64
 
@@ -90,7 +90,7 @@ static TGT INL void q4_1_rows(int64_t nb, const struct skipper_block_q4_1 *w,
 			const struct cpu_q8 *xb = (const struct cpu_q8 *)(x + (size_t)r * xs) + b;
 			__m256i xq = _mm256_loadu_si256((const __m256i *)xb->qs);
 			acc[r] = _mm256_fmadd_ps(dot_us8(wq, xq), _mm256_set1_ps(dw * xb->d), acc[r]);
-			off[r] += mw * (xb->d * (float)xb->sum);
+			off[r] += mw * xb->s;
 		}
 	}
 	for (int r = 0; r < R; r++)
@@ -116,6 +116,45 @@ static TGT INL void q8_0_rows(int64_t nb, const struct skipper_block_q8_0 *w,
 	}
 	for (int r = 0; r < R; r++)
 		y[(size_t)r * ys] = hsum8(acc[r]);
+}
+
+/* One activation row against two weight rows: the same per-column
+ * operations as q4_1_rows / q8_0_rows with R = 1, interleaved so the two
+ * accumulation chains overlap (decode is one row). */
+static TGT INL void q4_1_2col(int64_t nb, const struct skipper_block_q4_1 *w0,
+                              const struct skipper_block_q4_1 *w1, const struct cpu_q8 *x,
+                              float *y0, float *y1)
+{
+	__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+	float o0 = 0.0f, o1 = 0.0f;
+	for (int64_t b = 0; b < nb; b++) {
+		__m256i xq = _mm256_loadu_si256((const __m256i *)x[b].qs);
+		__m256i q0 = unpack_nibbles(w0[b].qs), q1 = unpack_nibbles(w1[b].qs);
+		a0 = _mm256_fmadd_ps(dot_us8(q0, xq), _mm256_set1_ps(h2f(w0[b].d) * x[b].d), a0);
+		a1 = _mm256_fmadd_ps(dot_us8(q1, xq), _mm256_set1_ps(h2f(w1[b].d) * x[b].d), a1);
+		o0 += h2f(w0[b].m) * x[b].s;
+		o1 += h2f(w1[b].m) * x[b].s;
+	}
+	*y0 = hsum8(a0) + o0;
+	*y1 = hsum8(a1) + o1;
+}
+
+static TGT INL void q8_0_2col(int64_t nb, const struct skipper_block_q8_0 *w0,
+                              const struct skipper_block_q8_0 *w1, const struct cpu_q8 *x,
+                              float *y0, float *y1)
+{
+	__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+	for (int64_t b = 0; b < nb; b++) {
+		__m256i xq = _mm256_loadu_si256((const __m256i *)x[b].qs);
+		__m256i q0 = _mm256_loadu_si256((const __m256i *)w0[b].qs);
+		__m256i q1 = _mm256_loadu_si256((const __m256i *)w1[b].qs);
+		__m256 p0 = dot_us8(_mm256_sign_epi8(q0, q0), _mm256_sign_epi8(xq, q0));
+		__m256 p1 = dot_us8(_mm256_sign_epi8(q1, q1), _mm256_sign_epi8(xq, q1));
+		a0 = _mm256_fmadd_ps(p0, _mm256_set1_ps(h2f(w0[b].d) * x[b].d), a0);
+		a1 = _mm256_fmadd_ps(p1, _mm256_set1_ps(h2f(w1[b].d) * x[b].d), a1);
+	}
+	*y0 = hsum8(a0);
+	*y1 = hsum8(a1);
 }
 
 /* Float weights: 8-lane accumulation, then a left-to-right scalar tail. */
@@ -189,8 +228,31 @@ static TGT INL void fl_rows(int fk, int64_t k, const void *w, const char *x, siz
 #define B_BF16(R) fl_rows(FK_BF16, k, wr, XR, xs, R, YR, ys)
 
 AVX2_MATMUL(mm_q4_0, B_Q4_0)
-AVX2_MATMUL(mm_q4_1, B_Q4_1)
-AVX2_MATMUL(mm_q8_0, B_Q8_0)
+/* One-row products (decode) take two weight rows at a time. */
+#define AVX2_MATMUL_2COL(NAME, BT, TWO, BODY)                                                \
+	static TGT void NAME(int64_t k, const void *w, size_t wrb, int nc, const void *x,   \
+	                     size_t xs, int nr, float *y, size_t ys)                         \
+	{                                                                                    \
+		if (nr != 1) {                                                               \
+			NAME##_rows(k, w, wrb, nc, x, xs, nr, y, ys);                        \
+			return;                                                              \
+		}                                                                            \
+		int c = 0;                                                                   \
+		for (; c + 2 <= nc; c += 2)                                                  \
+			TWO(k / 32, (const BT *)((const char *)w + (size_t)c * wrb),         \
+			    (const BT *)((const char *)w + (size_t)(c + 1) * wrb),           \
+			    (const struct cpu_q8 *)x, y + c, y + c + 1);                     \
+		if (c < nc) {                                                                \
+			const void *wr = (const char *)w + (size_t)c * wrb;                  \
+			int r = 0;                                                           \
+			BODY(1);                                                             \
+		}                                                                            \
+	}
+
+AVX2_MATMUL(mm_q4_1_rows, B_Q4_1)
+AVX2_MATMUL(mm_q8_0_rows, B_Q8_0)
+AVX2_MATMUL_2COL(mm_q4_1, struct skipper_block_q4_1, q4_1_2col, B_Q4_1)
+AVX2_MATMUL_2COL(mm_q8_0, struct skipper_block_q8_0, q8_0_2col, B_Q8_0)
 AVX2_MATMUL(mm_f32, B_F32)
 AVX2_MATMUL(mm_f16, B_F16)
 AVX2_MATMUL(mm_bf16, B_BF16)
@@ -224,8 +286,10 @@ static TGT void quantize_q8(const float *x, struct cpu_q8 *q, int64_t k)
 		__m256i p8 = _mm256_packs_epi16(p16a, p16b);
 		p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 		_mm256_storeu_si256((__m256i *)q->qs, p8);
-		q->d = amax / 127.0f;
+		float d = _cvtsh_ss(_cvtss_sh(amax / 127.0f, _MM_FROUND_TO_NEAREST_INT));
+		q->d = d;
 		q->sum = _mm_cvtsi128_si32(s4);
+		q->s = _cvtsh_ss(_cvtss_sh(d * (float)q->sum, _MM_FROUND_TO_NEAREST_INT));
 	}
 }
 
@@ -256,6 +320,16 @@ static TGT void a_f32_to_f16(const float *x, uint16_t *y, int n)
 		y[i] = (uint16_t)_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
 }
 
+static TGT void a_round_f16(float *x, int n)
+{
+	int i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i),
+		                                                        _MM_FROUND_TO_NEAREST_INT)));
+	for (; i < n; i++)
+		x[i] = _cvtsh_ss(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT));
+}
+
 const struct cpu_kernels cpu_kernels_avx2 = {
 	.name = "avx2",
 	.matmul = {
@@ -266,6 +340,7 @@ const struct cpu_kernels cpu_kernels_avx2 = {
 	.dot_f32_f16 = a_dot_f32_f16,
 	.axpy_f16 = a_axpy_f16,
 	.f32_to_f16 = a_f32_to_f16,
+	.round_f16 = a_round_f16,
 };
 
 #endif

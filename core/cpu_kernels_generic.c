@@ -1,7 +1,7 @@
 /* Plain C kernels: the reference the SIMD tables are tested against in
  * spirit (same formulas), and the path for CPUs without AVX2 or when
  * SKIPPER_CPU_ISA=generic. Every dot product runs strictly left to right. */
-#include "config.h"
+#include "build-config.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -20,7 +20,7 @@ static void quantize_q8(const float *x, struct cpu_q8 *q, int64_t k)
 		float amax = 0.0f;
 		for (int i = 0; i < 32; i++)
 			amax = fmaxf(amax, fabsf(x[i]));
-		float d = amax / 127.0f;
+		float d = cpu_f16_to_f32(cpu_f32_to_f16(amax / 127.0f));
 		float id = amax > 0.0f ? 127.0f / amax : 0.0f;
 		int32_t sum = 0;
 		for (int i = 0; i < 32; i++) {
@@ -29,6 +29,7 @@ static void quantize_q8(const float *x, struct cpu_q8 *q, int64_t k)
 			sum += v;
 		}
 		q->d = d;
+		q->s = cpu_f16_to_f32(cpu_f32_to_f16(d * (float)sum));
 		q->sum = sum;
 	}
 }
@@ -58,7 +59,7 @@ static float dot_q4_1(int64_t nb, const struct skipper_block_q4_1 *w, const stru
 			isum += (w[b].qs[i] >> 4) * x[b].qs[i + 16];
 		}
 		acc += (cpu_f16_to_f32(w[b].d) * x[b].d) * (float)isum;
-		macc += cpu_f16_to_f32(w[b].m) * (x[b].d * (float)x[b].sum);
+		macc += cpu_f16_to_f32(w[b].m) * x[b].s;
 	}
 	return acc + macc;
 }
@@ -138,6 +139,12 @@ static void g_f32_to_f16(const float *x, uint16_t *y, int n)
 		y[i] = cpu_f32_to_f16(x[i]);
 }
 
+static void g_round_f16(float *x, int n)
+{
+	for (int i = 0; i < n; i++)
+		x[i] = cpu_f16_to_f32(cpu_f32_to_f16(x[i]));
+}
+
 const struct cpu_kernels cpu_kernels_generic = {
 	.name = "generic",
 	.matmul = {
@@ -148,6 +155,7 @@ const struct cpu_kernels cpu_kernels_generic = {
 	.dot_f32_f16 = g_dot_f32_f16,
 	.axpy_f16 = g_axpy_f16,
 	.f32_to_f16 = g_f32_to_f16,
+	.round_f16 = g_round_f16,
 };
 
 int cpu_wkind(int dtype)

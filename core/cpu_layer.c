@@ -1,7 +1,7 @@
 /* One transformer block's sub-layers over a chunk of rows: matmuls threaded
  * over output columns, attention threaded over (row, K/V head). Nothing here
  * depends on the chunk size except which rows share a weight pass. */
-#include "config.h"
+#include "build-config.h"
 
 #include <math.h>
 #include <string.h>
@@ -75,10 +75,12 @@ void cpu_rmsnorm_rows(const struct cpu_backend *be, const float *x, size_t xs, c
 	for (int r = 0; r < nr; r++) {
 		const float *xr = x + (size_t)r * xs;
 		float *o = out + (size_t)r * os;
+		/* float squares, double sum, float mean: llama.cpp's order */
 		double ss = 0.0;
 		for (int i = 0; i < d; i++)
-			ss += (double)xr[i] * xr[i];
-		float scale = (float)(1.0 / sqrt(ss / d + be->rms_eps));
+			ss += (double)(xr[i] * xr[i]);
+		float mean = (float)(ss / d);
+		float scale = 1.0f / sqrtf(mean + be->rms_eps);
 		for (int i = 0; i < d; i++)
 			o[i] = (xr[i] * scale) * w[i];
 	}
@@ -154,10 +156,17 @@ static void attn_task(void *p, int t, int thread)
 
 	for (int hh = 0; hh < group; hh++) {
 		int h = g * group + hh;
-		const float *q = be->q + (size_t)rl * be->q_dim + (size_t)h * hd;
+		const float *q32 = be->q + (size_t)rl * be->q_dim + (size_t)h * hd;
 		float *o = be->att + (size_t)rl * be->q_dim + (size_t)h * hd;
-		float mx = -INFINITY, sum = 0.0f;
+		float q[CPU_MAX_HEAD_DIM];
+		float mx = -INFINITY;
+		double sum = 0.0;
 
+		/* Like llama.cpp (no flash attention): q meets the f16 cache as f16,
+		 * and the normalised probabilities are rounded to f16 before they
+		 * weight V. Following its rounding keeps logits within noise of it. */
+		memcpy(q, q32, (size_t)hd * sizeof *q);
+		K->round_f16(q, hd);
 		for (int s = 0; s < n_past; s++)
 			sc[s] = K->dot_f32_f16(q, kc + (size_t)s * kvd, hd) * be->attn_scale;
 		for (int a = 0; a < na; a++)
@@ -169,14 +178,15 @@ static void attn_task(void *p, int t, int thread)
 			sc[s] = expf(sc[s] - mx);
 			sum += sc[s];
 		}
+		float inv = (float)(1.0 / sum);
+		for (int s = 0; s < nk; s++)
+			sc[s] *= inv;
+		K->round_f16(sc, nk);
 		memset(o, 0, (size_t)hd * sizeof *o);
 		for (int s = 0; s < n_past; s++)
 			K->axpy_f16(o, sc[s], vc + (size_t)s * kvd, hd);
 		for (int a = 0; a < na; a++)
 			K->axpy_f16(o, sc[n_past + a], j->vb + (size_t)anc[a] * kvd + (size_t)g * hd, hd);
-		float inv = 1.0f / sum;
-		for (int i = 0; i < hd; i++)
-			o[i] *= inv;
 	}
 }
 

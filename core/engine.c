@@ -53,7 +53,7 @@ struct skipper_engine {
 	uint8_t *fixed_attn, *fixed_mlp;
 	int fixed_max_draft;
 	double fixed_threshold;
-	struct skipper_prng rng;
+	struct skipper_rng rng;
 };
 
 static double now(void)
@@ -295,8 +295,6 @@ static int draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, i
 		}
 		x = e->d_tok[n];
 		n++;
-		if (skipper_tokenizer_is_eog(e->tok, x))
-			break;
 		if (!e->pol && e->fixed_threshold > 0 && e->d_top_probs[(n - 1) * e->top_k] < e->fixed_threshold)
 			break;
 		if (e->pol) {
@@ -306,6 +304,7 @@ static int draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, i
 				.top_ids = &e->d_top_ids[(n - 1) * e->top_k],
 				.top_probs = &e->d_top_probs[(n - 1) * e->top_k],
 				.max_draft = max_draft, .n_committed = r->n_past,
+				.is_eos = skipper_tokenizer_is_eog(e->tok, x),
 			};
 			double t0 = now();
 			rc = skipper_policy_should_exit(e->pol, &step, &stop, err);
@@ -315,6 +314,9 @@ static int draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, i
 			if (stop)
 				break;
 		}
+		/* nothing follows an end-of-generation token: the round ends there */
+		if (skipper_tokenizer_is_eog(e->tok, x))
+			break;
 	}
 	*n_out = n;
 	return SKIPPER_OK;
@@ -808,8 +810,9 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 	st->t_total = now() - t_start;
 	st->alpha = st->drafted ? (double)st->accepted / st->drafted : 0;
 	st->mean_accepted = st->rounds ? (double)(r.n_gen - 1) / st->rounds : 1.0;
-	if (st->t_total - st->t_prefill > 0)
-		st->tokens_per_s = r.n_gen / (st->t_total - st->t_prefill);
+	/* the first token comes out of the prefill; the rest out of decoding */
+	if (r.n_gen > 1 && st->t_total - st->t_prefill > 0)
+		st->tokens_per_s = (r.n_gen - 1) / (st->t_total - st->t_prefill);
 	if (began) {
 		struct skipper_stats ps = { .n_prompt = n_prompt, .n_generated = r.n_gen, .rounds = st->rounds,
 		                            .verify_passes = st->rounds, .drafted = st->drafted, .accepted = st->accepted,

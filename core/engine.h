@@ -27,7 +27,7 @@ struct skipper_run_stats {
 	double t_prefill, t_draft, t_verify, t_policy, t_total; /* policy = time inside its hooks */
 	double alpha;        /* accepted / drafted (0 when nothing was drafted) */
 	double mean_accepted;/* M: tokens committed per verify pass (1.00 for autoregressive) */
-	double tokens_per_s; /* generated tokens / (t_total - t_prefill) */
+	double tokens_per_s; /* decode speed: tokens after the first / (t_total - t_prefill) */
 };
 
 /* Called for every committed token, in order; return non-zero to stop. */

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "error.h"
 #include "policy_host.h"
+#include "sample.h"
 #include "profile.h"
 
 #ifndef SKIPPER_PLUGINDIR
@@ -602,15 +603,6 @@ static int svc_format_layers(void *ctx, const uint8_t *mask, int n_layer, char *
 	return skipper_layers_format(mask, n_layer, buf, size);
 }
 
-/* splitmix64: spreads a seed into well-mixed xoshiro state words. */
-static uint64_t splitmix(uint64_t *x)
-{
-	uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
 static void svc_rng_seed(void *ctx, struct skipper_rng *rng, uint64_t stream)
 {
 	/* Seed from the run seed, the policy name and the stream so that two
@@ -618,33 +610,17 @@ static void svc_rng_seed(void *ctx, struct skipper_rng *rng, uint64_t stream)
 	uint64_t h = UINT64_C(0xcbf29ce484222325);
 	for (const char *c = INST(ctx)->lib->desc.name; *c; c++)
 		h = (h ^ (unsigned char)*c) * UINT64_C(0x100000001b3);
-	uint64_t x = INST(ctx)->env->seed ^ h ^ (stream * UINT64_C(0xd1342543de82ef95));
-	for (int i = 0; i < 4; i++)
-		rng->s[i] = splitmix(&x);
+	skipper_rng_seed(rng, INST(ctx)->env->seed ^ h ^ (stream * UINT64_C(0xd1342543de82ef95)));
 }
 
-static uint64_t rotl(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
-/* xoshiro256** */
 static uint64_t svc_rng_u64(void *ctx, struct skipper_rng *rng)
 {
-	uint64_t *s = rng->s;
-	uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return r;
+	return skipper_rng_u64(rng);
 }
 
 static double svc_rng_double(void *ctx, struct skipper_rng *rng)
 {
-	return (double)(svc_rng_u64(ctx, rng) >> 11) * 0x1.0p-53;
+	return skipper_rng_double(rng);
 }
 
 static double svc_now(void *ctx)

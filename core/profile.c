@@ -232,6 +232,17 @@ const char *skipper_profile_section(const struct skipper_profile *p, int i)
 	return i >= 0 && (size_t)i < p->n_sections ? p->sections[i] : NULL;
 }
 
+int skipper_profile_entry(const struct skipper_profile *p, int i, const char **section, const char **key,
+                          const char **value)
+{
+	if (i < 0 || (size_t)i >= p->n)
+		return -1;
+	*section = p->e[i].section;
+	*key = p->e[i].key;
+	*value = p->e[i].value;
+	return 0;
+}
+
 const char *skipper_profile_source(const struct skipper_profile *p)
 {
 	return p->source;

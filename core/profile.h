@@ -66,6 +66,11 @@ int skipper_profile_n_layers(const struct skipper_profile *p);
 /* i-th section in file order, NULL past the end. */
 const char *skipper_profile_section(const struct skipper_profile *p, int i);
 
+/* i-th entry in file order: 0 and its section, key and value (owned by p),
+ * or -1 past the end. */
+int skipper_profile_entry(const struct skipper_profile *p, int i, const char **section, const char **key,
+                          const char **value);
+
 /* File it was read from ("<new>" otherwise). */
 const char *skipper_profile_source(const struct skipper_profile *p);
 

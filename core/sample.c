@@ -12,7 +12,7 @@ static uint64_t splitmix64(uint64_t *x)
 	return z ^ (z >> 31);
 }
 
-void skipper_rng_seed(struct skipper_prng *r, uint64_t seed)
+void skipper_rng_seed(struct skipper_rng *r, uint64_t seed)
 {
 	for (int i = 0; i < 4; i++)
 		r->s[i] = splitmix64(&seed);
@@ -21,7 +21,7 @@ void skipper_rng_seed(struct skipper_prng *r, uint64_t seed)
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 /* xoshiro256** */
-uint64_t skipper_rng_u64(struct skipper_prng *r)
+uint64_t skipper_rng_u64(struct skipper_rng *r)
 {
 	uint64_t *s = r->s, out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
 	s[2] ^= s[0];
@@ -33,7 +33,7 @@ uint64_t skipper_rng_u64(struct skipper_prng *r)
 	return out;
 }
 
-double skipper_rng_double(struct skipper_prng *r) { return (double)(skipper_rng_u64(r) >> 11) * 0x1.0p-53; }
+double skipper_rng_double(struct skipper_rng *r) { return (double)(skipper_rng_u64(r) >> 11) * 0x1.0p-53; }
 
 int32_t skipper_argmax(const float *x, int n)
 {
@@ -142,7 +142,7 @@ void skipper_process_logits(const struct skipper_sampling *s, const float *logit
 		probs[idx[i].id] = (float)(idx[i].p / sum);
 }
 
-int32_t skipper_sample_probs(const float *probs, int n, struct skipper_prng *r)
+int32_t skipper_sample_probs(const float *probs, int n, struct skipper_rng *r)
 {
 	double u = skipper_rng_double(r), cum = 0, total = 0;
 	int32_t last = -1;

@@ -6,11 +6,12 @@
 
 #include <stdint.h>
 
-struct skipper_prng { uint64_t s[4]; };
+#include "skipper/policy.h" /* struct skipper_rng: the same generator plugins use */
 
-void skipper_rng_seed(struct skipper_prng *r, uint64_t seed);
-uint64_t skipper_rng_u64(struct skipper_prng *r);
-double skipper_rng_double(struct skipper_prng *r); /* [0, 1) with 53 random bits */
+/* xoshiro256** seeded through splitmix64. */
+void skipper_rng_seed(struct skipper_rng *r, uint64_t seed);
+uint64_t skipper_rng_u64(struct skipper_rng *r);
+double skipper_rng_double(struct skipper_rng *r); /* [0, 1) with 53 random bits */
 
 struct skipper_sampling {
 	float temperature; /* 0 = greedy */
@@ -29,6 +30,6 @@ void skipper_process_logits(const struct skipper_sampling *s, const float *logit
                             struct skipper_prob_id *idx);
 
 /* Draw an index from probs[n] (sums to ~1). */
-int32_t skipper_sample_probs(const float *probs, int n, struct skipper_prng *r);
+int32_t skipper_sample_probs(const float *probs, int n, struct skipper_rng *r);
 
 #endif

@@ -9,6 +9,10 @@
  * cover the gap between two kernels of one decode step (a few microseconds),
  * short enough not to burn a core while the engine is idle. */
 #define SPIN_ITERS 20000
+/* After this many pause-spins, spin with sched_yield(): on an oversubscribed
+ * machine the thread we wait for may be descheduled, and yielding lets it
+ * (or anyone else) run instead of burning our time slice. */
+#define PAUSE_ITERS 2000
 
 struct skipper_threadpool {
 	int n_threads;
@@ -40,6 +44,14 @@ static inline void cpu_relax(void)
 #endif
 }
 
+static inline void spin_wait(int spins)
+{
+	if (spins < PAUSE_ITERS)
+		cpu_relax();
+	else
+		sched_yield();
+}
+
 static void run_tasks(struct skipper_threadpool *tp, int id)
 {
 	for (;;) {
@@ -65,7 +77,7 @@ static void *worker_main(void *p)
 		while ((g = atomic_load_explicit(&tp->gen, memory_order_acquire)) == seen &&
 		       !atomic_load(&tp->stop)) {
 			if (++spins < SPIN_ITERS) {
-				cpu_relax();
+				spin_wait(spins);
 				continue;
 			}
 			pthread_mutex_lock(&tp->mu);
@@ -171,7 +183,7 @@ void skipper_threadpool_run(struct skipper_threadpool *tp, skipper_task_fn fn, v
 	int spins = 0;
 	while (atomic_load_explicit(&tp->active, memory_order_acquire) > 0) {
 		if (++spins < SPIN_ITERS) {
-			cpu_relax();
+			spin_wait(spins);
 			continue;
 		}
 		pthread_mutex_lock(&tp->mu);

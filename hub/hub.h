@@ -114,6 +114,10 @@ char *skipper_hub_default_cache_dir(void);
 int skipper_hub_token_load(const char *token_file, char **token, struct skipper_error *err);
 void skipper_hub_token_free(char *token);
 
+/* 1 if name may be fetched as part of a profile: .ini, .sig, .safetensors,
+ * .json, .txt, .md only, so nothing executable (.so, scripts) ever is. */
+int skipper_hub_profile_name_ok(const char *name);
+
 /* Parse "64G", "512M", "1024" (bytes, K/M/G/T suffix, powers of 1024). */
 int skipper_hub_parse_size(const char *s, long long *out);
 

@@ -130,3 +130,16 @@ int skipper_hub_parse_size(const char *s, long long *out)
 	*out = (long long)(v * mul);
 	return 0;
 }
+
+int skipper_hub_profile_name_ok(const char *name)
+{
+	static const char *const ok_ext[] = {".ini", ".sig", ".safetensors", ".json", ".txt", ".md"};
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < sizeof ok_ext / sizeof *ok_ext; i++) {
+		size_t e = strlen(ok_ext[i]);
+		if (n > e && strcmp(name + n - e, ok_ext[i]) == 0)
+			return 1;
+	}
+	return 0;
+}

@@ -17,7 +17,7 @@
 #include "error.h"
 #include "hub/cache.h"
 #include "hub/hash.h"
-#include "hub/profile.h"
+#include "hub/hub.h"
 #include "hub/publish.h"
 
 struct entry {

@@ -1,7 +1,7 @@
 /* CPU backend: batch invariance (chains, skip masks, trees, chunking, thread
  * counts), KV write/read-only/compaction, captures, sublayer + head_argmax,
  * top-k. Run twice by `make check`: native ISA and SKIPPER_CPU_ISA=generic. */
-#include "config.h"
+#include "build-config.h"
 
 #include <math.h>
 #include <stdio.h>

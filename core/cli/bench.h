@@ -13,6 +13,7 @@ struct bench_prompt {
 /* Sums over the measured prompts of one (policy, category) cell. */
 struct bench_cell {
 	int n_prompts, n_generated, rounds, drafted, accepted;
+	int n_decoded;  /* generated after each prompt's first token (which prefill produces) */
 	double seconds, prefill, draft, verify, policy; /* decode seconds exclude prefill */
 	int mismatches;                                 /* greedy outputs differing from `none` */
 };

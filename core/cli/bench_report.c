@@ -6,7 +6,8 @@
 
 #include "bench.h"
 
-static double tps(const struct bench_cell *c) { return c->seconds > 0 ? c->n_generated / c->seconds : 0; }
+/* decode speed, as in skipper_run_stats: tokens after the first / decode time */
+static double tps(const struct bench_cell *c) { return c->seconds > 0 ? c->n_decoded / c->seconds : 0; }
 
 static const struct bench_cell *cell(const struct bench_report *r, int p, int c)
 {

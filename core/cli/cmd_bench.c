@@ -133,6 +133,7 @@ static void add(struct bench_cell *c, const struct skipper_run_stats *st, int mi
 {
 	c->n_prompts++;
 	c->n_generated += st->n_generated;
+	c->n_decoded += st->n_generated > 0 ? st->n_generated - 1 : 0;
 	c->rounds += st->rounds;
 	c->drafted += st->drafted;
 	c->accepted += st->accepted;

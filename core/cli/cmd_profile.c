@@ -9,7 +9,7 @@
 
 #include "cli.h"
 #include "error.h"
-#include "hub/profile.h"
+#include "profile.h"
 #include "hub/publish.h"
 #include "hub/sign.h"
 #include "hub_cli.h"
@@ -69,24 +69,27 @@ static int parse_args(struct args *a, int argc, char **argv)
 	return 0;
 }
 
-static void print_layers(const char *label, const char *list, long n_layers)
+static void print_layers(const char *label, const char *list, int n_layers)
 {
+	uint8_t mask[SKIPPER_LAYERS_MAX];
 	int count = 0;
-	if (skipper_hub_profile_parse_layers(list, (int)n_layers, NULL, &count) == 0 && n_layers > 0)
-		printf("  %-6s %s  (%d of %ld layers skipped)\n", label, *list ? list : "-", count, n_layers);
-	else
-		printf("  %-6s %s  (%d layers skipped)\n", label, *list ? list : "-", count);
+	if (n_layers > 0 && n_layers <= SKIPPER_LAYERS_MAX && skipper_layers_parse(list, mask, n_layers, NULL) == 0) {
+		for (int i = 0; i < n_layers; i++)
+			count += mask[i];
+		printf("  %-6s %s  (%d of %d layers skipped)\n", label, *list ? list : "-", count, n_layers);
+	} else {
+		printf("  %-6s %s\n", label, *list ? list : "-");
+	}
 }
 
 static int show(const struct skipper_config *cfg, const char *what)
 {
-	struct skipper_hub_profile_doc d;
+	struct skipper_profile *prof = NULL;
 	struct skipper_error err = {0};
-	const char *keys[MAX_KEYS], *sect = "", *v;
+	const char *keys[MAX_KEYS], *sect = "", *section, *key, *value;
 	char *path = NULL, *kbuf = NULL, *sigpath = NULL;
 	size_t nkeys = hub_cli_trusted_keys(cfg, &kbuf, keys, MAX_KEYS);
-	long n_layers = 0;
-	int rc;
+	int n_layers, rc;
 
 	if (strncmp(what, "hub:", 4) == 0) {
 		if ((rc = cli_hub_profile_path(cfg, what, &path)))
@@ -95,25 +98,23 @@ static int show(const struct skipper_config *cfg, const char *what)
 		rc = EXIT_FAILURE_GENERIC;
 		goto out;
 	}
-	if (skipper_hub_profile_load(path, &d, &err)) {
+	if (skipper_profile_read(path, &prof, &err)) {
 		fprintf(stderr, "skipper profile show: %s\n", err.msg);
 		rc = EXIT_FAILURE_GENERIC;
 		goto out;
 	}
-	if ((v = skipper_hub_profile_get(&d, "profile", "n_layers")))
-		n_layers = strtol(v, NULL, 10);
+	n_layers = skipper_profile_n_layers(prof);
 	printf("%s\n", what);
-	for (size_t i = 0; i < d.n; i++) {
-		const struct skipper_hub_profile_kv *kv = &d.kv[i];
-		if (strcmp(kv->section, sect) != 0) {
-			sect = kv->section;
+	for (int i = 0; skipper_profile_entry(prof, i, &section, &key, &value) == 0; i++) {
+		if (strcmp(section, sect) != 0) {
+			sect = section;
 			printf("[%s]\n", sect);
 		}
 		if ((strcmp(sect, "mask") == 0 || strncmp(sect, "domain.", 7) == 0) &&
-		    (strcmp(kv->key, "attn") == 0 || strcmp(kv->key, "mlp") == 0))
-			print_layers(kv->key, kv->value, n_layers);
+		    (strcmp(key, "attn") == 0 || strcmp(key, "mlp") == 0))
+			print_layers(key, value, n_layers);
 		else
-			printf("  %-14s %s\n", kv->key, kv->value);
+			printf("  %-14s %s\n", key, value);
 	}
 	if (asprintf(&sigpath, "%s.sig", path) < 0)
 		sigpath = NULL;
@@ -125,9 +126,9 @@ static int show(const struct skipper_config *cfg, const char *what)
 		printf("signature: good (trusted key)\n");
 	else
 		printf("signature: BAD: %s\n", err.msg);
-	skipper_hub_profile_doc_free(&d);
 	rc = EXIT_OK;
 out:
+	skipper_profile_free(prof);
 	free(path);
 	free(kbuf);
 	free(sigpath);

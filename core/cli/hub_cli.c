@@ -11,7 +11,7 @@
 #include "build-config.h"
 #include "cli.h"
 #include "error.h"
-#include "hub/profile.h"
+#include "hub/hub.h"
 #include "hub/sign.h"
 #include "hub_cli.h"
 

@@ -46,8 +46,9 @@ int cli_trial(void *ctx, const struct skipper_trial *t, struct skipper_trial_res
 			rc = skipper_fail(err, SKIPPER_ERR_INTERRUPTED, "interrupted");
 	}
 	skipper_engine_free(e);
-	if (r->seconds > 0)
-		r->tokens_per_s = r->n_generated / r->seconds;
+	/* decode speed as everywhere: each prompt's first token is the prefill's */
+	if (r->seconds > 0 && r->n_generated > t->n_prompts)
+		r->tokens_per_s = (r->n_generated - t->n_prompts) / r->seconds;
 	r->alpha = r->drafted ? (double)r->accepted / r->drafted : 0;
 	r->mean_accepted = r->rounds ? (double)(r->n_generated - t->n_prompts) / r->rounds : 1.0;
 	return rc;

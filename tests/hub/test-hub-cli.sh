@@ -23,6 +23,7 @@ mkdir -p "$T/profiles" "$T/tree" "$T/tmp"
 cat > "$T/profiles/fast.ini" <<'INI'
 [profile]
 model = tiny-llama
+model_sha256 = 5f2b9c1e0d4a7b3c8e6f1a2d9c0b7e4f3a6d8c1b2e5f7a9c0d3b6e8f1a4c7d2e
 method = swift
 n_layers = 16
 

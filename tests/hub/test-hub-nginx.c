@@ -9,7 +9,7 @@
 #include "error.h"
 #include "harness.h"
 #include "hub/hub.h"
-#include "hub/profile.h"
+#include "hub/hub.h"
 #include "hub/publish.h"
 #include "hub/sign.h"
 #include "tap.h"

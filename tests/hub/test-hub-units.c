@@ -1,10 +1,9 @@
 /* Hub pieces that need no server: untrusted-name checks, listing and
- * profile parsers, sizes, signatures, publish refusals, tokens. */
+ * profile data names, sizes, signatures, publish refusals, tokens. */
 #include <stdarg.h>
 
 #include "harness.h"
 #include "hub/hub.h"
-#include "hub/profile.h"
 #include "hub/publish.h"
 #include "hub/sign.h"
 #include "tap.h"
@@ -89,33 +88,6 @@ static void test_listing(void)
 	is_int(parse("{\"sha\":\"a\",\"siblings\":[{\"rfilename\":\"x\",\"size\":-3}]}", 0, &l, &err),
 	       SKIPPER_ERR_FORMAT, "negative size refused");
 	is_int(parse("[1,2", 0, &l, &err), SKIPPER_ERR_FORMAT, "truncated JSON refused");
-}
-
-static void test_profile_parse(void)
-{
-	struct skipper_hub_profile_doc d;
-	struct skipper_error err;
-	const char *p = "[profile]\nmodel = tiny\nn_layers = 16\nmodel_sha256 = "
-	                "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n[mask]\nattn = 3,5,7-12\nmlp =\n";
-	unsigned char mask[16];
-	int count;
-
-	is_int(skipper_hub_profile_parse("p.ini", p, strlen(p), &d, &err), SKIPPER_OK, "profile parses: %s", err.msg);
-	is_str(skipper_hub_profile_get(&d, "mask", "attn"), "3,5,7-12", "mask value");
-	skipper_hub_profile_doc_free(&d);
-	ok(skipper_hub_profile_parse_layers("3,5,7-12", 16, mask, &count) == 0 && count == 8 && mask[7] && !mask[6],
-	   "layer list 3,5,7-12 has 8 layers");
-	ok(skipper_hub_profile_parse_layers("1-", 16, NULL, &count) < 0 && skipper_hub_profile_parse_layers("20", 16, NULL, &count) < 0 &&
-	       skipper_hub_profile_parse_layers("5-3", 16, NULL, &count) < 0 && skipper_hub_profile_parse_layers("a", 16, NULL, &count) < 0,
-	   "bad layer lists refused");
-	is_int(skipper_hub_profile_parse("x.ini", "[other]\na=1\n", 12, &d, &err), SKIPPER_ERR_FORMAT, "no [profile]");
-	is_int(skipper_hub_profile_parse("x.ini", "[profile]\nn_layers=4\n[mask]\nattn=9\n", 35, &d, &err),
-	       SKIPPER_ERR_FORMAT, "layer beyond n_layers");
-	ok(strstr(err.msg, "[mask] attn"), "message names section and key: %s", err.msg);
-	is_int(skipper_hub_profile_parse("x.ini", "[profile]\na=1\na=2\n", 18, &d, &err), SKIPPER_ERR_FORMAT, "duplicate key");
-	is_int(skipper_hub_profile_parse("x.ini", "[profile\n", 9, &d, &err), SKIPPER_ERR_FORMAT, "syntax error");
-	ok(strstr(err.msg, "x.ini:1"), "names file:line: %s", err.msg);
-	is_int(skipper_hub_profile_parse("x.ini", "[profile]\0", 10, &d, &err), SKIPPER_ERR_FORMAT, "NUL refused");
 }
 
 static void test_sign(const char *dir)
@@ -208,7 +180,6 @@ int main(void)
 	test_names();
 	test_sizes();
 	test_listing();
-	test_profile_parse();
 	test_sign(dir);
 	test_publish(dir);
 	test_token(dir);

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Reference logits from llama.cpp (llama-cpp-python) for t-parity.
+
+  logits-ref.py MODEL.gguf > tests/data/logits-smollm2.json
+  logits-ref.py MODEL.gguf --bench THREADS [N]   decode tokens/s of llama.cpp
+
+For each prompt (tokenized by llama.cpp, ids stored) and each position: the
+argmax, the max logit, and the logits of a few ids (llama.cpp's top 4 at that
+position plus fixed ids), then a 64-token greedy continuation with the
+gap between llama.cpp's best and second-best logit at each step. Logits are
+rounded to 4 decimals to keep the file small (the test tolerance is far
+larger than that rounding)."""
+import json
+import sys
+import time
+
+import numpy as np
+from llama_cpp import Llama
+
+PROMPTS = [
+    "The capital of France is",
+    "def fibonacci(n):\n    if n < 2:\n        return n\n",
+    "<|im_start|>user\nWhat is 17 times 23?<|im_end|>\n<|im_start|>assistant\n",
+    "Once upon a time, in a small village by the sea, there lived an old fisherman who",
+]
+FIXED_IDS = [0, 1, 2, 198, 30, 314, 504, 1000, 20000, 49151]
+N_GREEDY = 64
+
+
+def load(path, threads, logits_all=True):
+    return Llama(model_path=path, n_ctx=512, n_threads=threads, n_threads_batch=threads,
+                 logits_all=logits_all, verbose=False, seed=0)
+
+
+def record(path):
+    llm = load(path, 2)
+    out = {"model": path.rsplit("/", 1)[-1], "n_vocab": llm.n_vocab(), "fixed_ids": FIXED_IDS,
+           "prompts": []}
+    for text in PROMPTS:
+        toks = llm.tokenize(text.encode(), add_bos=False, special=True)
+        llm.reset()
+        llm.eval(toks)
+        scores = np.array(llm.scores[: len(toks)], dtype=np.float32)
+        pos = []
+        for i, row in enumerate(scores):
+            top = [int(t) for t in np.argsort(-row, kind="stable")[:4]]
+            ids = top + FIXED_IDS
+            pos.append({"argmax": int(np.argmax(row)), "max": round(float(row.max()), 4),
+                        "ids": ids, "logits": [round(float(row[t]), 4) for t in ids]})
+        greedy, margin = [], []
+        row = scores[-1]
+        for _ in range(N_GREEDY):
+            nxt = int(np.argmax(row))
+            top2 = np.sort(row)[-2:]
+            greedy.append(nxt)
+            margin.append(round(float(top2[1] - top2[0]), 4))
+            llm.eval([nxt])
+            row = np.array(llm.scores[llm.n_tokens - 1])
+        out["prompts"].append({"text": text, "tokens": [int(t) for t in toks],
+                               "positions": pos, "greedy": greedy, "greedy_margin": margin})
+    json.dump(out, sys.stdout, separators=(",", ":"))
+    sys.stdout.write("\n")
+
+
+def bench(path, threads, n):
+    """Greedy decode through the C API (llama_decode + llama_get_logits_ith):
+    Llama.eval() turns every logits row into a Python list, which would
+    measure the wrapper instead of llama.cpp."""
+    import llama_cpp
+    # same prompt ids as tests/bench-decode.c
+    prompt = [504, 3575, 282, 4649, 314, 253, 1345, 30, 378, 2015, 314]
+    llm = load(path, threads, logits_all=False)
+    ctx, nv = llm.ctx, llm.n_vocab()
+    llm.eval(prompt)
+    row = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx, -1), shape=(nv,))
+    tok = int(row.argmax())
+    one = (llama_cpp.llama_token * 1)()
+    t0, c0 = time.perf_counter(), time.process_time()
+    for _ in range(n):
+        one[0] = tok
+        if llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(one, 1)) != 0:
+            raise SystemExit("llama_decode failed")
+        row = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx, -1), shape=(nv,))
+        tok = int(row.argmax())
+    dt, dc = time.perf_counter() - t0, time.process_time() - c0
+    # tokens per CPU-second (all threads) stays meaningful on a loaded machine
+    print(f"llama.cpp: threads {threads} decode {n} tok {n / dt:.2f} tok/s, "
+          f"{n / dc:.2f} tok per CPU-s")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 4 and sys.argv[2] == "--bench":
+        bench(sys.argv[1], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 128)
+    else:
+        record(sys.argv[1])
