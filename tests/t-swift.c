@@ -95,6 +95,21 @@ static void mock(void)
 	desc->end(st, &ss);
 	ok(strstr(m.log, "3 opt steps") != NULL, "end logs the search: %s", m.log);
 	desc->destroy(st);
+
+	/* re-arm: a frozen search starts again when the rolling alpha < 0.8 */
+	mock_host_init(&m, 8, 16, 64);
+	if (desc->create(&m.host, &m, &st) || desc->config(st, "gamma", "4") || desc->config(st, "max_steps", "0") ||
+	    desc->config_complete(st))
+		BAIL("create");
+	desc->begin(st, &req);
+	for (int r = 0; r < 52; r++) {
+		struct skipper_verdict v = { .n_drafted = 2, .n_accepted = 0, .bonus = 4, .generated = gen, .n_generated = 8 };
+		desc->on_accept(st, &v);
+	}
+	desc->end(st, &ss);
+	ok(m.n_score_mask == 2 && strstr(m.log, "re-armed 1"),
+	   "stopped after max_steps, re-armed after 50 rounds at alpha 0, scored again (%d scores)", m.n_score_mask);
+	desc->destroy(st);
 }
 
 /* ---- the real engine on a tiny model ---- */

@@ -60,6 +60,13 @@ static void top_components(const float *x, int n, int k, uint8_t *out)
 int swift_search_propose(struct swift_search *s, const struct skipper_host *h, void *ctx)
 {
 	s->cand_bo = 0;
+	if (s->rescore) {
+		/* after a re-arm S* is scored first, so s* is its score on the
+		 * current window and a random set cannot displace it for free */
+		memcpy(s->cand, s->best, (size_t)s->n_slots);
+		s->rescore = 0;
+		return SKIPPER_POLICY_OK;
+	}
 	if (s->bayes && (s->o + 1) % s->beta == 0 && s->n_obs >= 2) {
 		int rc = swift_gp_ucb_argmax(h, ctx, &s->rng, s->obs_x, s->obs_y, s->n_obs, s->n_slots, s->noise,
 		                             s->kappa, s->n_cand, s->point);
@@ -121,4 +128,5 @@ void swift_search_rearm(struct swift_search *s)
 	s->s_best = 0;
 	s->o = s->tol = 0;
 	s->optimizing = 1;
+	s->rescore = 1;
 }

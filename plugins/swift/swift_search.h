@@ -31,6 +31,7 @@ struct swift_search {
 	float *point;         /* [n_slots] work */
 	struct skipper_rng rng;
 	int bo_steps, improved;
+	int rescore;          /* next proposal re-scores S* (set by rearm) */
 };
 
 /* ratio r of the 2(N-2) slots; N >= 3. 0 or SKIPPER_POLICY_NOMEM. */
@@ -47,7 +48,8 @@ void swift_search_record(struct swift_search *s, double match);
 /* Slots -> engine masks [n_layer]. */
 void swift_slots_to_masks(const struct swift_search *s, const uint8_t *slots, uint8_t *attn, uint8_t *mlp);
 
-/* Start optimising again from S* (s* = 0, o = tol = 0). */
+/* Start optimising again from S* (s* = 0, o = tol = 0); the next
+ * proposal is S* itself, re-scored on the current window. */
 void swift_search_rearm(struct swift_search *s);
 
 #endif
