@@ -55,6 +55,21 @@ int skipper_engine_sublayer_forward(void *engine, int kind, int layer, int n_seq
 	if (n_past < 0 || n_past > skipper_engine_committed(engine))
 		return skipper_fail(err, SKIPPER_ERR_ARG, "sublayer_forward: n_past %d beyond the committed prefix (%d)",
 		                    n_past, skipper_engine_committed(engine));
+	if (kind == SKIPPER_MLP) {
+		/* The MLP is row-wise: all sequences go through as one batch, so each
+		 * weight is streamed once per chunk instead of once per sequence
+		 * (bit-identical, the backend being batch-invariant). n_past does not
+		 * matter to an MLP; 0 keeps the backend's slot bound out of the way. */
+		size_t rows = (size_t)n_seq * (size_t)seq_len, ne = (size_t)be->model->hp.n_embd;
+		size_t chunk = (size_t)be->n_ctx;
+		for (size_t r0 = 0; r0 < rows; r0 += chunk) {
+			int nr = (int)(rows - r0 < chunk ? rows - r0 : chunk);
+			int rc = be->ops->sublayer(be, kind, layer, nr, states + r0 * ne, NULL, 0, err);
+			if (rc)
+				return rc;
+		}
+		return SKIPPER_OK;
+	}
 	for (int s = 0; s < n_seq; s++) {
 		int rc = be->ops->sublayer(be, kind, layer, seq_len, states + s * stride, pos, n_past, err);
 		if (rc)

@@ -1,0 +1,259 @@
+/* `clasp`: CLaSp in-context layer skipping (clasp.md). Whole decoder layers
+ * are skipped; which M layers is re-decided every LOI verification rounds
+ * by a DP over the last committed token's full-model layer states (the
+ * engine captures them with SKIPPER_NEED_LAST_LAYER_STATES). The first DP
+ * runs on the last prompt row right after prefill, so the first round
+ * already drafts with a tuned mask. Drafting stops when the draft's top-1
+ * probability falls below DET, or at max_draft. See skipper-policy-clasp(5). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "clasp_dp.h"
+#include "skipper/policy.h"
+
+#define CLASP_MAX_DRAFT 32
+
+struct clasp {
+	const struct skipper_host *host;
+	void *ctx;
+
+	/* configuration */
+	int m_layers;        /* M; 0 = from skip_ratio */
+	double skip_ratio;   /* M = round(ratio * L) */
+	int interval;        /* LOI, verify rounds between DP runs */
+	double threshold;    /* DET */
+	int max_draft;       /* K_max */
+	int pin_first, pin_last;
+	int initial_dp;      /* run the DP after prefill */
+
+	int L, M, d;
+	uint8_t *pinned;     /* [L] */
+	uint8_t *skip;       /* [L] current mask */
+	uint8_t *prev;       /* [L] mask before the last DP (Jaccard stat) */
+	int have_mask;
+	int since_dp;        /* verify rounds since the last DP */
+	struct clasp_dp dp;
+
+	/* per-request stats, reported by end() */
+	int dp_runs;
+	double dp_seconds, jaccard_sum, last_score;
+	int dp_calls;
+};
+
+static int clasp_create(const struct skipper_host *host, void *ctx, void **state)
+{
+	struct clasp *c = calloc(1, sizeof *c);
+	if (!c)
+		return SKIPPER_POLICY_NOMEM;
+	c->host = host;
+	c->ctx = ctx;
+	c->skip_ratio = 0.5;
+	c->interval = 32;
+	c->threshold = 0.7;
+	c->max_draft = 12;
+	c->initial_dp = 1;
+	*state = c;
+	return SKIPPER_POLICY_OK;
+}
+
+static void clasp_destroy(void *state)
+{
+	struct clasp *c = state;
+	if (!c)
+		return;
+	clasp_dp_free(&c->dp);
+	free(c->pinned);
+	free(c->skip);
+	free(c->prev);
+	free(c);
+}
+
+static int get_int(struct clasp *c, const char *v, int64_t lo, int64_t hi, int *out)
+{
+	int64_t i;
+	int rc = c->host->parse_int(c->ctx, v, lo, hi, &i);
+	if (!rc)
+		*out = (int)i;
+	return rc;
+}
+
+static int clasp_config(void *state, const char *key, const char *value)
+{
+	struct clasp *c = state;
+	const struct skipper_host *h = c->host;
+
+	if (!strcmp(key, "skip_layers"))
+		return get_int(c, value, 1, 4096, &c->m_layers);
+	if (!strcmp(key, "skip_ratio"))
+		return h->parse_double(c->ctx, value, 0.01, 0.99, &c->skip_ratio);
+	if (!strcmp(key, "interval"))
+		return get_int(c, value, 1, 1000000, &c->interval);
+	if (!strcmp(key, "threshold"))
+		return h->parse_double(c->ctx, value, 0.0, 1.0, &c->threshold);
+	if (!strcmp(key, "max_draft"))
+		return get_int(c, value, 1, CLASP_MAX_DRAFT, &c->max_draft);
+	if (!strcmp(key, "pin_first"))
+		return h->parse_bool(c->ctx, value, &c->pin_first);
+	if (!strcmp(key, "pin_last"))
+		return h->parse_bool(c->ctx, value, &c->pin_last);
+	if (!strcmp(key, "initial_dp"))
+		return h->parse_bool(c->ctx, value, &c->initial_dp);
+	return SKIPPER_POLICY_UNKNOWN_KEY;
+}
+
+static int clasp_config_complete(void *state)
+{
+	struct clasp *c = state;
+	const struct skipper_host *h = c->host;
+	int free_layers;
+
+	c->L = h->n_layer;
+	c->d = h->n_embd;
+	if (c->L <= 0)
+		return SKIPPER_POLICY_OK; /* configuration check only */
+	c->M = c->m_layers ? c->m_layers : (int)(c->skip_ratio * c->L + 0.5);
+	free_layers = c->L - (c->pin_first ? 1 : 0) - (c->pin_last && c->L > 1 ? 1 : 0);
+	if (c->M < 1 || c->M >= c->L || c->M > free_layers) {
+		h->set_error(c->ctx, "skip_layers = %d: need 1 <= M < %d layers (%d may be skipped)", c->M, c->L,
+		             free_layers);
+		return SKIPPER_POLICY_ERROR;
+	}
+	c->pinned = calloc((size_t)c->L, 1);
+	c->skip = calloc((size_t)c->L, 1);
+	c->prev = calloc((size_t)c->L, 1);
+	if (!c->pinned || !c->skip || !c->prev)
+		return SKIPPER_POLICY_NOMEM;
+	c->pinned[0] = (uint8_t)c->pin_first;
+	c->pinned[c->L - 1] |= (uint8_t)c->pin_last;
+	if (clasp_dp_init(&c->dp, c->L, c->M, c->d))
+		return SKIPPER_POLICY_NOMEM;
+	c->dp.pinned = c->pinned;
+	return SKIPPER_POLICY_OK;
+}
+
+/* One DP on row `row` of the captured states (L+1 points). The DP runs
+ * inside the calling hook, so the engine's policy time includes it. */
+static int run_dp(struct clasp *c, const struct skipper_states *st, int row)
+{
+	const struct skipper_host *h = c->host;
+	double t0 = h->now(c->ctx), score;
+	int inter = 0, uni = 0, rc;
+
+	if (st->n_points != c->L + 1 || st->n_embd != c->d) {
+		h->set_error(c->ctx, "captured states have %d points of %d floats, want %d of %d", st->n_points,
+		             st->n_embd, c->L + 1, c->d);
+		return SKIPPER_POLICY_ERROR;
+	}
+	memcpy(c->prev, c->skip, (size_t)c->L);
+	rc = clasp_dp_run(&c->dp, h, c->ctx, st->data + (size_t)row * st->n_points * st->n_embd, st->pos[row], c->skip,
+	                  &score);
+	if (rc)
+		return rc;
+	for (int l = 0; l < c->L; l++) {
+		inter += c->skip[l] && c->prev[l];
+		uni += c->skip[l] || c->prev[l];
+	}
+	if (c->have_mask)
+		c->jaccard_sum += uni ? (double)inter / uni : 1.0;
+	c->have_mask = 1;
+	c->since_dp = 0;
+	c->dp_runs++;
+	c->dp_calls += c->dp.calls;
+	c->last_score = score;
+	c->dp_seconds += h->now(c->ctx) - t0;
+	return SKIPPER_POLICY_OK;
+}
+
+static int clasp_begin(void *state, const struct skipper_request *req)
+{
+	struct clasp *c = state;
+	c->dp_runs = c->dp_calls = 0;
+	c->dp_seconds = c->jaccard_sum = 0;
+	c->since_dp = 0;
+	/* A mask from an earlier request is a better start than none; the
+	 * prefill DP replaces it at once when enabled. */
+	if (c->initial_dp && req->states && req->states->n_rows > 0)
+		return run_dp(c, req->states, req->states->n_rows - 1);
+	return SKIPPER_POLICY_OK;
+}
+
+static int clasp_select_draft(void *state, struct skipper_plan *plan)
+{
+	struct clasp *c = state;
+	if (plan->n_layer != c->L) {
+		c->host->set_error(c->ctx, "select_draft: plan for %d layers, policy has %d", plan->n_layer, c->L);
+		return SKIPPER_POLICY_ERROR;
+	}
+	if (!c->have_mask) {
+		plan->max_draft = 0; /* drafting with nothing skipped only costs time */
+		return SKIPPER_POLICY_OK;
+	}
+	memcpy(plan->skip_attn, c->skip, (size_t)c->L);
+	memcpy(plan->skip_mlp, c->skip, (size_t)c->L);
+	if (plan->max_draft > c->max_draft)
+		plan->max_draft = c->max_draft;
+	return SKIPPER_POLICY_OK;
+}
+
+static int clasp_should_exit(void *state, const struct skipper_step *step)
+{
+	struct clasp *c = state;
+	return step->top_probs[0] < c->threshold ? SKIPPER_DRAFT_STOP : SKIPPER_DRAFT_CONTINUE;
+}
+
+static int clasp_on_accept(void *state, const struct skipper_verdict *v)
+{
+	struct clasp *c = state;
+	c->since_dp++;
+	/* bonus < 0: generation ended inside this round, the captured row may
+	 * not be committed and nothing will be drafted with a new mask */
+	if (v->bonus < 0 || !v->states || v->states->n_rows < 1)
+		return SKIPPER_POLICY_OK;
+	if (c->since_dp >= c->interval || !c->have_mask)
+		return run_dp(c, v->states, v->states->n_rows - 1);
+	return SKIPPER_POLICY_OK;
+}
+
+static int clasp_end(void *state, const struct skipper_stats *s)
+{
+	struct clasp *c = state;
+	char buf[1024];
+	c->host->format_layers(c->ctx, c->skip, c->L, buf, sizeof buf);
+	c->host->log(c->ctx, SKIPPER_LOG_INFO,
+	             "clasp: %d DP runs, %.2f ms per run (%.1f%% of %.3f s), %d sub-layer calls, "
+	             "mean Jaccard %.3f, last cos %.4f, mask %s",
+	             c->dp_runs, c->dp_runs ? 1e3 * c->dp_seconds / c->dp_runs : 0.0,
+	             s->seconds > 0 ? 100.0 * c->dp_seconds / s->seconds : 0.0, s->seconds, c->dp_calls,
+	             c->dp_runs > 1 ? c->jaccard_sum / (c->dp_runs - 1) : 1.0, c->last_score, buf);
+	return SKIPPER_POLICY_OK;
+}
+
+static const struct skipper_policy clasp_policy = {
+	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
+	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
+	.struct_size = sizeof(struct skipper_policy),
+	.name = "clasp",
+	.version = "1.0.0",
+	.description = "CLaSp: layer-skip DP on the last verified token's hidden states every LOI rounds",
+	.config_help = "skip_layers = M      layers skipped while drafting (default round(skip_ratio * L))\n"
+	               "skip_ratio = R       M as a share of the layers (default 0.5)\n"
+	               "interval = LOI       verification rounds between DP runs (default 32)\n"
+	               "threshold = DET      stop drafting when the draft's top-1 prob < DET (default 0.7)\n"
+	               "max_draft = K        draft cap per round (default 12)\n"
+	               "pin_first = BOOL     never skip the first layer (default false)\n"
+	               "pin_last = BOOL      never skip the last layer (default false)\n"
+	               "initial_dp = BOOL    run the DP on the last prompt token after prefill (default true)\n",
+	.needs = SKIPPER_NEED_LAST_LAYER_STATES,
+	.prompt_rows = 1,
+	.create = clasp_create,
+	.config = clasp_config,
+	.config_complete = clasp_config_complete,
+	.destroy = clasp_destroy,
+	.begin = clasp_begin,
+	.select_draft = clasp_select_draft,
+	.should_exit = clasp_should_exit,
+	.on_accept = clasp_on_accept,
+	.end = clasp_end,
+};
+
+SKIPPER_POLICY_REGISTER(clasp_policy)

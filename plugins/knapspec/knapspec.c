@@ -1,0 +1,560 @@
+/* `knapspec`: KnapSpec (knapspec.md). The draft skips attention and MLP
+ * sub-layers independently; every T speculation steps a knapsack DP over
+ * the 2L sub-layers (weights from a latency model that makes attention cost
+ * grow with the context) finds, per skipped-weight budget, the sub-layer set
+ * whose states stay closest in cosine to the full model's on the rows
+ * committed in the last m steps; each candidate's acceptance rate is
+ * estimated by replaying those rows through the LM head, and the pair
+ * (candidate, draft length) with the best Tokens-per-Time wins.
+ *
+ * Sub-layer states: the engine captures the L+1 layer boundaries of the
+ * committed rows (SKIPPER_NEED_ACCEPTED_STATES); the L "after attention"
+ * boundaries in between are recomputed here with one sublayer_forward per
+ * layer over the r rows (same prefix, same rows: the full model's values),
+ * so SKIPPER_NEED_SUBLAYER_STATES is not needed. See
+ * skipper-policy-knapspec(5). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "knap_dp.h"
+#include "knap_latency.h"
+#include "skipper/policy.h"
+
+#define KS_MAX_DRAFT 32
+#define KS_MAX_ROWS 128
+#define KS_FIT_POINTS 16
+
+struct knapspec {
+	const struct skipper_host *host;
+	void *ctx;
+
+	/* configuration */
+	double tau;          /* DP pruning threshold */
+	int m_steps;         /* speculation steps feeding X */
+	int max_rows;        /* cap on r */
+	int prefill_rows;    /* prompt rows for the first DP (0 = no prefill DP) */
+	int max_draft;       /* D: grid and run-time draft cap */
+	double threshold;    /* tau_conf draft exit */
+	int interval;        /* T */
+	int pin_ends;        /* never skip the first and last layer */
+	int weight_cap;      /* 0 = uncapped */
+	char *device;        /* [latency.DEVICE] */
+	char *profile;       /* profile = FILE (else [policy] profile) */
+	int calib_points;    /* ctx lengths timed by calibrate */
+
+	int L, d;
+	struct knap_latency lat;
+	int have_lat;
+	uint8_t *pinned;     /* [2L] */
+	uint8_t *skip, *cand; /* [2L] current mask, a candidate */
+	int have_mask;
+
+	/* rows of the last m steps: [max_rows][L+1][d] */
+	float *rows;
+	int32_t *pos;
+	int n_rows;
+	int since;           /* steps since the last DP */
+	float *X;            /* [(2L+1)][r][d] */
+	int32_t *y;          /* [r] the full model's greedy tokens */
+	struct knap_dp dp;
+
+	/* per-request stats */
+	int dp_runs, max_live, last_r, last_gamma, n_attn, n_mlp;
+	double dp_seconds, last_tpt, last_alpha;
+};
+
+static int ks_create(const struct skipper_host *host, void *ctx, void **state)
+{
+	struct knapspec *k = calloc(1, sizeof *k);
+	if (!k)
+		return SKIPPER_POLICY_NOMEM;
+	k->host = host;
+	k->ctx = ctx;
+	k->tau = 0.5;
+	k->m_steps = 5;
+	k->max_rows = 64;
+	k->prefill_rows = 5;
+	k->max_draft = 10;
+	k->threshold = 0.7;
+	k->interval = 64;
+	k->pin_ends = 1;
+	k->weight_cap = 5;
+	k->calib_points = KS_FIT_POINTS;
+	if (!(k->device = strdup("cpu"))) {
+		free(k);
+		return SKIPPER_POLICY_NOMEM;
+	}
+	*state = k;
+	return SKIPPER_POLICY_OK;
+}
+
+static void ks_destroy(void *state)
+{
+	struct knapspec *k = state;
+	if (!k)
+		return;
+	knap_dp_free(&k->dp);
+	free(k->device);
+	free(k->profile);
+	free(k->pinned);
+	free(k->skip);
+	free(k->cand);
+	free(k->rows);
+	free(k->pos);
+	free(k->X);
+	free(k->y);
+	free(k);
+}
+
+static int get_int(struct knapspec *k, const char *v, int64_t lo, int64_t hi, int *out)
+{
+	int64_t i;
+	int rc = k->host->parse_int(k->ctx, v, lo, hi, &i);
+	if (!rc)
+		*out = (int)i;
+	return rc;
+}
+
+static int set_string(char **dst, const char *v)
+{
+	char *s = strdup(v);
+	if (!s)
+		return SKIPPER_POLICY_NOMEM;
+	free(*dst);
+	*dst = s;
+	return SKIPPER_POLICY_OK;
+}
+
+static int ks_config(void *state, const char *key, const char *value)
+{
+	struct knapspec *k = state;
+	const struct skipper_host *h = k->host;
+
+	if (!strcmp(key, "tau"))
+		return h->parse_double(k->ctx, value, -1.0, 1.0, &k->tau);
+	if (!strcmp(key, "steps"))
+		return get_int(k, value, 1, 64, &k->m_steps);
+	if (!strcmp(key, "max_rows"))
+		return get_int(k, value, 1, KS_MAX_ROWS, &k->max_rows);
+	if (!strcmp(key, "prefill_rows"))
+		return get_int(k, value, 0, KS_MAX_ROWS, &k->prefill_rows);
+	if (!strcmp(key, "max_draft"))
+		return get_int(k, value, 1, KS_MAX_DRAFT, &k->max_draft);
+	if (!strcmp(key, "threshold"))
+		return h->parse_double(k->ctx, value, 0.0, 1.0, &k->threshold);
+	if (!strcmp(key, "interval"))
+		return get_int(k, value, 1, 1000000, &k->interval);
+	if (!strcmp(key, "pin_ends"))
+		return h->parse_bool(k->ctx, value, &k->pin_ends);
+	if (!strcmp(key, "weight_cap"))
+		return get_int(k, value, 0, 1000, &k->weight_cap);
+	if (!strcmp(key, "calibrate_points"))
+		return get_int(k, value, 2, 256, &k->calib_points);
+	if (!strcmp(key, "device")) {
+		for (const char *p = value; *p; p++)
+			if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
+			      *p == '-')) {
+				h->set_error(k->ctx, "device names a profile section: letters, digits, '_' and '-' only");
+				return SKIPPER_POLICY_ERROR;
+			}
+		if (!*value) {
+			h->set_error(k->ctx, "device must not be empty");
+			return SKIPPER_POLICY_ERROR;
+		}
+		return set_string(&k->device, value);
+	}
+	if (!strcmp(key, "profile"))
+		return set_string(&k->profile, value);
+	return SKIPPER_POLICY_UNKNOWN_KEY;
+}
+
+/* c1, c2, c3 from [latency.DEVICE] of the profile, when there is one. */
+static int load_latency(struct knapspec *k)
+{
+	const struct skipper_host *h = k->host;
+	const char *path = k->profile ? k->profile : h->profile_path(k->ctx);
+	struct skipper_profile *p;
+	char section[96];
+	const char *v[3];
+	int rc;
+
+	if (!path)
+		return SKIPPER_POLICY_OK;
+	if ((rc = h->profile_read(k->ctx, path, &p)))
+		return rc;
+	snprintf(section, sizeof section, "latency.%s", k->device);
+	v[0] = h->profile_get(k->ctx, p, section, "c1");
+	v[1] = h->profile_get(k->ctx, p, section, "c2");
+	v[2] = h->profile_get(k->ctx, p, section, "c3");
+	if (v[0] && v[1] && v[2]) {
+		char *e0, *e1, *e2;
+		k->lat.c1 = strtod(v[0], &e0);
+		k->lat.c2 = strtod(v[1], &e1);
+		k->lat.c3 = strtod(v[2], &e2);
+		if (*e0 || *e1 || *e2 || !(k->lat.c1 > 0)) {
+			h->set_error(k->ctx, "%s: [%s] c1, c2, c3 must be numbers, c1 > 0", path, section);
+			h->profile_free(k->ctx, p);
+			return SKIPPER_POLICY_ERROR;
+		}
+		k->have_lat = 1;
+	} else if (v[0] || v[1] || v[2]) {
+		h->set_error(k->ctx, "%s: [%s] needs all of c1, c2 and c3", path, section);
+		h->profile_free(k->ctx, p);
+		return SKIPPER_POLICY_ERROR;
+	}
+	h->profile_free(k->ctx, p);
+	return SKIPPER_POLICY_OK;
+}
+
+static int ks_config_complete(void *state)
+{
+	struct knapspec *k = state;
+	const struct skipper_host *h = k->host;
+	size_t per;
+
+	k->L = h->n_layer;
+	k->d = h->n_embd;
+	if (k->L <= 0)
+		return SKIPPER_POLICY_OK;
+	if (k->pin_ends && k->L < 3) {
+		h->set_error(k->ctx, "pin_ends needs at least 3 layers (the model has %d)", k->L);
+		return SKIPPER_POLICY_ERROR;
+	}
+	per = (size_t)(k->L + 1) * (size_t)k->d;
+	k->pinned = calloc((size_t)2 * k->L, 1);
+	k->skip = calloc((size_t)2 * k->L, 1);
+	k->cand = calloc((size_t)2 * k->L, 1);
+	k->rows = malloc((size_t)k->max_rows * per * sizeof *k->rows);
+	k->pos = malloc((size_t)k->max_rows * sizeof *k->pos);
+	k->X = malloc((size_t)(2 * k->L + 1) * k->max_rows * k->d * sizeof *k->X);
+	k->y = malloc((size_t)k->max_rows * sizeof *k->y);
+	if (!k->pinned || !k->skip || !k->cand || !k->rows || !k->pos || !k->X || !k->y)
+		return SKIPPER_POLICY_NOMEM;
+	if (k->pin_ends)
+		k->pinned[0] = k->pinned[1] = k->pinned[2 * k->L - 2] = k->pinned[2 * k->L - 1] = 1;
+	k->dp.n_items = 2 * k->L;
+	k->dp.d = k->d;
+	k->dp.pinned = k->pinned;
+	k->dp.tau = k->tau;
+	return load_latency(k);
+}
+
+static int ks_refine_needs(void *state, struct skipper_needs *needs)
+{
+	struct knapspec *k = state;
+	needs->prompt_rows = k->prefill_rows > 0 ? k->prefill_rows : 1;
+	return SKIPPER_POLICY_OK;
+}
+
+/* Time one attention and one MLP sub-layer of layer 0 at npts context
+ * lengths spread over [0, n_ctx) and fit the model. */
+static int measure_latency(struct knapspec *k, int npts, struct knap_latency *out)
+{
+	const struct skipper_host *h = k->host;
+	double n[256], ta[256], tm[256];
+	int top = h->n_ctx - 1, rc;
+
+	if (npts > 256)
+		npts = 256;
+	for (int i = 0; i < npts; i++) {
+		n[i] = (double)((long)top * i / (npts - 1));
+		if ((rc = h->time_sublayer(k->ctx, SKIPPER_SUBLAYER_ATTN, 0, (int)n[i], &ta[i])) ||
+		    (rc = h->time_sublayer(k->ctx, SKIPPER_SUBLAYER_MLP, 0, (int)n[i], &tm[i])))
+			return rc;
+	}
+	if (knap_latency_fit(n, ta, npts, tm, npts, out)) {
+		h->set_error(k->ctx, "latency fit failed (timings not positive?)");
+		return SKIPPER_POLICY_ERROR;
+	}
+	return SKIPPER_POLICY_OK;
+}
+
+/* Append committed rows (L+1 points each), keeping at most max_rows. */
+static void add_rows(struct knapspec *k, const struct skipper_states *st, int first)
+{
+	size_t per = (size_t)(k->L + 1) * k->d;
+	for (int i = first; i < st->n_rows; i++) {
+		if (k->n_rows > 0 && st->pos[i] != k->pos[k->n_rows - 1] + 1)
+			k->n_rows = 0; /* not contiguous (cannot happen within a request): restart */
+		if (k->n_rows == k->max_rows) {
+			memmove(k->rows, k->rows + per, (size_t)(k->n_rows - 1) * per * sizeof *k->rows);
+			memmove(k->pos, k->pos + 1, (size_t)(k->n_rows - 1) * sizeof *k->pos);
+			k->n_rows--;
+		}
+		memcpy(k->rows + (size_t)k->n_rows * per, st->data + (size_t)i * per, per * sizeof *k->rows);
+		k->pos[k->n_rows++] = st->pos[i];
+	}
+}
+
+/* X at all 2L+1 sub-layer boundaries: the layer boundaries as captured, the
+ * after-attention ones recomputed from them (one call per layer). */
+static int build_X(struct knapspec *k)
+{
+	const int r = k->n_rows, d = k->d, L = k->L;
+	const size_t mat = (size_t)r * d, per = (size_t)(L + 1) * d;
+	int rc;
+	for (int p = 0; p <= L; p++)
+		for (int i = 0; i < r; i++)
+			memcpy(k->X + (size_t)2 * p * mat + (size_t)i * d, k->rows + (size_t)i * per + (size_t)p * d,
+			       (size_t)d * sizeof *k->X);
+	for (int l = 0; l < L; l++) {
+		float *mid = k->X + (size_t)(2 * l + 1) * mat;
+		memcpy(mid, k->X + (size_t)2 * l * mat, mat * sizeof *mid);
+		if ((rc = k->host->sublayer_forward(k->ctx, SKIPPER_SUBLAYER_ATTN, l, 1, r, mid, k->pos, k->pos[0])))
+			return rc;
+	}
+	return SKIPPER_POLICY_OK;
+}
+
+/* The DP and the TPT grid (Algorithms 1 and 2) at context length n. */
+static int optimize(struct knapspec *k, int n)
+{
+	const struct skipper_host *h = k->host;
+	const int L = k->L, r = k->n_rows;
+	double t0 = h->now(k->ctx), ta, tm, best = -1;
+	int wa, wm, Kh, rc, best_c = -1, best_g = 0;
+	double best_alpha = 0;
+
+	if (r < 1)
+		return SKIPPER_POLICY_OK;
+	if (!k->have_lat) {
+		/* no [latency.DEVICE] in a profile: measure once, now (documented) */
+		if ((rc = measure_latency(k, 8, &k->lat)))
+			return rc;
+		k->have_lat = 1;
+	}
+	ta = knap_t_attn(&k->lat, n);
+	tm = k->lat.c1;
+	knap_weights(&k->lat, n, k->weight_cap, &wa, &wm);
+	Kh = L * (wa + wm) / 2;
+	if ((rc = build_X(k)))
+		return rc;
+	if ((rc = knap_dp_run(&k->dp, h, k->ctx, k->X, r, k->pos, Kh, wa, wm)))
+		return rc;
+	if ((rc = h->head_argmax(k->ctx, r, k->X + (size_t)2 * L * r * k->d, k->y)))
+		return rc;
+	/* Replay every live candidate (c = 0, no skipping, is excluded as in the
+	 * reference code) through the LM head in ONE call: the live states are
+	 * packed to the front of the DP's final row, which is not needed after
+	 * this (backtracking reads only the parent table). */
+	{
+		const size_t mat = (size_t)r * k->d;
+		int nl = 0, *cidx = malloc((size_t)(Kh + 1) * sizeof *cidx);
+		int32_t *yh = malloc((size_t)(Kh + 1) * (size_t)r * sizeof *yh);
+		if (!cidx || !yh) {
+			free(cidx);
+			free(yh);
+			return SKIPPER_POLICY_NOMEM;
+		}
+		for (int c = 1; c <= Kh; c++) {
+			if (!k->dp.live[c])
+				continue;
+			if (nl != c)
+				memmove(k->dp.g + (size_t)nl * mat, k->dp.g + (size_t)c * mat, mat * sizeof *k->dp.g);
+			cidx[nl++] = c;
+		}
+		rc = nl ? h->head_argmax(k->ctx, nl * r, k->dp.g, yh) : SKIPPER_POLICY_OK;
+		for (int q = 0; q < nl && !rc; q++) {
+			int c = cidx[q], match = 0, na = 0, nm = 0;
+			double alpha, t_draft;
+			for (int i = 0; i < r; i++)
+				match += yh[(size_t)q * r + i] == k->y[i];
+			alpha = (double)match / r;
+			knap_dp_backtrack(&k->dp, c, k->cand);
+			for (int l = 0; l < L; l++) {
+				na += !k->cand[2 * l];
+				nm += !k->cand[2 * l + 1];
+			}
+			t_draft = na * ta + nm * tm;
+			for (int g = 1; g <= k->max_draft; g++) {
+				double tpt = knap_tpt(alpha, g, t_draft, L * (ta + tm));
+				if (tpt > best) {
+					best = tpt;
+					best_c = c;
+					best_g = g;
+					best_alpha = alpha;
+				}
+			}
+		}
+		free(cidx);
+		free(yh);
+		if (rc)
+			return rc;
+	}
+	if (best_c > 0) { /* else all pruned: keep the previous mask */
+		knap_dp_backtrack(&k->dp, best_c, k->skip);
+		k->have_mask = 1;
+		k->last_tpt = best;
+		k->last_gamma = best_g;
+		k->last_alpha = best_alpha;
+		k->n_attn = k->n_mlp = 0;
+		for (int l = 0; l < L; l++) {
+			k->n_attn += k->skip[2 * l];
+			k->n_mlp += k->skip[2 * l + 1];
+		}
+	}
+	k->dp_runs++;
+	k->last_r = r;
+	if (k->dp.max_live > k->max_live)
+		k->max_live = k->dp.max_live;
+	k->dp_seconds += h->now(k->ctx) - t0;
+	return SKIPPER_POLICY_OK;
+}
+
+static int ks_begin(void *state, const struct skipper_request *req)
+{
+	struct knapspec *k = state;
+	k->dp_runs = k->max_live = 0;
+	k->dp_seconds = 0;
+	k->n_rows = 0;
+	k->since = 0;
+	if (k->prefill_rows > 0 && req->states && req->states->n_rows > 0) {
+		int first = req->states->n_rows > k->prefill_rows ? req->states->n_rows - k->prefill_rows : 0;
+		add_rows(k, req->states, first);
+		int rc = optimize(k, req->n_prompt);
+		k->n_rows = 0;
+		return rc;
+	}
+	return SKIPPER_POLICY_OK;
+}
+
+static int ks_select_draft(void *state, struct skipper_plan *plan)
+{
+	struct knapspec *k = state;
+	if (plan->n_layer != k->L) {
+		k->host->set_error(k->ctx, "select_draft: plan for %d layers, policy has %d", plan->n_layer, k->L);
+		return SKIPPER_POLICY_ERROR;
+	}
+	if (!k->have_mask) {
+		plan->max_draft = 0; /* nothing chosen yet: a full-model draft only costs time */
+		return SKIPPER_POLICY_OK;
+	}
+	for (int l = 0; l < k->L; l++) {
+		plan->skip_attn[l] = k->skip[2 * l];
+		plan->skip_mlp[l] = k->skip[2 * l + 1];
+	}
+	if (plan->max_draft > k->max_draft)
+		plan->max_draft = k->max_draft;
+	return SKIPPER_POLICY_OK;
+}
+
+static int ks_should_exit(void *state, const struct skipper_step *step)
+{
+	struct knapspec *k = state;
+	return step->top_probs[0] < k->threshold ? SKIPPER_DRAFT_STOP : SKIPPER_DRAFT_CONTINUE;
+}
+
+/* Steps T-m+1 .. T of each window contribute their committed rows; the DP
+ * runs at the end of step T (the rows are then the last r of the cache). */
+static int ks_on_accept(void *state, const struct skipper_verdict *v)
+{
+	struct knapspec *k = state;
+	int rc;
+	k->since++;
+	if (v->bonus < 0 || !v->states)
+		return SKIPPER_POLICY_OK; /* generation ended: nothing more to draft */
+	if (k->since > k->interval - k->m_steps || !k->have_mask)
+		add_rows(k, v->states, 0);
+	if (k->since >= k->interval || (!k->have_mask && k->since >= k->m_steps)) {
+		rc = optimize(k, v->n_committed);
+		k->n_rows = 0;
+		k->since = 0;
+		return rc;
+	}
+	return SKIPPER_POLICY_OK;
+}
+
+static int ks_end(void *state, const struct skipper_stats *s)
+{
+	struct knapspec *k = state;
+	k->host->log(k->ctx, SKIPPER_LOG_INFO,
+	             "knapspec: %d DP runs, %.2f ms per run (%.1f%% of %.3f s), r %d rows, widest row %d branches, "
+	             "skipped %d attn + %d mlp, alpha_hat %.3f, gamma* %d, TPT* %.1f tok/s",
+	             k->dp_runs, k->dp_runs ? 1e3 * k->dp_seconds / k->dp_runs : 0.0,
+	             s->seconds > 0 ? 100.0 * k->dp_seconds / s->seconds : 0.0, s->seconds, k->last_r, k->max_live,
+	             k->n_attn, k->n_mlp, k->last_alpha, k->last_gamma, k->last_tpt);
+	return SKIPPER_POLICY_OK;
+}
+
+/* skipper calibrate --policy knapspec: time the sub-layers at
+ * calibrate_points context lengths, fit, write [latency.DEVICE]. */
+static int ks_calibrate(void *state, const struct skipper_calibrate *c)
+{
+	struct knapspec *k = state;
+	const struct skipper_host *h = k->host;
+	struct skipper_profile *p;
+	struct knap_latency lat;
+	char section[96], buf[64];
+	int rc;
+
+	if (!c->output) {
+		h->set_error(k->ctx, "calibrate: no output profile");
+		return SKIPPER_POLICY_ERROR;
+	}
+	if (c->progress)
+		c->progress(c->progress_ctx, 0, 1, "timing sub-layers");
+	if ((rc = measure_latency(k, k->calib_points, &lat)))
+		return rc;
+	if ((rc = h->profile_new(k->ctx, "knapspec", &p)))
+		return rc;
+	snprintf(section, sizeof section, "latency.%s", k->device);
+	snprintf(buf, sizeof buf, "%.6e", lat.c1);
+	rc = h->profile_set(k->ctx, p, section, "c1", buf);
+	snprintf(buf, sizeof buf, "%.6e", lat.c2);
+	if (!rc)
+		rc = h->profile_set(k->ctx, p, section, "c2", buf);
+	snprintf(buf, sizeof buf, "%.6e", lat.c3);
+	if (!rc)
+		rc = h->profile_set(k->ctx, p, section, "c3", buf);
+	snprintf(buf, sizeof buf, "%d", h->n_ctx - 1);
+	if (!rc)
+		rc = h->profile_set(k->ctx, p, section, "n_max", buf);
+	if (!rc)
+		rc = h->profile_write(k->ctx, p, c->output);
+	h->profile_free(k->ctx, p);
+	if (!rc) {
+		k->lat = lat;
+		k->have_lat = 1;
+		if (c->progress)
+			c->progress(c->progress_ctx, 1, 1, "done");
+	}
+	return rc;
+}
+
+static const struct skipper_policy knapspec_policy = {
+	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
+	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
+	.struct_size = sizeof(struct skipper_policy),
+	.name = "knapspec",
+	.version = "1.0.0",
+	.description = "KnapSpec: knapsack DP over attention/MLP sub-layers with a context-aware latency model",
+	.config_help = "interval = T         speculation steps between DP runs (default 64)\n"
+	               "steps = m            steps whose committed rows feed the DP (default 5)\n"
+	               "max_rows = R         at most R rows in the DP (default 64)\n"
+	               "prefill_rows = R     prompt rows for a first DP after prefill (default 5, 0 = none)\n"
+	               "tau = X              DP cosine pruning threshold (default 0.5)\n"
+	               "max_draft = D        draft-length grid 1..D and draft cap (default 10)\n"
+	               "threshold = P        stop drafting when the top-1 prob < P (default 0.7)\n"
+	               "pin_ends = BOOL      never skip the first and last layer (default true)\n"
+	               "weight_cap = W       cap on integer item weights, 0 = none (default 5)\n"
+	               "device = NAME        profile section [latency.NAME] (default cpu)\n"
+	               "profile = FILE       profile with the latency model (default [policy] profile)\n"
+	               "calibrate_points = N context lengths timed by skipper calibrate (default 16)\n",
+	.needs = SKIPPER_NEED_ACCEPTED_STATES,
+	.prompt_rows = 5,
+	.create = ks_create,
+	.config = ks_config,
+	.config_complete = ks_config_complete,
+	.refine_needs = ks_refine_needs,
+	.destroy = ks_destroy,
+	.begin = ks_begin,
+	.select_draft = ks_select_draft,
+	.should_exit = ks_should_exit,
+	.on_accept = ks_on_accept,
+	.end = ks_end,
+	.calibrate = ks_calibrate,
+};
+
+SKIPPER_POLICY_REGISTER(knapspec_policy)

@@ -1,0 +1,345 @@
+/* `swift`: SWIFT on-the-fly self-speculative decoding (swift.md). While
+ * decoding, after every verification (once a request has generated more
+ * than gamma+1 tokens) one candidate skip set is scored by a teacher-forced
+ * draft pass over the request's first gamma+1 generated tokens
+ * (host->score_mask, scratch KV over the prompt prefix): matchness = share
+ * of positions where the draft's argmax is the generated token. The best
+ * set drafts; the search (swift_search.c) stops at matchness > max_score,
+ * after max_tol steps without improvement or after max_steps, and its state
+ * lives as long as the policy, across requests. Drafting stops when the
+ * chain token's raw probability falls below threshold; each depth is
+ * widened to its top-k_j alternatives by confidence and verified as a
+ * "spine + leaf siblings" tree. See skipper-policy-swift(5). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "skipper/policy.h"
+#include "swift_search.h"
+
+#define SWIFT_MAX_DRAFT 32
+#define SWIFT_ALPHA_WINDOW 50
+
+struct swift {
+	const struct skipper_host *host;
+	void *ctx;
+
+	/* configuration */
+	double ratio;         /* r */
+	int gamma;            /* matchness window */
+	int max_draft;        /* N_D */
+	double threshold;     /* epsilon_stop */
+	int widths_code;      /* 1: [code] greedy widths 10/8/5/3 */
+	int tree;             /* 0: verify the chain only */
+	double rearm;         /* re-arm when the rolling alpha < this (0 = never) */
+	struct swift_search s;
+
+	int L;
+	uint8_t *attn, *mlp;  /* masks of S* */
+
+	/* request */
+	int n_prompt;
+	int32_t *argmax;      /* [gamma + 1] */
+	/* rolling alpha over the last rounds */
+	int win_acc[SWIFT_ALPHA_WINDOW], win_drf[SWIFT_ALPHA_WINDOW], win_n, win_i;
+
+	/* stats of the request */
+	int steps, rearms;
+	double opt_seconds;
+};
+
+static int sw_create(const struct skipper_host *host, void *ctx, void **state)
+{
+	struct swift *w = calloc(1, sizeof *w);
+	if (!w)
+		return SKIPPER_POLICY_NOMEM;
+	w->host = host;
+	w->ctx = ctx;
+	w->ratio = 0.45;
+	w->gamma = 32;
+	w->max_draft = 25;
+	w->threshold = 0.8;
+	w->tree = 1;
+	w->rearm = 0.8;
+	w->s.beta = 25;
+	w->s.max_tol = 300;
+	w->s.max_steps = 1000;
+	w->s.bayes = 1;
+	w->s.n_cand = 10000;
+	w->s.gp_window = 256;
+	w->s.max_score = 0.95;
+	w->s.kappa = 2.5;
+	w->s.noise = 1e-2;
+	*state = w;
+	return SKIPPER_POLICY_OK;
+}
+
+static void sw_destroy(void *state)
+{
+	struct swift *w = state;
+	if (!w)
+		return;
+	swift_search_free(&w->s);
+	free(w->attn);
+	free(w->mlp);
+	free(w->argmax);
+	free(w);
+}
+
+static int get_int(struct swift *w, const char *v, int64_t lo, int64_t hi, int *out)
+{
+	int64_t i;
+	int rc = w->host->parse_int(w->ctx, v, lo, hi, &i);
+	if (!rc)
+		*out = (int)i;
+	return rc;
+}
+
+static int sw_config(void *state, const char *key, const char *value)
+{
+	struct swift *w = state;
+	const struct skipper_host *h = w->host;
+
+	if (!strcmp(key, "skip_ratio"))
+		return h->parse_double(w->ctx, value, 0.0, 1.0, &w->ratio);
+	if (!strcmp(key, "gamma"))
+		return get_int(w, value, 1, 1024, &w->gamma);
+	if (!strcmp(key, "max_draft"))
+		return get_int(w, value, 1, SWIFT_MAX_DRAFT, &w->max_draft);
+	if (!strcmp(key, "threshold"))
+		return h->parse_double(w->ctx, value, 0.0, 1.0, &w->threshold);
+	if (!strcmp(key, "max_steps"))
+		return get_int(w, value, 0, 1000000, &w->s.max_steps);
+	if (!strcmp(key, "bo_interval"))
+		return get_int(w, value, 1, 1000000, &w->s.beta);
+	if (!strcmp(key, "bayes"))
+		return h->parse_bool(w->ctx, value, &w->s.bayes);
+	if (!strcmp(key, "bo_candidates"))
+		return get_int(w, value, 1, 10000000, &w->s.n_cand);
+	if (!strcmp(key, "gp_window"))
+		return get_int(w, value, 2, 4096, &w->s.gp_window);
+	if (!strcmp(key, "kappa"))
+		return h->parse_double(w->ctx, value, 0.0, 100.0, &w->s.kappa);
+	if (!strcmp(key, "max_tol"))
+		return get_int(w, value, 0, 1000000, &w->s.max_tol);
+	if (!strcmp(key, "max_score"))
+		return h->parse_double(w->ctx, value, 0.0, 1.0, &w->s.max_score);
+	if (!strcmp(key, "rearm"))
+		return h->parse_double(w->ctx, value, 0.0, 1.0, &w->rearm);
+	if (!strcmp(key, "tree"))
+		return h->parse_bool(w->ctx, value, &w->tree);
+	if (!strcmp(key, "widths")) {
+		if (!strcmp(value, "paper") || !strcmp(value, "code")) {
+			w->widths_code = value[0] == 'c';
+			return SKIPPER_POLICY_OK;
+		}
+		h->set_error(w->ctx, "widths: 'paper' (10/5/3/1) or 'code' (10/8/5/3), got '%s'", value);
+		return SKIPPER_POLICY_ERROR;
+	}
+	return SKIPPER_POLICY_UNKNOWN_KEY;
+}
+
+static int sw_config_complete(void *state)
+{
+	struct swift *w = state;
+	const struct skipper_host *h = w->host;
+	int rc;
+
+	w->L = h->n_layer;
+	if (w->L <= 0)
+		return SKIPPER_POLICY_OK;
+	if (w->L < 3) {
+		h->set_error(w->ctx, "swift needs at least 3 layers (blocks 0 and N-1 are never skipped)");
+		return SKIPPER_POLICY_ERROR;
+	}
+	if ((rc = swift_search_init(&w->s, w->L, w->ratio)))
+		return rc;
+	if (w->s.n_skip < 1) {
+		h->set_error(w->ctx, "skip_ratio %.3g of %d sub-layers skips none", w->ratio, w->s.n_slots);
+		return SKIPPER_POLICY_ERROR;
+	}
+	h->rng_seed(w->ctx, &w->s.rng, 0);
+	w->attn = calloc((size_t)w->L, 1);
+	w->mlp = calloc((size_t)w->L, 1);
+	w->argmax = malloc((size_t)(w->gamma + 1) * sizeof *w->argmax);
+	if (!w->attn || !w->mlp || !w->argmax)
+		return SKIPPER_POLICY_NOMEM;
+	return SKIPPER_POLICY_OK;
+}
+
+static int sw_begin(void *state, const struct skipper_request *req)
+{
+	struct swift *w = state;
+	w->n_prompt = req->n_prompt;
+	w->steps = w->rearms = 0;
+	w->opt_seconds = 0;
+	return SKIPPER_POLICY_OK;
+}
+
+static int sw_select_draft(void *state, struct skipper_plan *plan)
+{
+	struct swift *w = state;
+	if (plan->n_layer != w->L) {
+		w->host->set_error(w->ctx, "select_draft: plan for %d layers, policy has %d", plan->n_layer, w->L);
+		return SKIPPER_POLICY_ERROR;
+	}
+	swift_slots_to_masks(&w->s, w->s.best, plan->skip_attn, plan->skip_mlp);
+	if (plan->max_draft > w->max_draft)
+		plan->max_draft = w->max_draft;
+	return SKIPPER_POLICY_OK;
+}
+
+static int sw_should_exit(void *state, const struct skipper_step *step)
+{
+	struct swift *w = state;
+	return step->prob < w->threshold ? SKIPPER_DRAFT_STOP : SKIPPER_DRAFT_CONTINUE;
+}
+
+/* k_j by the chain token's confidence (§4 table). */
+static int width(const struct swift *w, float p)
+{
+	static const int paper[4] = { 10, 5, 3, 1 }, code[4] = { 10, 8, 5, 3 };
+	const int *t = w->widths_code ? code : paper;
+	return p <= 0.5f ? t[0] : p <= 0.8f ? t[1] : p <= 0.95f ? t[2] : t[3];
+}
+
+/* Spine + leaf siblings: depth j holds the chain token and the next
+ * k_j - 1 top-k tokens, all children of chain node j-1; room for the
+ * remaining chain nodes is always kept so the spine is complete. */
+static int sw_verify(void *state, const struct skipper_draft *d, struct skipper_tree *t)
+{
+	struct swift *w = state;
+	int n = 0, parent = -1;
+
+	if (!w->tree)
+		return SKIPPER_POLICY_OK;
+	for (int j = 0; j < d->n && n < t->capacity; j++) {
+		int spine = n, room = t->capacity - n - (d->n - j); /* siblings that still fit */
+		int extra = width(w, d->probs[j]) - 1;
+		if (extra > room)
+			extra = room;
+		t->tokens[n] = d->tokens[j];
+		t->parent[n] = parent;
+		if (t->chain_node)
+			t->chain_node[j] = n;
+		n++;
+		for (int k = 0; k < d->top_k && extra > 0; k++) {
+			int32_t id = d->top_ids[(size_t)j * d->top_k + k];
+			if (id == d->tokens[j])
+				continue;
+			t->tokens[n] = id;
+			t->parent[n] = parent;
+			n++;
+			extra--;
+		}
+		parent = spine;
+	}
+	t->n = n;
+	return SKIPPER_POLICY_OK;
+}
+
+/* One opt_step (§3): propose, score on y_0..y_gamma over the prompt KV,
+ * record. Runs inside on_accept, so its time is policy time. */
+static int opt_step(struct swift *w, const int32_t *gen)
+{
+	const struct skipper_host *h = w->host;
+	int rc, match = 0;
+	uint8_t *attn = w->attn, *mlp = w->mlp;
+
+	if ((rc = swift_search_propose(&w->s, h, w->ctx)))
+		return rc;
+	swift_slots_to_masks(&w->s, w->s.cand, attn, mlp);
+	if ((rc = h->score_mask(w->ctx, attn, mlp, gen, w->gamma + 1, w->n_prompt, w->argmax)))
+		return rc;
+	for (int i = 1; i <= w->gamma; i++)
+		match += w->argmax[i - 1] == gen[i];
+	swift_search_record(&w->s, (double)match / w->gamma);
+	w->steps++;
+	return SKIPPER_POLICY_OK;
+}
+
+static int sw_on_accept(void *state, const struct skipper_verdict *v)
+{
+	struct swift *w = state;
+	const struct skipper_host *h = w->host;
+	int rc = SKIPPER_POLICY_OK;
+
+	/* rolling alpha for re-arming (§8 item 1) */
+	w->win_acc[w->win_i] = v->n_accepted;
+	w->win_drf[w->win_i] = v->n_drafted;
+	w->win_i = (w->win_i + 1) % SWIFT_ALPHA_WINDOW;
+	if (w->win_n < SWIFT_ALPHA_WINDOW)
+		w->win_n++;
+	if (!w->s.optimizing && w->rearm > 0 && w->win_n == SWIFT_ALPHA_WINDOW) {
+		int a = 0, dr = 0;
+		for (int i = 0; i < SWIFT_ALPHA_WINDOW; i++) {
+			a += w->win_acc[i];
+			dr += w->win_drf[i];
+		}
+		if (dr > 0 && (double)a / dr < w->rearm) {
+			swift_search_rearm(&w->s);
+			w->rearms++;
+			w->win_n = 0;
+		}
+	}
+	/* context accumulation: score only once gamma+1 tokens exist */
+	if (w->s.optimizing && v->bonus >= 0 && v->n_generated > w->gamma + 1) {
+		double t0 = h->now(w->ctx);
+		rc = opt_step(w, v->generated);
+		w->opt_seconds += h->now(w->ctx) - t0;
+	}
+	return rc;
+}
+
+static int sw_end(void *state, const struct skipper_stats *st)
+{
+	struct swift *w = state;
+	char a[512], m[512];
+	swift_slots_to_masks(&w->s, w->s.best, w->attn, w->mlp);
+	w->host->format_layers(w->ctx, w->attn, w->L, a, sizeof a);
+	w->host->format_layers(w->ctx, w->mlp, w->L, m, sizeof m);
+	w->host->log(w->ctx, SKIPPER_LOG_INFO,
+	             "swift: %d opt steps this request (%.2f ms each, %.1f%% of %.3f s), total %d (%d BO, %d improved), "
+	             "%s, re-armed %d, best matchness %.3f, best attn=%s mlp=%s",
+	             w->steps, w->steps ? 1e3 * w->opt_seconds / w->steps : 0.0,
+	             st->seconds > 0 ? 100.0 * w->opt_seconds / st->seconds : 0.0, st->seconds, w->s.o, w->s.bo_steps,
+	             w->s.improved, w->s.optimizing ? "optimizing" : "frozen", w->rearms, w->s.s_best, a, m);
+	return SKIPPER_POLICY_OK;
+}
+
+static const struct skipper_policy swift_policy = {
+	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
+	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
+	.struct_size = sizeof(struct skipper_policy),
+	.name = "swift",
+	.version = "1.0.0",
+	.description = "SWIFT: on-the-fly skip-set search (random + GP-UCB), confidence exit, dynamic top-k tree",
+	.config_help = "skip_ratio = R       share of the 2(N-2) sub-layers skipped (default 0.45)\n"
+	               "gamma = G            generated tokens scored per opt step (default 32)\n"
+	               "max_draft = N        draft cap N_D (default 25)\n"
+	               "threshold = E        stop drafting when the chain token's prob < E (default 0.8)\n"
+	               "max_steps = S        optimisation steps at most (default 1000)\n"
+	               "bo_interval = B      every B-th step is a GP-UCB proposal (default 25)\n"
+	               "bayes = BOOL         use the GP proposals (default true)\n"
+	               "bo_candidates = N    random points for the UCB maximisation (default 10000)\n"
+	               "gp_window = N        newest observations the GP is fitted on (default 256)\n"
+	               "kappa = K            UCB exploration weight (default 2.5)\n"
+	               "max_tol = T          stop after T steps without improvement (default 300)\n"
+	               "max_score = M        stop when matchness exceeds M (default 0.95)\n"
+	               "rearm = A            optimise again when the rolling alpha < A (default 0.8, 0 = never)\n"
+	               "tree = BOOL          dynamic top-k tree verification (default true)\n"
+	               "widths = paper|code  tree widths 10/5/3/1 (paper) or 10/8/5/3 (default paper)\n",
+	.needs = SKIPPER_NEED_TOPK,
+	.top_k = 10,
+	.create = sw_create,
+	.config = sw_config,
+	.config_complete = sw_config_complete,
+	.destroy = sw_destroy,
+	.begin = sw_begin,
+	.select_draft = sw_select_draft,
+	.should_exit = sw_should_exit,
+	.verify = sw_verify,
+	.on_accept = sw_on_accept,
+	.end = sw_end,
+};
+
+SKIPPER_POLICY_REGISTER(swift_policy)

@@ -1,0 +1,258 @@
+/* KnapSpec:
+ *  - the latency fit recovers known coefficients from synthetic timings
+ *    (exact, and within 3% under +-2% noise), and through the plugin's
+ *    calibrate hook from the mock host's timings into [latency.DEVICE];
+ *  - the knapsack DP returns the brute-force optimum for every budget on
+ *    small instances where the cosine objective is exact (each item adds a
+ *    fixed vector orthogonal to everything else, so every row's cosine is a
+ *    decreasing function of the skipped items' summed energy: a 0/1
+ *    knapsack with exact weight), for several weight pairs and with the
+ *    first/last layer pinned; one sublayer_forward per item;
+ *  - TPT; the plugin's schedule under the mock host. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "knap_dp.h"
+#include "knap_latency.h"
+#include "mock-host.h"
+#include "policy_host.h"
+#include "tap.h"
+
+#define L 4
+#define NI (2 * L)
+#define D 12
+#define R 3
+static double amp[NI];
+
+/* item s = 2*layer + kind adds amp[s] * beta_row * e_{s+1} */
+static int synth(void *ctx, int kind, int layer, int n_seq, int seq_len, float *st, const int32_t *pos, int n_past)
+{
+	int s = 2 * layer + kind;
+	for (int q = 0; q < n_seq; q++)
+		for (int i = 0; i < seq_len; i++)
+			st[((size_t)q * seq_len + i) * D + s + 1] += (float)(amp[s] * (1.0 + 0.3 * i));
+	return 0;
+}
+
+static void fit(void)
+{
+	double n[10], ta[10], tm[10];
+	struct knap_latency lat;
+	for (int i = 0; i < 10; i++) {
+		n[i] = 500.0 * i;
+		ta[i] = 3e-8 * n[i] + 4e-5;
+		tm[i] = 1.2e-4;
+	}
+	ok(!knap_latency_fit(n, ta, 10, tm, 10, &lat) && fabs(lat.c1 - 1.2e-4) < 1e-15 &&
+	   fabs(lat.c2 - 3e-8) < 1e-15 && fabs(lat.c3 - 4e-5) < 1e-13,
+	   "exact timings: c1 %.3e c2 %.3e c3 %.3e", lat.c1, lat.c2, lat.c3);
+	for (int i = 0; i < 10; i++) {
+		double e = ((i * 7) % 5 - 2) * 0.01; /* deterministic +-2% */
+		ta[i] *= 1 + e;
+		tm[i] *= 1 - e;
+	}
+	ok(!knap_latency_fit(n, ta, 10, tm, 10, &lat) && fabs(lat.c1 / 1.2e-4 - 1) < 0.03 &&
+	   fabs(lat.c2 / 3e-8 - 1) < 0.03 && fabs(lat.c3 / 4e-5 - 1) < 0.1,
+	   "noisy timings: c1 %.3e c2 %.3e c3 %.3e", lat.c1, lat.c2, lat.c3);
+	ok(knap_latency_fit(n, ta, 1, tm, 1, &lat) == -1, "one point does not make a line");
+	lat = (struct knap_latency){ .c1 = 1e-4, .c2 = 1e-8, .c3 = -5e-5 };
+	ok(fabs(knap_t_attn(&lat, 0) - 1e-6) < 1e-18, "negative intercept floored at 1%% of t_MLP");
+	int wa, wm;
+	lat = (struct knap_latency){ .c1 = 3e-4, .c2 = 1e-8, .c3 = 1e-4 };
+	knap_weights(&lat, 0, 5, &wa, &wm);
+	ok(wa == 1 && wm == 3, "short context: attention 1, MLP 3 (got %d, %d)", wa, wm);
+	knap_weights(&lat, 100000, 5, &wa, &wm);
+	ok(wa == 4 && wm == 1, "long context: attention round(1.1e-3/3e-4) = 4, MLP 1 (got %d, %d)", wa, wm);
+	knap_weights(&lat, 1000000, 5, &wa, &wm);
+	ok(wa == 5, "weights capped at 5 (got %d)", wa);
+	ok(fabs(knap_tpt(1.0, 3, 1, 2) - 4.0 / 5) < 1e-12 && fabs(knap_tpt(0.5, 2, 1, 1) - 1.75 / 3) < 1e-12 &&
+	   fabs(knap_tpt(0, 4, 1, 1) - 1.0 / 5) < 1e-12, "TPT: alpha 1, 0.5 and 0");
+}
+
+/* Brute force: best mean cosine over masks with skipped weight exactly c. */
+static double brute(struct mock_host *m, const float *X, const uint8_t *pinned, int wa, int wm, int c, uint8_t *best)
+{
+	double bc = -INFINITY;
+	float s[R * D];
+	int32_t pos[R] = { 7, 8, 9 };
+	for (unsigned bits = 0; bits < (1u << NI); bits++) {
+		int w = 0, bad = 0;
+		for (int i = 0; i < NI; i++)
+			if (bits >> i & 1) {
+				w += i % 2 ? wm : wa;
+				bad |= pinned && pinned[i];
+			}
+		if (w != c || bad)
+			continue;
+		memcpy(s, X, sizeof s);
+		for (int i = 0; i < NI; i++)
+			if (!(bits >> i & 1))
+				m->host.sublayer_forward(m, i % 2, i / 2, 1, R, s, pos, 7);
+		double v = knap_cos(s, X + (size_t)NI * R * D, R, D);
+		if (v > bc) {
+			bc = v;
+			for (int i = 0; i < NI; i++)
+				best[i] = bits >> i & 1;
+		}
+	}
+	return bc;
+}
+
+static void dp_vs_brute(void)
+{
+	static const int wpairs[][2] = { { 1, 1 }, { 1, 3 }, { 2, 1 }, { 4, 1 } };
+	struct mock_host m;
+	float X[(NI + 1) * R * D];
+	int32_t pos[R] = { 7, 8, 9 };
+	uint8_t pin[NI] = { 1, 1, 0, 0, 0, 0, 1, 1 };
+
+	mock_host_init(&m, L, D, 64);
+	m.host.sublayer_forward = synth;
+	for (int s = 0; s < NI; s++)
+		amp[s] = 0.2 + 0.11 * ((s * 3) % NI) + 0.013 * s; /* distinct energies */
+	memset(X, 0, sizeof X);
+	for (int i = 0; i < R; i++)
+		X[(size_t)i * D] = 1.0f + i;
+	for (int s = 1; s <= NI; s++) {
+		memcpy(X + (size_t)s * R * D, X + (size_t)(s - 1) * R * D, sizeof(float) * R * D);
+		synth(NULL, (s - 1) % 2, (s - 1) / 2, 1, R, X + (size_t)s * R * D, NULL, 0);
+	}
+	for (int p = 0; p < 2; p++)
+		for (size_t wp = 0; wp < sizeof wpairs / sizeof wpairs[0]; wp++) {
+			int wa = wpairs[wp][0], wm = wpairs[wp][1], Kh = L * (wa + wm) / 2, bad = 0, live = 0;
+			struct knap_dp dp = { .n_items = NI, .d = D, .pinned = p ? pin : NULL, .tau = -1 };
+			if (knap_dp_run(&dp, &m.host, &m, X, R, pos, Kh, wa, wm))
+				BAIL(m.error);
+			for (int c = 1; c <= Kh; c++) {
+				uint8_t want[NI], got[NI];
+				double bc = brute(&m, X, dp.pinned, wa, wm, c, want);
+				if (!isfinite(bc)) {
+					bad += dp.live[c]; /* no subset of that weight: the cell must be empty */
+					continue;
+				}
+				live++;
+				if (!dp.live[c] || fabs(dp.score[c] - bc) > 1e-9) {
+					diag("w %d/%d c %d: DP %s %.9f, brute force %.9f", wa, wm, c, dp.live[c] ? "live" : "empty",
+					     dp.score[c], bc);
+					bad++;
+					continue;
+				}
+				knap_dp_backtrack(&dp, c, got);
+				if (memcmp(got, want, NI)) {
+					diag("w %d/%d c %d: backtracked mask differs from the brute-force optimum", wa, wm, c);
+					bad++;
+				}
+			}
+			ok(bad == 0, "weights attn %d mlp %d%s: DP == brute-force optimum for all %d reachable budgets", wa, wm,
+			   p ? ", ends pinned" : "", live);
+			if (wp == 0 && !p)
+				is_int(dp.calls, NI - 1, "one batched sublayer_forward per item (item 0: only the exact cell, nothing to run)");
+			knap_dp_free(&dp);
+		}
+	/* pruning: with tau above every skipping path nothing but c = 0 survives */
+	struct knap_dp dp = { .n_items = NI, .d = D, .tau = 0.99999 };
+	knap_dp_run(&dp, &m.host, &m, X, R, pos, 4, 1, 1);
+	int any = 0;
+	for (int c = 1; c <= 4; c++)
+		any |= dp.live[c];
+	ok(!any && dp.live[0], "tau prunes every skipping path");
+	knap_dp_free(&dp);
+}
+
+static void plugin(void)
+{
+	struct skipper_policy_lib *lib;
+	struct skipper_error err = { 0 };
+	const struct skipper_policy *d;
+	struct mock_host m;
+	void *st;
+	const int PL = 6, PD = 8;
+	float data[3 * 7 * 8];
+	int32_t pos[3] = { 20, 21, 22 }, tok[3] = { 1, 2, 3 };
+	uint8_t attn[6], mlp[6];
+	char prof[] = "/tmp/skipper-t-knapspec-XXXXXX";
+	int fd = mkstemp(prof);
+	close(fd);
+
+	if (skipper_policy_load("knapspec", &(struct skipper_policy_search){ 0 }, &lib, &err))
+		BAIL(err.msg);
+	d = skipper_policy_lib_desc(lib);
+	ok(d->needs == SKIPPER_NEED_ACCEPTED_STATES && d->calibrate, "needs accepted rows' states; has calibrate");
+	mock_host_init(&m, PL, PD, 64);
+	if (d->create(&m.host, &m, &st))
+		BAIL("create");
+	ok(d->config(st, "device", "a b") < 0, "device with a space refused");
+	is_int(d->config(st, "device", "mock"), 0, "device = mock");
+	is_int(d->config_complete(st), 0, "config_complete");
+	struct skipper_calibrate cal = { .output = prof };
+	is_int(d->calibrate(st, &cal), 0, "calibrate writes %s", prof);
+	ok(m.n_time_sublayer == 32, "16 context lengths x (attention, MLP) timed (%d)", m.n_time_sublayer);
+	d->destroy(st);
+	{
+		FILE *f = fopen(prof, "r");
+		char buf[2048] = { 0 };
+		if (f) {
+			fread(buf, 1, sizeof buf - 1, f);
+			fclose(f);
+		}
+		ok(strstr(buf, "[latency.mock]") != NULL, "profile has [latency.mock]");
+	}
+	m.profile_path = prof;
+	if (d->create(&m.host, &m, &st))
+		BAIL("create");
+	d->config(st, "device", "mock");
+	d->config(st, "interval", "8");
+	d->config(st, "steps", "2");
+	is_int(d->config_complete(st), 0, "profile read back");
+	/* mock timings: attention 1e-6 (1 + 1e-3 n), MLP 2e-6 */
+	/* consistent with the mock's layers: each adds 0.03 (layer + 1) everywhere */
+	for (int i = 0; i < 3; i++)
+		for (int p = 0; p <= PL; p++)
+			for (int k = 0; k < PD; k++)
+				data[(i * 7 + p) * PD + k] = p ? data[(i * 7 + p - 1) * PD + k] + 0.03f * (float)p
+				                                : (float)(((i + 1) * (k + 3) * 5) % 13) - 6.0f;
+	struct skipper_states sts = { .n_rows = 3, .n_points = PL + 1, .n_embd = PD, .pos = pos, .token = tok,
+	                              .data = data };
+	struct skipper_request req = { .id = 1, .n_prompt = 23, .n_layer = PL, .max_tokens = 64, .greedy = 1,
+	                               .states = &sts };
+	int t0 = m.n_time_sublayer, s0 = m.n_sublayer;
+	is_int(d->begin(st, &req), 0, "begin runs the prefill DP");
+	is_int(m.n_time_sublayer, t0, "latency from the profile: nothing timed");
+	ok(m.n_sublayer - s0 >= PL, "sub-layer calls: %d", m.n_sublayer - s0);
+	struct skipper_plan plan = { .n_layer = PL, .skip_attn = attn, .skip_mlp = mlp, .max_draft = 32 };
+	memset(attn, 0, PL);
+	memset(mlp, 0, PL);
+	is_int(d->select_draft(st, &plan), 0, "select_draft");
+	int n = 0;
+	for (int l = 0; l < PL; l++)
+		n += attn[l] + mlp[l];
+	ok(n > 0 && !attn[0] && !mlp[0] && !attn[PL - 1] && !mlp[PL - 1], "%d sub-layers skipped, ends pinned", n);
+	is_int(plan.max_draft, 10, "draft cap D = 10");
+	int runs = 0;
+	for (int r = 0; r < 16; r++) {
+		struct skipper_verdict v = { .round = r, .bonus = 3, .n_committed = 24, .states = &sts };
+		int before = m.n_sublayer;
+		pos[0] = 23 + r, pos[1] = 24 + r, pos[2] = 25 + r;
+		sts.n_rows = 1;
+		is_int(d->on_accept(st, &v), 0, "on_accept %d", r);
+		runs += m.n_sublayer > before;
+	}
+	is_int(runs, 2, "DP every T = 8 steps");
+	struct skipper_stats ss = { .seconds = 1 };
+	d->end(st, &ss);
+	ok(strstr(m.log, "knapspec: 3 DP runs") != NULL, "end logs DP runs and time: %s", m.log);
+	d->destroy(st);
+	unlink(prof);
+	skipper_policy_unload(lib);
+}
+
+int main(void)
+{
+	fit();
+	dp_vs_brute();
+	plugin();
+	return tap_done();
+}

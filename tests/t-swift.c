@@ -1,0 +1,339 @@
+/* SWIFT:
+ *  - the GP surrogate interpolates its observations;
+ *  - the plugin under the mock host: uniform initial set, confidence
+ *    widths of the spine + leaf-siblings tree, opt steps only once gamma+1
+ *    tokens exist;
+ *  - on a tiny generated model with planted near-redundant blocks 2 and 3,
+ *    through the real engine: the search (fixed seed) finds exactly the
+ *    planted sub-layers within its step budget, and greedy output with tree
+ *    verification equals autoregressive decoding token for token;
+ *  - sampling with SWIFT's tree: the distribution of 3-token continuations
+ *    (top-k 3) matches the exact one computed from the model (chi-square). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "config.h"
+#include "engine.h"
+#include "engine_services.h"
+#include "mock-host.h"
+#include "model.h"
+#include "policy_host.h"
+#include "sample.h"
+#include "swift_gp.h"
+#include "tap.h"
+#include "testmodel.h"
+#include "tokenizer.h"
+
+static struct skipper_error err;
+static const struct skipper_policy *desc;
+
+static void gp(void)
+{
+	float X[4 * 3] = { 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1, 1 }, far[3] = { 0.5f, 0.5f, 0.5f };
+	double y[4] = { 0.2, 0.5, 0.7, 0.9 }, m, s, m2, s2;
+	ok(!swift_gp_predict(X, y, 4, 3, 1e-6, 0.5, X + 3, &m, &s) && fabs(m - 0.5) < 1e-3 && s < 1e-2,
+	   "GP mean at an observation = its value (%.4f, std %.4f)", m, s);
+	ok(!swift_gp_predict(X, y, 4, 3, 1e-6, 0.5, far, &m2, &s2) && s2 > s, "GP is less sure between points (std %.4f)",
+	   s2);
+	ok(!swift_gp_predict(X, y, 4, 3, 1e-2, 0, far, &m2, &s2), "length-scale by marginal likelihood");
+}
+
+static void mock(void)
+{
+	struct mock_host m;
+	void *st;
+	uint8_t attn[8], mlp[8];
+	mock_host_init(&m, 8, 16, 64);
+	if (desc->create(&m.host, &m, &st))
+		BAIL("create");
+	ok(desc->config(st, "widths", "wide") < 0, "widths must be paper or code");
+	is_int(desc->config(st, "gamma", "4"), 0, "gamma = 4");
+	is_int(desc->config_complete(st), 0, "config_complete");
+	struct skipper_request req = { .id = 1, .n_prompt = 10, .n_layer = 8, .max_tokens = 64, .greedy = 1 };
+	desc->begin(st, &req);
+	struct skipper_plan plan = { .n_layer = 8, .skip_attn = attn, .skip_mlp = mlp, .max_draft = 32 };
+	memset(attn, 0, 8);
+	memset(mlp, 0, 8);
+	desc->select_draft(st, &plan);
+	ok(!memcmp(attn, "\0\1\0\1\0\1\0\0", 8) && !memcmp(mlp, attn, 8), "uniform initial set: blocks 1, 3, 5");
+	is_int(plan.max_draft, 25, "draft cap N_D = 25");
+
+	int32_t toks[4] = { 5, 6, 7, 8 }, top[4 * 10];
+	float probs[4] = { 0.99f, 0.9f, 0.7f, 0.3f }, tp[40];
+	for (int j = 0; j < 4; j++)
+		for (int k = 0; k < 10; k++) {
+			top[j * 10 + k] = k == 0 ? toks[j] : 20 + j * 10 + k;
+			tp[j * 10 + k] = k == 0 ? probs[j] : 0.001f;
+		}
+	struct skipper_draft d = { .root = 1, .n = 4, .tokens = toks, .probs = probs, .top_k = 10, .top_ids = top,
+	                           .top_probs = tp };
+	int32_t tt[128], tpar[128], tch[128];
+	for (int i = 0; i < 128; i++)
+		tch[i] = -1;
+	struct skipper_tree tree = { .capacity = 128, .tokens = tt, .parent = tpar, .chain_node = tch };
+	desc->verify(st, &d, &tree);
+	is_int(tree.n, 1 + 3 + 5 + 10, "widths 1/3/5/10 for p = 0.99/0.9/0.7/0.3");
+	ok(tch[0] == 0 && tch[1] == 1 && tch[2] == 4 && tch[3] == 9 && tpar[0] == -1 && tpar[1] == 0 && tpar[2] == 0 && tpar[4] == 1 &&
+	   tpar[9] == 4 && tpar[18] == 4 && tpar[10] == 4 && tt[9] == 8, "spine + leaf siblings, chain first at each depth");
+	tree.capacity = 6;
+	desc->verify(st, &d, &tree);
+	ok(tree.n == 6 && tch[3] == 5, "small capacity: siblings dropped, the spine kept (n %d)", tree.n);
+
+	int32_t gen[16];
+	for (int i = 0; i < 16; i++)
+		gen[i] = 3 + i;
+	for (int n = 1; n <= 8; n++) {
+		struct skipper_verdict v = { .n_drafted = 2, .n_accepted = 1, .bonus = 4, .generated = gen, .n_generated = n };
+		desc->on_accept(st, &v);
+	}
+	is_int(m.n_score_mask, 3, "opt steps once more than gamma+1 = 5 tokens exist (n = 6, 7, 8)");
+	struct skipper_stats ss = { .seconds = 1 };
+	desc->end(st, &ss);
+	ok(strstr(m.log, "3 opt steps") != NULL, "end logs the search: %s", m.log);
+	desc->destroy(st);
+
+	/* re-arm: a frozen search starts again when the rolling alpha < 0.8 */
+	mock_host_init(&m, 8, 16, 64);
+	if (desc->create(&m.host, &m, &st) || desc->config(st, "gamma", "4") || desc->config(st, "max_steps", "0") ||
+	    desc->config_complete(st))
+		BAIL("create");
+	desc->begin(st, &req);
+	for (int r = 0; r < 52; r++) {
+		struct skipper_verdict v = { .n_drafted = 2, .n_accepted = 0, .bonus = 4, .generated = gen, .n_generated = 8 };
+		desc->on_accept(st, &v);
+	}
+	desc->end(st, &ss);
+	ok(m.n_score_mask == 2 && strstr(m.log, "re-armed 1"),
+	   "stopped after max_steps, re-armed after 50 rounds at alpha 0, scored again (%d scores)", m.n_score_mask);
+	desc->destroy(st);
+}
+
+/* ---- the real engine on a tiny model ---- */
+static char last_log[1024];
+static void log_line(void *engine, int level, const char *policy, const char *msg)
+{
+	if (strstr(msg, "best matchness"))
+		snprintf(last_log, sizeof last_log, "%s", msg);
+}
+
+struct toks {
+	int32_t t[256];
+	int n;
+};
+static int collect(void *user, int32_t t)
+{
+	struct toks *k = user;
+	if (k->n < 256)
+		k->t[k->n++] = t;
+	return 0;
+}
+
+
+/* ---- sampling with the tree: exact sequence distribution ---- */
+#define SEQ 3
+static const struct skipper_sampling samp = { .temperature = 1.0f, .top_k = 3, .top_p = 1.0f };
+
+static void exact_next(struct skipper_backend *be, int nv, const int32_t *seq, int n, float *probs)
+{
+	float *logits = malloc((size_t)nv * sizeof *logits);
+	struct skipper_prob_id *scratch = malloc((size_t)nv * sizeof *scratch);
+	int32_t row = n - 1, id;
+	float p;
+	struct skipper_forward fw = { .n = n, .tokens = seq, .n_past = 0, .kv_write = 1, .n_out = 1, .out_rows = &row,
+	                              .top_k = 1, .top_ids = &id, .top_probs = &p, .logits = logits };
+	if (be->ops->forward(be, &fw, &err))
+		BAIL(err.msg);
+	skipper_process_logits(&samp, logits, nv, probs, scratch);
+	free(logits);
+	free(scratch);
+}
+
+static void sampling(struct skipper_model *model, struct skipper_tokenizer *tok, struct skipper_engine *eng,
+                     const int32_t *prompt, int n_prompt)
+{
+	struct skipper_backend_opts bo = { .n_ctx = 64, .n_threads = 1 };
+	struct skipper_backend *ex;
+	int nv = model->hp.n_vocab, n_cells = 0, N = 2000, df = -1, outside = 0, other_n = 0, trees = 0;
+	struct { int32_t t[SEQ]; double p; int count; } cells[64];
+	float *p1 = malloc((size_t)nv * 4), *p2 = malloc((size_t)nv * 4), *p3 = malloc((size_t)nv * 4);
+	int32_t seq[128];
+	double chi = 0, other_p = 0;
+
+	if (skipper_backend_cpu_create(model, &bo, &ex, &err))
+		BAIL(err.msg);
+	memcpy(seq, prompt, (size_t)n_prompt * sizeof *seq);
+	exact_next(ex, nv, seq, n_prompt, p1);
+	for (int a = 0; a < nv; a++) {
+		if (p1[a] <= 0)
+			continue;
+		seq[n_prompt] = a;
+		exact_next(ex, nv, seq, n_prompt + 1, p2);
+		for (int b = 0; b < nv; b++) {
+			if (p2[b] <= 0)
+				continue;
+			seq[n_prompt + 1] = b;
+			exact_next(ex, nv, seq, n_prompt + 2, p3);
+			for (int c = 0; c < nv; c++)
+				if (p3[c] > 0 && n_cells < 64) {
+					cells[n_cells].t[0] = a, cells[n_cells].t[1] = b, cells[n_cells].t[2] = c;
+					cells[n_cells].p = (double)p1[a] * p2[b] * p3[c];
+					cells[n_cells++].count = 0;
+				}
+		}
+	}
+	ex->ops->destroy(ex);
+	for (int i = 0; i < N; i++) {
+		struct skipper_gen_params gp = { .max_tokens = SEQ, .sampling = samp, .seed = 5000 + (uint64_t)i };
+		struct skipper_run_stats st;
+		struct toks got = { .n = 0 };
+		int found = 0;
+		if (skipper_engine_generate(eng, prompt, n_prompt, &gp, collect, &got, &st, &err))
+			BAIL(err.msg);
+		trees += st.drafted > 0;
+		for (int k = got.n; k < SEQ; k++)
+			got.t[k] = -1;
+		for (int c = 0; c < n_cells && !found; c++)
+			if (!memcmp(cells[c].t, got.t, sizeof cells[c].t)) {
+				cells[c].count++;
+				found = 1;
+			}
+		outside += !found;
+	}
+	for (int c = 0; c < n_cells; c++) {
+		double e = cells[c].p * N;
+		if (e < 5) {
+			other_p += cells[c].p;
+			other_n += cells[c].count;
+			continue;
+		}
+		chi += (cells[c].count - e) * (cells[c].count - e) / e;
+		df++;
+	}
+	if (other_p * N >= 5) {
+		chi += (other_n - other_p * N) * (other_n - other_p * N) / (other_p * N);
+		df++;
+	}
+	diag("swift tree sampling: %d cells, df %d, chi-square %.2f, %d outside, %d runs drafted", n_cells, df, chi,
+	     outside, trees);
+	ok(df >= 3 && chi < df + 3.3 * sqrt(2.0 * df) + 3 && outside == 0 && trees > N / 2,
+	   "sampling through SWIFT's tree reproduces the model's sequence distribution");
+	free(p1);
+	free(p2);
+	free(p3);
+}
+
+static void tiny(void)
+{
+	char path[] = "/tmp/skipper-t-swift-XXXXXX";
+	int fd = mkstemp(path);
+	struct skipper_test_model_opts o;
+	struct skipper_model *model;
+	struct skipper_tokenizer *tok;
+	struct skipper_backend_opts bo = { .n_ctx = 512, .n_threads = 1 };
+	struct skipper_backend *be;
+	struct skipper_policy_lib *lib;
+	struct skipper_policy_instance *inst;
+	struct skipper_engine *eng, *ar;
+	struct skipper_config *cfg;
+	struct skipper_policy_env env = { 0 };
+	static const char *texts[] = { "The quick brown fox", "jumps over", "the lazy dog and", "a cat sat on",
+	                               "Hello, world", "once upon a time" };
+	int same = 1, tree_rounds = 0, requests = 0, frozen = 0;
+
+	close(fd);
+	skipper_test_model_defaults(&o);
+	o.n_layer = 6;
+	o.seed = 5;
+	o.n_ctx = 512;
+	o.redundant[2] = o.redundant[3] = 1;
+	if (skipper_test_model_write(path, &o) || skipper_model_load(path, &model, &err) ||
+	    skipper_tokenizer_from_gguf(model->gguf, &tok, &err) || skipper_backend_cpu_create(model, &bo, &be, &err))
+		BAIL(err.msg);
+	if (skipper_config_new(&cfg, &err) || skipper_config_set(cfg, "swift.gamma=16", &err) ||
+	    skipper_config_set(cfg, "swift.skip_ratio=0.5", &err) || skipper_config_set(cfg, "swift.max_steps=400", &err))
+		BAIL(err.msg);
+	env.n_layer = model->hp.n_layer;
+	env.n_embd = model->hp.n_embd;
+	env.n_vocab = model->hp.n_vocab;
+	env.n_ctx = 512;
+	env.seed = 42;
+	env.log = log_line;
+	env.log_level = SKIPPER_LOG_INFO;
+	env.score_mask = skipper_engine_score_mask;
+	env.sublayer_forward = skipper_engine_sublayer_forward;
+	env.head_argmax = skipper_engine_head_argmax;
+	env.time_sublayer = skipper_engine_time_sublayer;
+	if (skipper_policy_load("swift", &(struct skipper_policy_search){ 0 }, &lib, &err) ||
+	    skipper_policy_instance_new(lib, &env, cfg, &inst, &err) || skipper_engine_new(be, tok, inst, &eng, &err) ||
+	    skipper_engine_new(be, tok, NULL, &ar, &err))
+		BAIL(err.msg);
+	env.engine = eng;
+
+	/* requests until the search freezes (matchness > 0.95) or 40 requests */
+	for (int r = 0; r < 40 && !frozen; r++) {
+		struct skipper_gen_params gp = { .max_tokens = 80, .seed = 1 };
+		struct skipper_run_stats s1, s2;
+		struct toks a = { .n = 0 }, b = { .n = 0 };
+		const char *t = texts[r % 6];
+		int32_t *prompt;
+		size_t n;
+		if (skipper_tokenize(tok, t, strlen(t), 0, 0, &prompt, &n, &err))
+			BAIL(err.msg);
+		if (skipper_engine_generate(eng, prompt, (int)n, &gp, collect, &a, &s1, &err))
+			BAIL(err.msg);
+		if (skipper_engine_generate(ar, prompt, (int)n, &gp, collect, &b, &s2, &err))
+			BAIL(err.msg);
+		same &= a.n == b.n && !memcmp(a.t, b.t, (size_t)a.n * sizeof a.t[0]);
+		tree_rounds += s1.rounds;
+		requests++;
+		frozen = strstr(last_log, "frozen") != NULL;
+		free(prompt);
+	}
+	diag("after %d requests: %s", requests, last_log);
+	ok(same, "greedy SWIFT (tree verification) == autoregressive on %d requests", requests);
+	ok(frozen && strstr(last_log, "best attn=2-3 mlp=2-3") != NULL,
+	   "the search found exactly the planted sub-layers (attn 2-3, mlp 2-3) and stopped");
+	{
+		/* a fresh instance: the uniform set (blocks 1 and 3) is a poor draft,
+		 * so many candidates are rejected */
+		struct skipper_policy_instance *inst2;
+		struct skipper_engine *eng2;
+		struct skipper_policy_env env2 = env;
+		int32_t *prompt;
+		size_t n;
+		if (skipper_policy_instance_new(lib, &env2, NULL, &inst2, &err) ||
+		    skipper_engine_new(be, tok, inst2, &eng2, &err) || skipper_tokenize(tok, "ab", 2, 0, 0, &prompt, &n, &err))
+			BAIL(err.msg);
+		env2.engine = eng2;
+		sampling(model, tok, eng2, prompt, (int)n);
+		free(prompt);
+		skipper_engine_free(eng2);
+		skipper_policy_instance_free(inst2);
+	}
+	skipper_engine_free(eng);
+	skipper_engine_free(ar);
+	skipper_policy_instance_free(inst);
+	skipper_policy_unload(lib);
+	skipper_config_free(cfg);
+	be->ops->destroy(be);
+	skipper_tokenizer_free(tok);
+	skipper_model_free(model);
+	unlink(path);
+}
+
+int main(void)
+{
+	struct skipper_policy_lib *lib;
+	gp();
+	if (skipper_policy_load("swift", &(struct skipper_policy_search){ 0 }, &lib, &err))
+		BAIL(err.msg);
+	desc = skipper_policy_lib_desc(lib);
+	mock();
+	skipper_policy_unload(lib);
+	tiny();
+	return tap_done();
+}
