@@ -3,20 +3,5 @@
 # (`skipper bench` exits 1 on any difference), with a short LOI so the DP
 # re-runs inside each request; the DP time shows as policy time.
 set -u
-model="${SKIPPER_TEST_MODEL:-${XDG_CACHE_HOME:-$HOME/.cache}/skipper/models/SmolLM2-135M-Instruct.Q4_1.gguf}"
-if [ ! -f "$model" ]; then
-	echo "1..0 # SKIP $model not found (scripts/fetch-model.sh fetches it)"
-	exit 0
-fi
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-head -n 2 "$top_srcdir/tests/data/specbench-20.jsonl" >"$out/p.jsonl"
-printf '[policy]\nname = clasp\n[clasp]\nskip_layers = 8\ninterval = 4\n' >"$out/clasp.ini"
-echo "1..2"
-"$top_builddir/skipper" bench --data "$out/p.jsonl" --max-tokens 32 --warmup 0 --policies "none,$out/clasp.ini" \
-	--set model.path="$model" --set model.threads=2 --out "$out/r" >"$out/table" 2>"$out/err"
-rc=$?
-sed 's/^/# /' "$out/table" "$out/err"
-[ "$rc" = 0 ] && echo "ok 1 - clasp greedy output identical to none on 2 prompts" || echo "not ok 1 - bench exit $rc"
-drafted=$(grep '"policy":"clasp' "$out/r.jsonl" | grep -c '"drafted":[1-9]')
-[ "$drafted" -gt 0 ] && echo "ok 2 - clasp drafted ($drafted runs)" || echo "not ok 2 - nothing drafted"
+. "$top_srcdir/tests/lossless-smollm2.sh"
+lossless_smollm2 clasp 'skip_layers = 8\ninterval = 4'
