@@ -160,7 +160,10 @@ struct skipper_draft {
  * (the round's input token), else an index < i. Greedy verification accepts
  * the longest root path whose every token equals the full model's argmax.
  * With sampling, only nodes whose parent is the root or a chain node (the
- * draft distribution is known there) are kept, in the order given. */
+ * draft distribution is known there) are kept, in the order given, and the
+ * tokens of a chain node's siblings are redrawn without replacement from
+ * that depth's draft distribution: multi-candidate rejection sampling is
+ * exact only for candidates drawn so. */
 struct skipper_tree {
 	int capacity;             /* entries available in tokens/parent */
 	int n;                    /* out: nodes used (0 = chain) */
