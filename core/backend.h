@@ -90,10 +90,26 @@ struct skipper_backend {
 	int n_ctx;
 };
 
+enum skipper_backend_kind {
+	SKIPPER_BACKEND_AUTO = 0, /* CUDA when the module loads and finds a device, else CPU */
+	SKIPPER_BACKEND_CPU = 1,
+	SKIPPER_BACKEND_CUDA = 2
+};
+
 struct skipper_backend_opts {
 	int n_ctx;       /* KV slots */
-	int n_threads;   /* 0 = number of online CPUs */
+	int n_threads;   /* CPU: 0 = number of online CPUs */
+	int kind;        /* enum skipper_backend_kind */
+	int device;      /* CUDA device ordinal */
 };
+
+/* Create the backend o->kind names. CUDA comes from the dlopen'ed module
+ * skipper-backend-cuda.so; when it cannot be used (no module, no device,
+ * driver too old) kind CUDA fails with SKIPPER_ERR_UNSUPPORTED and a message
+ * saying why, and kind AUTO falls back to the CPU. *out owned by the caller:
+ * out->ops->destroy(out). */
+int skipper_backend_create(const struct skipper_model *m, const struct skipper_backend_opts *o,
+                           struct skipper_backend **out, struct skipper_error *err);
 
 /* CPU backend. *out owned by the caller: out->ops->destroy(out). */
 int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipper_backend_opts *o,

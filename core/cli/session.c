@@ -91,10 +91,8 @@ int cli_session_open(struct cli_session *s, struct skipper_config *cfg)
 		return fail(&err, EXIT_USAGE);
 	bo.n_ctx = (int)l;
 	backend = skipper_config_get(cfg, "model", "backend");
-	if (strcmp(backend, "cuda") == 0) {
-		fprintf(stderr, "skipper: [model] backend = cuda: this build has no CUDA backend module\n");
-		return EXIT_FAILURE_GENERIC;
-	}
+	bo.kind = strcmp(backend, "cuda") == 0 ? SKIPPER_BACKEND_CUDA :
+	          strcmp(backend, "cpu") == 0  ? SKIPPER_BACKEND_CPU : SKIPPER_BACKEND_AUTO;
 
 	if ((rc = cli_model_path(cfg, &path)))
 		return rc;
@@ -123,7 +121,7 @@ int cli_session_open(struct cli_session *s, struct skipper_config *cfg)
 		s->system = strdup(sys);
 	}
 
-	if (skipper_backend_cpu_create(s->model, &bo, &s->be, &err))
+	if (skipper_backend_create(s->model, &bo, &s->be, &err))
 		return fail(&err, EXIT_FAILURE_GENERIC);
 	return cli_session_set_policy(s, skipper_config_get(cfg, "policy", "name"));
 }
