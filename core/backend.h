@@ -40,6 +40,9 @@ struct skipper_forward {
 	/* --- hidden-state captures --- */
 	int n_cap_layers;             /* layers to capture; state AFTER block l (l = -1: embeddings) */
 	const int32_t *cap_layers;    /* [n_cap_layers] */
+	int cap_sublayers;            /* 1: cap_layers[] are sub-layer boundaries instead:
+	                                 -1 = embeddings, 2l = after layer l's attention,
+	                                 2l + 1 = after layer l's MLP (= after block l) */
 	int n_cap_rows;
 	const int32_t *cap_rows;      /* [n_cap_rows] batch row indices */
 	float *captures;              /* [n_cap_rows][n_cap_layers][n_embd] */
