@@ -9,6 +9,7 @@
 #ifndef SKIPPER_BACKEND_ABI_H
 #define SKIPPER_BACKEND_ABI_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -91,6 +92,41 @@ struct skipper_model {
 	float *rope_freqs_buf;  /* owned storage behind rope_freqs when computed; internal */
 	char sha256[65];        /* cache of skipper_model_sha256(); "" until computed */
 };
+
+
+/* Angular frequency of each rotated pair, f[rope_dim / 2]: every backend
+ * computes its RoPE angles pos * f[i] from this one definition (in double;
+ * cos/sin of the angle are then rounded to float). Per-pair factors from the
+ * file or the loader (llama3 included) divide the base frequency; linear
+ * scaling divides by the factor; llama3 without a factor table applies the
+ * smooth interpolation here. */
+static inline void skipper_rope_freqs(const struct skipper_model *m, int rope_dim, double *f)
+{
+	const struct skipper_hparams *hp = &m->hp;
+	double factor = hp->rope_factor > 0.0f ? hp->rope_factor : 1.0;
+	for (int i = 0; i < rope_dim / 2; i++) {
+		double fr = pow((double)hp->rope_theta, -2.0 * i / rope_dim);
+		if (m->rope_freqs)
+			fr /= m->rope_freqs[i];
+		if (hp->rope_scaling == SKIPPER_ROPE_SCALING_LINEAR) {
+			fr /= factor;
+		} else if (hp->rope_scaling == SKIPPER_ROPE_SCALING_LLAMA3 && !m->rope_freqs) {
+			/* Llama-3.1: keep high frequencies, divide low ones by the
+			 * factor, interpolate smoothly in between */
+			double lo = hp->rope_low_freq_factor > 0 ? hp->rope_low_freq_factor : 1.0;
+			double hi = hp->rope_high_freq_factor > 0 ? hp->rope_high_freq_factor : 4.0;
+			double orig = hp->rope_orig_ctx > 0 ? hp->rope_orig_ctx : 8192;
+			double wavelen = 2.0 * 3.14159265358979323846 / fr;
+			if (wavelen > orig / lo) {
+				fr /= factor;
+			} else if (wavelen >= orig / hi && hi != lo) {
+				double smooth = (orig / wavelen - lo) / (hi - lo);
+				fr = (1.0 - smooth) * fr / factor + smooth * fr;
+			}
+		}
+		f[i] = fr;
+	}
+}
 
 /* -------------------------------------------------------------- backend */
 
