@@ -68,6 +68,10 @@ static int cuda_probe(int device, struct skipper_error *err)
 		cudaDriverGetVersion(&drv);
 		cudaRuntimeGetVersion(&rt);
 		cudaGetLastError();
+		if (drv == 0)
+			return cuda_failf(err, SKIPPER_ERR_UNSUPPORTED,
+			                  "backend cuda: no CUDA device (no NVIDIA driver: libcuda.so "
+			                  "cannot be loaded)");
 		return cuda_failf(err, SKIPPER_ERR_UNSUPPORTED,
 		                  "backend cuda: the NVIDIA driver (CUDA %d.%d) is older than the CUDA "
 		                  "runtime the module was built with (%d.%d): update the driver",
