@@ -49,7 +49,7 @@ int cuda_dalloc(struct cuda_backend *be, void **p, size_t bytes, const char *wha
 	if (e == cudaSuccess)
 		return 0;
 	*p = NULL;
-	cudaGetLastError(); /* clear the sticky-free allocation error */
+	cudaGetLastError(); /* not sticky, but keep it out of later checks */
 	return cuda_failf(err, e == cudaErrorMemoryAllocation ? SKIPPER_ERR_NOMEM : SKIPPER_ERR_BACKEND,
 	                  "cuda: cudaMalloc %s (%.1f MiB): %s; model needs %.0f MiB + KV %.0f MiB + "
 	                  "work %.0f MiB, device had %.0f MiB free",
