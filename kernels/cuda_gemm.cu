@@ -16,6 +16,7 @@
 
 #define SK_WARPS 8
 #define SK_ROWS 8
+#define SK_DEPTH 8 /* weight loads in flight per lane */
 
 __device__ static inline void bf16x8(uint4 w, float f[8])
 {
@@ -61,28 +62,32 @@ k_skinny(const uint4 *__restrict__ W, int k, int n, const float *__restrict__ X,
 #pragma unroll
 		for (int r = 0; r < SK_ROWS; r++)
 			acc[r] = 0.0f;
-		/* the weight stream: two independent 16-byte loads in flight per
-		 * lane per step, the rest of the unrolling left to the compiler */
+		/* the weight stream: SK_DEPTH independent 16-byte loads in flight
+		 * per lane (decode is bound by how many bytes are in flight), then
+		 * the same chunk-order accumulation as the tail loop below */
 		int c = lane;
-		for (; c + 32 < nch; c += 64) {
-			uint4 w0 = __ldg(w + c), w1 = __ldg(w + c + 32);
-			float f0[8], f1[8];
-			bf16x8(w0, f0);
-			bf16x8(w1, f1);
+		for (; c + 32 * (SK_DEPTH - 1) < nch; c += 32 * SK_DEPTH) {
+			uint4 wv[SK_DEPTH];
 #pragma unroll
-			for (int r = 0; r < SK_ROWS; r++)
-				if (r < rn) {
-					acc[r] = dot8(f0, x + (size_t)r * ldx + (size_t)c * 8, acc[r]);
-					acc[r] = dot8(f1, x + (size_t)r * ldx + (size_t)(c + 32) * 8, acc[r]);
-				}
+			for (int u = 0; u < SK_DEPTH; u++)
+				wv[u] = __ldg(w + c + 32 * u);
+#pragma unroll
+			for (int u = 0; u < SK_DEPTH; u++) {
+				float f[8];
+				bf16x8(wv[u], f);
+#pragma unroll
+				for (int r = 0; r < SK_ROWS; r++)
+					if (r < rn)
+						acc[r] = dot8(f, x + (size_t)r * ldx + (size_t)(c + 32 * u) * 8, acc[r]);
+			}
 		}
 		for (; c < nch; c += 32) {
-			float f0[8];
-			bf16x8(__ldg(w + c), f0);
+			float f[8];
+			bf16x8(__ldg(w + c), f);
 #pragma unroll
 			for (int r = 0; r < SK_ROWS; r++)
 				if (r < rn)
-					acc[r] = dot8(f0, x + (size_t)r * ldx + (size_t)c * 8, acc[r]);
+					acc[r] = dot8(f, x + (size_t)r * ldx + (size_t)c * 8, acc[r]);
 		}
 #pragma unroll
 		for (int r = 0; r < SK_ROWS; r++) {
