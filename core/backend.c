@@ -113,13 +113,25 @@ static int cuda_create(const struct skipper_model *m, const struct skipper_backe
 	return mod->create(m, o, out, err);
 }
 
+/* Is the NVIDIA driver library there at all? Checked before kind auto loads
+ * the module, because loading it maps the CUDA runtime and cuBLAS (hundreds
+ * of MiB, half a second) only to find no device on CPU-only machines. */
+static int have_cuda_driver(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+	if (!h)
+		return 0;
+	dlclose(h);
+	return 1;
+}
+
 int skipper_backend_create(const struct skipper_model *m, const struct skipper_backend_opts *o,
                            struct skipper_backend **out, struct skipper_error *err)
 {
 	*out = NULL;
 	if (o->kind == SKIPPER_BACKEND_CUDA)
 		return cuda_create(m, o, out, err);
-	if (o->kind == SKIPPER_BACKEND_AUTO) {
+	if (o->kind == SKIPPER_BACKEND_AUTO && have_cuda_driver()) {
 		struct skipper_error e2 = { 0 };
 		int rc = cuda_create(m, o, out, &e2);
 		/* no module or no usable device: the CPU, silently. A device that
