@@ -12,7 +12,7 @@ ok() { n=$((n + 1)); echo "ok $n - $1"; }
 fail() { n=$((n + 1)); echo "not ok $n - $1"; sed 's/^/#   /' "$t/err"; }
 gen() { "$S" generate -m "$t/m.gguf" -p hi --set generate.max_tokens=2 --stats "$@" >"$t/out" 2>"$t/err"; }
 
-echo "1..6"
+echo "1..7"
 "$top_builddir/tests/gen-model" --out "$t/m.gguf" --layers 2 --embd 64 --ff 128 --heads 4 --kv-heads 2 \
 	--vocab 300 >/dev/null 2>&1 || { echo "Bail out! gen-model failed"; exit 1; }
 mkdir "$t/empty" "$t/fake"
@@ -42,6 +42,17 @@ if [ -n "$plugin" ]; then
 else
 	ok "# SKIP no policy plugin built to stand in for a foreign .so"
 	ok "# SKIP no policy plugin built to stand in for a foreign .so"
+fi
+
+fake="$top_builddir/tests/plugins/.libs/fake-backend.so"
+if [ -f "$fake" ]; then
+	cp "$fake" "$t/fake/skipper-backend-cuda.so"
+	SKIPPER_PLUGIN_PATH="$t/fake" gen --set model.backend=cuda
+	if [ $? -ne 0 ] && grep -q "refused $t/fake/skipper-backend-cuda.so: built for skipper 0.0.0-other" "$t/err"; then
+		ok "a module from another skipper version is refused, naming the file"
+	else fail "a module from another skipper version is refused"; fi
+else
+	ok "# SKIP tests/plugins/fake-backend.so not built"
 fi
 
 # the real module (when this build has one) on this machine
