@@ -341,9 +341,14 @@ static int run_graph(struct cuda_backend *be, const struct skipper_forward *fw,
 			cudaGraphExecDestroy(victim->exec);
 			victim->exec = NULL;
 		}
-		CU_TRY(cudaStreamBeginCapture(be->st, cudaStreamCaptureModeThreadLocal), "begin graph capture");
+		cudaError_t e = cudaStreamBeginCapture(be->st, cudaStreamCaptureModeThreadLocal);
+		if (e != cudaSuccess) {
+			cudaGetLastError();
+			be->graphs_on = 0;
+			return 0;
+		}
 		rc = enqueue_chunk(be, fw, b, 0, 1, m, fw->logits != NULL, err);
-		cudaError_t e = cudaStreamEndCapture(be->st, &graph);
+		e = cudaStreamEndCapture(be->st, &graph);
 		if (!rc && e == cudaSuccess)
 			e = cudaGraphInstantiate(&exec, graph, 0);
 		if (graph)
