@@ -2,8 +2,8 @@
  * against every weight row, streaming each BF16 weight row from memory once
  * per launch (rows of activations come from L1/L2).
  *
- * Shape: one warp per output column j (= weight row j), 8 warps a block.
- * Lane l takes the 8-element chunks c = l, l + 32, ... of the K dimension
+ * Shape: each warp owns COLS output columns j (= weight rows j; 1 for
+ * decode, 4 from three batch rows on), 8 warps a block. Lane l takes the 8-element chunks c = l, l + 32, ... of the K dimension
  * (16-byte loads of weights and 2 x 16-byte loads of activations), keeps one
  * F32 partial per batch row (fused multiply-adds in chunk order), and the
  * warp sums the 32 partials with a fixed xor-shuffle tree. A row's result
@@ -16,7 +16,6 @@
 
 #define SK_WARPS 8
 #define SK_ROWS 8
-#define SK_DEPTH 8 /* weight loads in flight per lane */
 
 __device__ static inline void bf16x8(uint4 w, float f[8])
 {
@@ -45,64 +44,89 @@ __device__ static inline float dot8(const float w[8], const float *x, float acc)
 	return acc;
 }
 
+/* COLS weight rows per warp (each activation chunk loaded once serves all
+ * of them: the L1 traffic per weight byte drops COLS-fold, which matters
+ * from a few batch rows on), DEPTH chunks of each in flight per lane. The
+ * per-output arithmetic does not depend on COLS or DEPTH: every (row, column)
+ * accumulates its chunks in increasing chunk order with the same fmaf chain,
+ * then the same shuffle tree, so the choice below may follow the shape. */
+template <int COLS, int DEPTH>
 __global__ static void __launch_bounds__(SK_WARPS * 32)
 k_skinny(const uint4 *__restrict__ W, int k, int n, const float *__restrict__ X, int ldx, int nr,
          float *__restrict__ Y, int ldy, int accumulate)
 {
-	int j = blockIdx.x * SK_WARPS + (threadIdx.x >> 5), lane = threadIdx.x & 31;
-	if (j >= n)
+	int j0 = (blockIdx.x * SK_WARPS + (threadIdx.x >> 5)) * COLS, lane = threadIdx.x & 31;
+	if (j0 >= n)
 		return; /* whole warps only: no shuffle below misses a lane */
-	int nch = k / 8;
-	const uint4 *w = W + (size_t)j * nch;
+	int nch = k / 8, ncol = n - j0 < COLS ? n - j0 : COLS;
+	const uint4 *w[COLS];
+#pragma unroll
+	for (int cc = 0; cc < COLS; cc++)
+		w[cc] = W + (size_t)(j0 + (cc < ncol ? cc : 0)) * nch; /* spare columns re-read column 0 */
 
 	for (int r0 = 0; r0 < nr; r0 += SK_ROWS) {
 		int rn = nr - r0 < SK_ROWS ? nr - r0 : SK_ROWS;
 		const float *x = X + (size_t)r0 * ldx;
-		float acc[SK_ROWS];
+		float acc[COLS][SK_ROWS];
 #pragma unroll
-		for (int r = 0; r < SK_ROWS; r++)
-			acc[r] = 0.0f;
-		/* the weight stream: SK_DEPTH independent 16-byte loads in flight
-		 * per lane (decode is bound by how many bytes are in flight), then
-		 * the same chunk-order accumulation as the tail loop below */
+		for (int cc = 0; cc < COLS; cc++)
+#pragma unroll
+			for (int r = 0; r < SK_ROWS; r++)
+				acc[cc][r] = 0.0f;
 		int c = lane;
-		for (; c + 32 * (SK_DEPTH - 1) < nch; c += 32 * SK_DEPTH) {
-			uint4 wv[SK_DEPTH];
+		for (; c + 32 * (DEPTH - 1) < nch; c += 32 * DEPTH) {
+			uint4 wv[COLS][DEPTH];
 #pragma unroll
-			for (int u = 0; u < SK_DEPTH; u++)
-				wv[u] = __ldg(w + c + 32 * u);
+			for (int cc = 0; cc < COLS; cc++)
 #pragma unroll
-			for (int u = 0; u < SK_DEPTH; u++) {
-				float f[8];
-				bf16x8(wv[u], f);
+				for (int u = 0; u < DEPTH; u++)
+					wv[cc][u] = __ldg(w[cc] + c + 32 * u);
+#pragma unroll
+			for (int u = 0; u < DEPTH; u++) {
+				float f[COLS][8];
+#pragma unroll
+				for (int cc = 0; cc < COLS; cc++)
+					bf16x8(wv[cc][u], f[cc]);
 #pragma unroll
 				for (int r = 0; r < SK_ROWS; r++)
-					if (r < rn)
-						acc[r] = dot8(f, x + (size_t)r * ldx + (size_t)(c + 32 * u) * 8, acc[r]);
+					if (r < rn) {
+						const float *xr = x + (size_t)r * ldx + (size_t)(c + 32 * u) * 8;
+#pragma unroll
+						for (int cc = 0; cc < COLS; cc++)
+							acc[cc][r] = dot8(f[cc], xr, acc[cc][r]);
+					}
 			}
 		}
 		for (; c < nch; c += 32) {
-			float f[8];
-			bf16x8(__ldg(w + c), f);
+			float f[COLS][8];
+#pragma unroll
+			for (int cc = 0; cc < COLS; cc++)
+				bf16x8(__ldg(w[cc] + c), f[cc]);
 #pragma unroll
 			for (int r = 0; r < SK_ROWS; r++)
-				if (r < rn)
-					acc[r] = dot8(f, x + (size_t)r * ldx + (size_t)c * 8, acc[r]);
+				if (r < rn) {
+					const float *xr = x + (size_t)r * ldx + (size_t)c * 8;
+#pragma unroll
+					for (int cc = 0; cc < COLS; cc++)
+						acc[cc][r] = dot8(f[cc], xr, acc[cc][r]);
+				}
 		}
 #pragma unroll
-		for (int r = 0; r < SK_ROWS; r++) {
-			float s = acc[r];
-			/* fixed tree: lane l ends with the same sum for every l */
-			s += __shfl_xor_sync(0xffffffffu, s, 16);
-			s += __shfl_xor_sync(0xffffffffu, s, 8);
-			s += __shfl_xor_sync(0xffffffffu, s, 4);
-			s += __shfl_xor_sync(0xffffffffu, s, 2);
-			s += __shfl_xor_sync(0xffffffffu, s, 1);
-			if (lane == 0 && r < rn) {
-				float *y = Y + (size_t)(r0 + r) * ldy + j;
-				*y = accumulate ? *y + s : s;
+		for (int cc = 0; cc < COLS; cc++)
+#pragma unroll
+			for (int r = 0; r < SK_ROWS; r++) {
+				float s = acc[cc][r];
+				/* fixed tree: lane l ends with the same sum for every l */
+				s += __shfl_xor_sync(0xffffffffu, s, 16);
+				s += __shfl_xor_sync(0xffffffffu, s, 8);
+				s += __shfl_xor_sync(0xffffffffu, s, 4);
+				s += __shfl_xor_sync(0xffffffffu, s, 2);
+				s += __shfl_xor_sync(0xffffffffu, s, 1);
+				if (lane == 0 && r < rn && cc < ncol) {
+					float *y = Y + (size_t)(r0 + r) * ldy + j0 + cc;
+					*y = accumulate ? *y + s : s;
+				}
 			}
-		}
 	}
 }
 
@@ -113,7 +137,17 @@ extern "C" cudaError_t cuda_skinny_gemm(const uint16_t *W, int k, int n, const f
 		return cudaSuccess;
 	if (k % 8 || ldx % 4 || nr > CUDA_SKINNY_MAX || ((uintptr_t)W | (uintptr_t)X) % 16)
 		return cudaErrorInvalidValue;
-	unsigned blocks = (unsigned)((n + SK_WARPS - 1) / SK_WARPS);
-	k_skinny<<<blocks, SK_WARPS * 32, 0, st>>>((const uint4 *)W, k, n, X, ldx, nr, Y, ldy, accumulate);
+	/* one or two rows (decode): one weight row per warp, the most warps
+	 * streaming; more rows: four weight rows per warp share the activation
+	 * loads. Bits are the same either way (see k_skinny). */
+	if (nr <= 2) {
+		unsigned blocks = (unsigned)((n + SK_WARPS - 1) / SK_WARPS);
+		k_skinny<1, 8><<<blocks, SK_WARPS * 32, 0, st>>>((const uint4 *)W, k, n, X, ldx, nr, Y, ldy,
+		                                                 accumulate);
+	} else {
+		unsigned blocks = (unsigned)((n + 4 * SK_WARPS - 1) / (4 * SK_WARPS));
+		k_skinny<4, 2><<<blocks, SK_WARPS * 32, 0, st>>>((const uint4 *)W, k, n, X, ldx, nr, Y, ldy,
+		                                                 accumulate);
+	}
 	return cudaGetLastError();
 }
