@@ -170,7 +170,7 @@ static void plugin(void)
 	struct mock_host m;
 	void *st;
 	const int PL = 6, PD = 8;
-	float data[3 * 7 * 8];
+	float data[3 * 13 * 8];
 	int32_t pos[3] = { 20, 21, 22 }, tok[3] = { 1, 2, 3 };
 	uint8_t attn[6], mlp[6];
 	char prof[] = "/tmp/skipper-t-knapspec-XXXXXX";
@@ -180,7 +180,8 @@ static void plugin(void)
 	if (skipper_policy_load("knapspec", &(struct skipper_policy_search){ 0 }, &lib, &err))
 		BAIL(err.msg);
 	d = skipper_policy_lib_desc(lib);
-	ok(d->needs == SKIPPER_NEED_ACCEPTED_STATES && d->calibrate, "needs accepted rows' states; has calibrate");
+	ok(d->needs == (SKIPPER_NEED_ACCEPTED_STATES | SKIPPER_NEED_SUBLAYER_STATES) && d->calibrate,
+	   "needs accepted rows' states at sub-layer boundaries; has calibrate");
 	mock_host_init(&m, PL, PD, 64);
 	if (d->create(&m.host, &m, &st))
 		BAIL("create");
@@ -208,20 +209,25 @@ static void plugin(void)
 	d->config(st, "steps", "2");
 	is_int(d->config_complete(st), 0, "profile read back");
 	/* mock timings: attention 1e-6 (1 + 1e-3 n), MLP 2e-6 */
-	/* consistent with the mock's layers: each adds 0.03 (layer + 1) everywhere */
+	/* consistent with the mock's sub-layers: attention of layer l adds
+	 * 0.01 (l + 1) everywhere, its MLP 0.02 (l + 1) */
 	for (int i = 0; i < 3; i++)
-		for (int p = 0; p <= PL; p++)
+		for (int p = 0; p <= 2 * PL; p++)
 			for (int k = 0; k < PD; k++)
-				data[(i * 7 + p) * PD + k] = p ? data[(i * 7 + p - 1) * PD + k] + 0.03f * (float)p
+				data[(i * 13 + p) * PD + k] = p ? data[(i * 13 + p - 1) * PD + k] +
+				                                      0.01f * (float)(2 - p % 2) * (float)((p + 1) / 2)
 				                                : (float)(((i + 1) * (k + 3) * 5) % 13) - 6.0f;
-	struct skipper_states sts = { .n_rows = 3, .n_points = PL + 1, .n_embd = PD, .pos = pos, .token = tok,
+	struct skipper_states sts = { .n_rows = 3, .n_points = 2 * PL + 1, .n_embd = PD, .pos = pos, .token = tok,
 	                              .data = data };
 	struct skipper_request req = { .id = 1, .n_prompt = 23, .n_layer = PL, .max_tokens = 64, .greedy = 1,
 	                               .states = &sts };
 	int t0 = m.n_time_sublayer, s0 = m.n_sublayer;
 	is_int(d->begin(st, &req), 0, "begin runs the prefill DP");
 	is_int(m.n_time_sublayer, t0, "latency from the profile: nothing timed");
-	ok(m.n_sublayer - s0 >= PL, "sub-layer calls: %d", m.n_sublayer - s0);
+	/* the captured sub-layer states are used as they are: the only
+	 * sub-layer calls are the DP's, at most one per item after the first */
+	ok(m.n_sublayer - s0 >= 1 && m.n_sublayer - s0 <= 2 * PL - 1, "sub-layer calls: %d (DP only)",
+	   m.n_sublayer - s0);
 	struct skipper_plan plan = { .n_layer = PL, .skip_attn = attn, .skip_mlp = mlp, .max_draft = 32 };
 	memset(attn, 0, PL);
 	memset(mlp, 0, PL);
@@ -244,6 +250,18 @@ static void plugin(void)
 	struct skipper_stats ss = { .seconds = 1 };
 	d->end(st, &ss);
 	ok(strstr(m.log, "knapspec: 3 DP runs") != NULL, "end logs DP runs and time: %s", m.log);
+	/* layer-boundary states (an engine without sub-layer captures) are refused */
+	{
+		struct skipper_states bad = sts;
+		int rc = 0;
+		bad.n_points = PL + 1;
+		for (int r = 0; r < 8 && !rc; r++) {
+			struct skipper_verdict v = { .round = 16 + r, .bonus = 3, .n_committed = 40, .states = &bad };
+			pos[0] = 39 + r;
+			rc = d->on_accept(st, &v);
+		}
+		ok(rc < 0 && strstr(m.error, "sub-layer") != NULL, "layer-boundary states refused: %s", m.error);
+	}
 	d->destroy(st);
 	unlink(prof);
 	skipper_policy_unload(lib);

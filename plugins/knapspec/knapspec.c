@@ -7,11 +7,9 @@
  * estimated by replaying those rows through the LM head, and the pair
  * (candidate, draft length) with the best Tokens-per-Time wins.
  *
- * Sub-layer states: the engine captures the L+1 layer boundaries of the
- * committed rows (SKIPPER_NEED_ACCEPTED_STATES); the L "after attention"
- * boundaries in between are recomputed here with one sublayer_forward per
- * layer over the r rows (same prefix, same rows: the full model's values),
- * so SKIPPER_NEED_SUBLAYER_STATES is not needed. See
+ * Sub-layer states: the engine captures all 2L+1 sub-layer boundaries of
+ * the committed rows from its verify pass (SKIPPER_NEED_ACCEPTED_STATES |
+ * SKIPPER_NEED_SUBLAYER_STATES), so X costs no compute here. See
  * skipper-policy-knapspec(5). */
 #include <math.h>
 #include <stdio.h>
@@ -51,7 +49,7 @@ struct knapspec {
 	uint8_t *skip, *cand; /* [2L] current mask, a candidate */
 	int have_mask;
 
-	/* rows of the last m steps: [max_rows][L+1][d] */
+	/* rows of the last m steps: [max_rows][2L+1][d] */
 	float *rows;
 	int32_t *pos;
 	int n_rows;
@@ -222,7 +220,7 @@ static int ks_config_complete(void *state)
 		h->set_error(k->ctx, "pin_ends needs at least 3 layers (the model has %d)", k->L);
 		return SKIPPER_POLICY_ERROR;
 	}
-	per = (size_t)(k->L + 1) * (size_t)k->d;
+	per = (size_t)(2 * k->L + 1) * (size_t)k->d;
 	k->pinned = calloc((size_t)2 * k->L, 1);
 	k->skip = calloc((size_t)2 * k->L, 1);
 	k->cand = calloc((size_t)2 * k->L, 1);
@@ -271,10 +269,15 @@ static int measure_latency(struct knapspec *k, int npts, struct knap_latency *ou
 	return SKIPPER_POLICY_OK;
 }
 
-/* Append committed rows (L+1 points each), keeping at most max_rows. */
-static void add_rows(struct knapspec *k, const struct skipper_states *st, int first)
+/* Append committed rows (2L+1 points each), keeping at most max_rows. */
+static int add_rows(struct knapspec *k, const struct skipper_states *st, int first)
 {
-	size_t per = (size_t)(k->L + 1) * k->d;
+	size_t per = (size_t)(2 * k->L + 1) * k->d;
+	if (st->n_points != 2 * k->L + 1 || st->n_embd != k->d) {
+		k->host->set_error(k->ctx, "knapspec: states with %d points of %d floats, expected %d of %d (sub-layer "
+		                   "captures)", st->n_points, st->n_embd, 2 * k->L + 1, k->d);
+		return SKIPPER_POLICY_ERROR;
+	}
 	for (int i = first; i < st->n_rows; i++) {
 		if (k->n_rows > 0 && st->pos[i] != k->pos[k->n_rows - 1] + 1)
 			k->n_rows = 0; /* not contiguous (cannot happen within a request): restart */
@@ -286,26 +289,18 @@ static void add_rows(struct knapspec *k, const struct skipper_states *st, int fi
 		memcpy(k->rows + (size_t)k->n_rows * per, st->data + (size_t)i * per, per * sizeof *k->rows);
 		k->pos[k->n_rows++] = st->pos[i];
 	}
+	return SKIPPER_POLICY_OK;
 }
 
-/* X at all 2L+1 sub-layer boundaries: the layer boundaries as captured, the
- * after-attention ones recomputed from them (one call per layer). */
-static int build_X(struct knapspec *k)
+/* X[2L+1][r][d] from the captured rows [r][2L+1][d] (a transpose). */
+static void build_X(struct knapspec *k)
 {
-	const int r = k->n_rows, d = k->d, L = k->L;
-	const size_t mat = (size_t)r * d, per = (size_t)(L + 1) * d;
-	int rc;
-	for (int p = 0; p <= L; p++)
+	const int r = k->n_rows, d = k->d, np = 2 * k->L + 1;
+	const size_t mat = (size_t)r * d;
+	for (int p = 0; p < np; p++)
 		for (int i = 0; i < r; i++)
-			memcpy(k->X + (size_t)2 * p * mat + (size_t)i * d, k->rows + (size_t)i * per + (size_t)p * d,
+			memcpy(k->X + (size_t)p * mat + (size_t)i * d, k->rows + ((size_t)i * np + p) * d,
 			       (size_t)d * sizeof *k->X);
-	for (int l = 0; l < L; l++) {
-		float *mid = k->X + (size_t)(2 * l + 1) * mat;
-		memcpy(mid, k->X + (size_t)2 * l * mat, mat * sizeof *mid);
-		if ((rc = k->host->sublayer_forward(k->ctx, SKIPPER_SUBLAYER_ATTN, l, 1, r, mid, k->pos, k->pos[0])))
-			return rc;
-	}
-	return SKIPPER_POLICY_OK;
 }
 
 /* The DP and the TPT grid (Algorithms 1 and 2) at context length n. */
@@ -329,8 +324,7 @@ static int optimize(struct knapspec *k, int n)
 	tm = k->lat.c1;
 	knap_weights(&k->lat, n, k->weight_cap, &wa, &wm);
 	Kh = L * (wa + wm) / 2;
-	if ((rc = build_X(k)))
-		return rc;
+	build_X(k);
 	if ((rc = knap_dp_run(&k->dp, h, k->ctx, k->X, r, k->pos, Kh, wa, wm)))
 		return rc;
 	if ((rc = h->head_argmax(k->ctx, r, k->X + (size_t)2 * L * r * k->d, k->y)))
@@ -412,8 +406,9 @@ static int ks_begin(void *state, const struct skipper_request *req)
 	k->since = 0;
 	if (k->prefill_rows > 0 && req->states && req->states->n_rows > 0) {
 		int first = req->states->n_rows > k->prefill_rows ? req->states->n_rows - k->prefill_rows : 0;
-		add_rows(k, req->states, first);
-		int rc = optimize(k, req->n_prompt);
+		int rc = add_rows(k, req->states, first);
+		if (!rc)
+			rc = optimize(k, req->n_prompt);
 		k->n_rows = 0;
 		return rc;
 	}
@@ -455,8 +450,8 @@ static int ks_on_accept(void *state, const struct skipper_verdict *v)
 	k->since++;
 	if (v->bonus < 0 || !v->states)
 		return SKIPPER_POLICY_OK; /* generation ended: nothing more to draft */
-	if (k->since > k->interval - k->m_steps || !k->have_mask)
-		add_rows(k, v->states, 0);
+	if ((k->since > k->interval - k->m_steps || !k->have_mask) && (rc = add_rows(k, v->states, 0)))
+		return rc;
 	if (k->since >= k->interval || (!k->have_mask && k->since >= k->m_steps)) {
 		rc = optimize(k, v->n_committed);
 		k->n_rows = 0;
@@ -542,7 +537,7 @@ static const struct skipper_policy knapspec_policy = {
 	               "device = NAME        profile section [latency.NAME] (default cpu)\n"
 	               "profile = FILE       profile with the latency model (default [policy] profile)\n"
 	               "calibrate_points = N context lengths timed by skipper calibrate (default 16)\n",
-	.needs = SKIPPER_NEED_ACCEPTED_STATES,
+	.needs = SKIPPER_NEED_ACCEPTED_STATES | SKIPPER_NEED_SUBLAYER_STATES,
 	.prompt_rows = 5,
 	.create = ks_create,
 	.config = ks_config,
