@@ -273,6 +273,7 @@ struct round_ctx {
 	int32_t root;         /* last committed token, not yet in the KV cache */
 	int n_gen;
 	int done;
+	int capture;          /* this round's verify pass captures states (plan.capture) */
 	skipper_token_cb cb;
 	void *user;
 	struct skipper_run_stats *st;
@@ -558,7 +559,7 @@ static int verify_and_accept(struct skipper_engine *e, struct round_ctx *r, int 
 			.n_past = r->n_past, .kv_write = 1, .n_out = n_rows, .out_rows = e->b_rows, .top_k = 1,
 			.top_ids = e->v_top, .top_probs = e->v_top_p, .logits = r->greedy ? NULL : e->logits,
 		};
-		if (e->cap) {
+		if (r->capture) {
 			fw.n_cap_layers = e->n_points;
 			fw.cap_layers = e->cap_layers;
 			fw.cap_sublayers = e->cap_sub;
@@ -616,7 +617,7 @@ static int verify_and_accept(struct skipper_engine *e, struct round_ctx *r, int 
 	if (e->pol) {
 		struct skipper_states states;
 		int sel_rows[MAX_NODES + 1], n_sel = 0;
-		if (e->cap) {
+		if (r->capture) {
 			/* the committed rows of this round: the root and the accepted
 			 * path (ACCEPTED_STATES), or only the last of them */
 			if (e->needs & SKIPPER_NEED_ACCEPTED_STATES) {
@@ -632,7 +633,7 @@ static int verify_and_accept(struct skipper_engine *e, struct round_ctx *r, int 
 			.round = r->st->rounds - 1, .n_drafted = n_draft, .n_verified = n_rows - 1, .n_accepted = n_acc,
 			.accepted = acc_tok, .accepted_nodes = acc_node, .bonus = r->done ? -1 : bonus,
 			.n_committed = r->n_past, .generated = e->gen, .n_generated = r->n_gen,
-			.verify_seconds = now() - t0, .states = e->cap ? &states : NULL,
+			.verify_seconds = now() - t0, .states = r->capture ? &states : NULL,
 		};
 		t0 = now();
 		rc = skipper_policy_on_accept(e->pol, &v, err);
@@ -863,14 +864,15 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 		memset(e->skip_mlp, 0, (size_t)e->n_layer);
 		if (e->pol) {
 			struct skipper_plan plan = { .n_layer = e->n_layer, .skip_attn = e->skip_attn, .skip_mlp = e->skip_mlp,
-			                             .max_draft = cap, .round = st->rounds, .n_committed = r.n_past,
-			                             .n_generated = r.n_gen };
+			                             .max_draft = cap, .capture = e->cap != NULL, .round = st->rounds,
+			                             .n_committed = r.n_past, .n_generated = r.n_gen };
 			t0 = now();
 			rc = skipper_policy_select_draft(e->pol, &plan, err);
 			st->t_policy += now() - t0;
 			if (rc)
 				break;
 			n_draft = plan.max_draft < cap ? plan.max_draft : cap;
+			r.capture = e->cap && plan.capture; /* the policy may only turn captures off */
 			if (n_draft < 0)
 				n_draft = 0;
 		} else if (e->fixed_max_draft > 0) {

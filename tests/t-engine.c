@@ -87,6 +87,10 @@ static const struct skipper_policy tp_desc = {
 static struct {
 	float mean[4096];
 	int have_mean, points, rows;
+	int odd_off;          /* clear plan.capture on odd rounds */
+	int with, without;    /* on_accept calls with / without states */
+	int round_off;        /* the last plan had capture cleared */
+	int bad;              /* on_accept calls whose states disagree with the plan */
 	float *log; /* every captured row (begin, then each on_accept), [rows][points][n_embd] */
 } rec;
 
@@ -110,13 +114,23 @@ static int rec_accept(void *state, const struct skipper_verdict *v)
 {
 	if (v->states)
 		rec_states(v->states);
+	rec.with += v->states != NULL;
+	rec.without += v->states == NULL;
+	rec.bad += (v->states == NULL) != rec.round_off;
 	return 0;
+}
+static int rec_select(void *state, struct skipper_plan *plan)
+{
+	rec.round_off = rec.odd_off && plan->capture && plan->round % 2;
+	if (rec.round_off)
+		plan->capture = 0;
+	return tp_select(state, plan);
 }
 
 static struct skipper_policy rec_desc = {
 	.abi_major = SKIPPER_POLICY_ABI_MAJOR, .abi_minor = SKIPPER_POLICY_ABI_MINOR,
 	.struct_size = sizeof(struct skipper_policy), .name = "test-states", .version = "1",
-	.create = tp_create, .destroy = tp_destroy, .select_draft = tp_select, .begin = rec_begin,
+	.create = tp_create, .destroy = tp_destroy, .select_draft = rec_select, .begin = rec_begin,
 	.on_accept = rec_accept,
 };
 static const struct skipper_policy *next_desc = &tp_desc; /* what run_open loads */
@@ -267,8 +281,10 @@ static int rec_run(int32_t *prompt, int n_prompt, uint64_t needs, int prompt_row
 	int rc;
 	mask_set(p.attn, "0110", p.n_layer);
 	mask_set(p.mlp, "0100", p.n_layer);
+	int odd_off = rec.odd_off;
 	free(rec.log);
 	memset(&rec, 0, sizeof rec);
+	rec.odd_off = odd_off;
 	rec_desc.needs = needs;
 	rec_desc.prompt_rows = prompt_rows;
 	next_desc = &rec_desc;
@@ -318,6 +334,16 @@ static void state_captures(int32_t *prompt, int n_prompt)
 	ok(rec.rows > 0 && memcmp(rec.log + (size_t)1 * E, rec.log, E * sizeof(float)),
 	   "sub-layer point 1 (after attention 0) != embeddings");
 	free(layer_log);
+
+	/* a policy clearing plan.capture gets no states for that round */
+	rec.odd_off = 1;
+	if (rec_run(prompt, n_prompt, acc, 2, &got))
+		BAIL("generation with captures turned off on odd rounds failed");
+	rec.odd_off = 0;
+	ok(rec.with > 0 && rec.without > 0 && rec.bad == 0,
+	   "plan.capture = 0: no states that round (%d rounds with, %d without, %d not as planned)", rec.with,
+	   rec.without, rec.bad);
+	ok(got.n == ref.n && !memcmp(got.t, ref.t, ref.n * sizeof *ref.t), "captures off on odd rounds: greedy SSD == AR");
 
 	/* PROMPT_MEAN from the one prefill == the separate prompt-mean pass */
 	if (rec_run(prompt, n_prompt, SKIPPER_NEED_PROMPT_MEAN, 0, &got))
