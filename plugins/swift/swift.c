@@ -151,13 +151,13 @@ static int sw_config_complete(void *state)
 		h->set_error(w->ctx, "swift needs at least 3 layers (blocks 0 and N-1 are never skipped)");
 		return SKIPPER_POLICY_ERROR;
 	}
-	if ((rc = swift_search_init(&w->s, w->L, w->ratio)))
+	h->rng_seed(w->ctx, &w->s.rng, 0);
+	if ((rc = swift_search_init(&w->s, w->L, w->ratio, h->rng_u64(w->ctx, &w->s.rng))))
 		return rc;
 	if (w->s.n_skip < 1) {
 		h->set_error(w->ctx, "skip_ratio %.3g of %d sub-layers skips none", w->ratio, w->s.n_slots);
 		return SKIPPER_POLICY_ERROR;
 	}
-	h->rng_seed(w->ctx, &w->s.rng, 0);
 	w->attn = calloc((size_t)w->L, 1);
 	w->mlp = calloc((size_t)w->L, 1);
 	w->argmax = malloc((size_t)(w->gamma + 1) * sizeof *w->argmax);
@@ -252,9 +252,8 @@ static int opt_step(struct swift *w, const int32_t *gen)
 		return rc;
 	for (int i = 1; i <= w->gamma; i++)
 		match += w->argmax[i - 1] == gen[i];
-	swift_search_record(&w->s, (double)match / w->gamma);
 	w->steps++;
-	return SKIPPER_POLICY_OK;
+	return swift_search_record(&w->s, (double)match / w->gamma);
 }
 
 static int sw_on_accept(void *state, const struct skipper_verdict *v)
