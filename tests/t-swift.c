@@ -84,19 +84,28 @@ static void mock(void)
 	ok(strstr(m.log, "3 opt steps") != NULL, "end logs the search: %s", m.log);
 	desc->destroy(st);
 
-	/* re-arm: a frozen search starts again when the rolling alpha < 0.8 */
+	/* re-arm: a frozen search starts again when the rolling alpha drops
+	 * below 0.8, not while it merely stays below it */
 	mock_host_init(&m, 8, 16, 64);
 	if (desc->create(&m.host, &m, &st) || desc->config(st, "gamma", "4") || desc->config(st, "max_steps", "0") ||
 	    desc->config_complete(st))
 		BAIL("create");
 	desc->begin(st, &req);
-	for (int r = 0; r < 52; r++) {
+	for (int r = 0; r < 120; r++) {
 		struct skipper_verdict v = { .n_drafted = 2, .n_accepted = 0, .bonus = 4, .generated = gen, .n_generated = 8 };
 		desc->on_accept(st, &v);
 	}
 	desc->end(st, &ss);
+	ok(m.n_score_mask == 1 && strstr(m.log, "re-armed 0") && strstr(m.log, "frozen"),
+	   "stopped after max_steps; 120 rounds at alpha 0 do not re-arm it (%d scores)", m.n_score_mask);
+	for (int r = 0; r < 100; r++) {
+		struct skipper_verdict v = { .n_drafted = 2, .n_accepted = r < 50 ? 2 : 0, .bonus = 4, .generated = gen,
+		                             .n_generated = 8 };
+		desc->on_accept(st, &v);
+	}
+	desc->end(st, &ss);
 	ok(m.n_score_mask == 2 && strstr(m.log, "re-armed 1"),
-	   "stopped after max_steps, re-armed after 50 rounds at alpha 0, scored again (%d scores)", m.n_score_mask);
+	   "50 rounds at alpha 1, then a drop to 0: re-armed, scored again (%d scores)", m.n_score_mask);
 	desc->destroy(st);
 }
 
