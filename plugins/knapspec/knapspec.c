@@ -18,6 +18,7 @@
 
 #include "knap_dp.h"
 #include "knap_latency.h"
+#include "knap_pick.h"
 #include "skipper/policy.h"
 
 #define KS_MAX_DRAFT 32
@@ -36,6 +37,9 @@ struct knapspec {
 	int max_draft;       /* D: grid and run-time draft cap */
 	double threshold;    /* tau_conf draft exit */
 	int interval;        /* T */
+	int restart;         /* 1: the T-step schedule restarts with a prefill DP at every
+	                        request; 0: it runs over the process (prefill DP only while
+	                        no mask exists) */
 	int pin_ends;        /* never skip the first and last layer */
 	int weight_cap;      /* 0 = uncapped */
 	char *device;        /* [latency.DEVICE] */
@@ -60,6 +64,7 @@ struct knapspec {
 
 	/* per-request stats */
 	int dp_runs, max_live, last_r, last_gamma, n_attn, n_mlp;
+	int live_cells, replayed; /* terminal cells live / replayed through the head, summed over runs */
 	double dp_seconds, last_tpt, last_alpha;
 };
 
@@ -77,6 +82,7 @@ static int ks_create(const struct skipper_host *host, void *ctx, void **state)
 	k->max_draft = 10;
 	k->threshold = 0.7;
 	k->interval = 64;
+	k->restart = 0;
 	k->pin_ends = 1;
 	k->weight_cap = 5;
 	k->calib_points = KS_FIT_POINTS;
@@ -144,6 +150,8 @@ static int ks_config(void *state, const char *key, const char *value)
 		return h->parse_double(k->ctx, value, 0.0, 1.0, &k->threshold);
 	if (!strcmp(key, "interval"))
 		return get_int(k, value, 1, 1000000, &k->interval);
+	if (!strcmp(key, "restart"))
+		return h->parse_bool(k->ctx, value, &k->restart);
 	if (!strcmp(key, "pin_ends"))
 		return h->parse_bool(k->ctx, value, &k->pin_ends);
 	if (!strcmp(key, "weight_cap"))
@@ -308,9 +316,8 @@ static int optimize(struct knapspec *k, int n)
 {
 	const struct skipper_host *h = k->host;
 	const int L = k->L, r = k->n_rows;
-	double t0 = h->now(k->ctx), ta, tm, best = -1;
-	int wa, wm, Kh, rc, best_c = -1, best_g = 0;
-	double best_alpha = 0;
+	double t0 = h->now(k->ctx), ta, tm;
+	int wa, wm, Kh, rc;
 
 	if (r < 1)
 		return SKIPPER_POLICY_OK;
@@ -329,60 +336,17 @@ static int optimize(struct knapspec *k, int n)
 		return rc;
 	if ((rc = h->head_argmax(k->ctx, r, k->X + (size_t)2 * L * r * k->d, k->y)))
 		return rc;
-	/* Replay every live candidate (c = 0, no skipping, is excluded as in the
-	 * reference code) through the LM head in ONE call: the live states are
-	 * packed to the front of the DP's final row, which is not needed after
-	 * this (backtracking reads only the parent table). */
-	{
-		const size_t mat = (size_t)r * k->d;
-		int nl = 0, *cidx = malloc((size_t)(Kh + 1) * sizeof *cidx);
-		int32_t *yh = malloc((size_t)(Kh + 1) * (size_t)r * sizeof *yh);
-		if (!cidx || !yh) {
-			free(cidx);
-			free(yh);
-			return SKIPPER_POLICY_NOMEM;
-		}
-		for (int c = 1; c <= Kh; c++) {
-			if (!k->dp.live[c])
-				continue;
-			if (nl != c)
-				memmove(k->dp.g + (size_t)nl * mat, k->dp.g + (size_t)c * mat, mat * sizeof *k->dp.g);
-			cidx[nl++] = c;
-		}
-		rc = nl ? h->head_argmax(k->ctx, nl * r, k->dp.g, yh) : SKIPPER_POLICY_OK;
-		for (int q = 0; q < nl && !rc; q++) {
-			int c = cidx[q], match = 0, na = 0, nm = 0;
-			double alpha, t_draft;
-			for (int i = 0; i < r; i++)
-				match += yh[(size_t)q * r + i] == k->y[i];
-			alpha = (double)match / r;
-			knap_dp_backtrack(&k->dp, c, k->cand);
-			for (int l = 0; l < L; l++) {
-				na += !k->cand[2 * l];
-				nm += !k->cand[2 * l + 1];
-			}
-			t_draft = na * ta + nm * tm;
-			for (int g = 1; g <= k->max_draft; g++) {
-				double tpt = knap_tpt(alpha, g, t_draft, L * (ta + tm));
-				if (tpt > best) {
-					best = tpt;
-					best_c = c;
-					best_g = g;
-					best_alpha = alpha;
-				}
-			}
-		}
-		free(cidx);
-		free(yh);
-		if (rc)
-			return rc;
-	}
-	if (best_c > 0) { /* else all pruned: keep the previous mask */
-		knap_dp_backtrack(&k->dp, best_c, k->skip);
+	struct knap_pick pk = { .t_attn = ta, .t_mlp = tm, .n_layer = L, .max_draft = k->max_draft, .y = k->y };
+	if ((rc = knap_pick_run(&k->dp, h, k->ctx, &pk)))
+		return rc;
+	k->replayed += pk.n_replayed;
+	k->live_cells += pk.n_live;
+	if (pk.c > 0) { /* else all pruned: keep the previous mask */
+		knap_dp_backtrack(&k->dp, pk.c, k->skip);
 		k->have_mask = 1;
-		k->last_tpt = best;
-		k->last_gamma = best_g;
-		k->last_alpha = best_alpha;
+		k->last_tpt = pk.tpt;
+		k->last_gamma = pk.gamma;
+		k->last_alpha = pk.alpha;
 		k->n_attn = k->n_mlp = 0;
 		for (int l = 0; l < L; l++) {
 			k->n_attn += k->skip[2 * l];
@@ -400,11 +364,12 @@ static int optimize(struct knapspec *k, int n)
 static int ks_begin(void *state, const struct skipper_request *req)
 {
 	struct knapspec *k = state;
-	k->dp_runs = k->max_live = 0;
+	k->dp_runs = k->max_live = k->live_cells = k->replayed = 0;
 	k->dp_seconds = 0;
-	k->n_rows = 0;
-	k->since = 0;
-	if (k->prefill_rows > 0 && req->states && req->states->n_rows > 0) {
+	k->n_rows = 0; /* rows of another request's cache are no reference here */
+	if (k->restart)
+		k->since = 0;
+	if (k->prefill_rows > 0 && (k->restart || !k->have_mask) && req->states && req->states->n_rows > 0) {
 		int first = req->states->n_rows > k->prefill_rows ? req->states->n_rows - k->prefill_rows : 0;
 		int rc = add_rows(k, req->states, first);
 		if (!rc)
@@ -422,6 +387,10 @@ static int ks_select_draft(void *state, struct skipper_plan *plan)
 		k->host->set_error(k->ctx, "select_draft: plan for %d layers, policy has %d", plan->n_layer, k->L);
 		return SKIPPER_POLICY_ERROR;
 	}
+	/* verify captures only for the rounds whose rows feed the next DP
+	 * (on_accept's window test, one step ahead) */
+	if (k->since + 1 <= k->interval - k->m_steps && k->have_mask)
+		plan->capture = 0;
 	if (!k->have_mask) {
 		plan->max_draft = 0; /* nothing chosen yet: a full-model draft only costs time */
 		return SKIPPER_POLICY_OK;
@@ -466,9 +435,11 @@ static int ks_end(void *state, const struct skipper_stats *s)
 	struct knapspec *k = state;
 	k->host->log(k->ctx, SKIPPER_LOG_INFO,
 	             "knapspec: %d DP runs, %.2f ms per run (%.1f%% of %.3f s), r %d rows, widest row %d branches, "
+	             "%d of %d live candidates replayed through the head, "
 	             "skipped %d attn + %d mlp, alpha_hat %.3f, gamma* %d, TPT* %.1f tok/s",
 	             k->dp_runs, k->dp_runs ? 1e3 * k->dp_seconds / k->dp_runs : 0.0,
 	             s->seconds > 0 ? 100.0 * k->dp_seconds / s->seconds : 0.0, s->seconds, k->last_r, k->max_live,
+	             k->replayed, k->live_cells,
 	             k->n_attn, k->n_mlp, k->last_alpha, k->last_gamma, k->last_tpt);
 	return SKIPPER_POLICY_OK;
 }
@@ -527,6 +498,7 @@ static const struct skipper_policy knapspec_policy = {
 	.description = "KnapSpec: knapsack DP over attention/MLP sub-layers with a context-aware latency model",
 	.config_help = "interval = T         speculation steps between DP runs (default 64)\n"
 	               "steps = m            steps whose committed rows feed the DP (default 5)\n"
+	               "restart = BOOL       restart the T-step schedule with a prefill DP per request (default false)\n"
 	               "max_rows = R         at most R rows in the DP (default 64)\n"
 	               "prefill_rows = R     prompt rows for a first DP after prefill (default 5, 0 = none)\n"
 	               "tau = X              DP cosine pruning threshold (default 0.5)\n"
