@@ -81,7 +81,8 @@ static void mock(void)
 	is_int(m.n_score_mask, 3, "opt steps once more than gamma+1 = 5 tokens exist (n = 6, 7, 8)");
 	struct skipper_stats ss = { .seconds = 1 };
 	desc->end(st, &ss);
-	ok(strstr(m.log, "3 opt steps") != NULL, "end logs the search: %s", m.log);
+	ok(strstr(m.log, "3 opt steps this request (1.00 ms each, 0.3% of 1.000 s)") != NULL,
+	   "end logs the search steps and their time (mock clock: 1 ms per step): %s", m.log);
 	desc->destroy(st);
 
 	/* re-arm: a frozen search starts again when the rolling alpha drops
