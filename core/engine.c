@@ -652,9 +652,10 @@ static int add_final_norm_mean(const struct skipper_model *m, const float *rows,
                                float *out)
 {
 	int d = m->hp.n_embd;
-	float *w = malloc(2 * (size_t)d * sizeof *w), *tmp = w + d;
+	float *w = malloc(2 * (size_t)d * sizeof *w), *tmp;
 	if (!w)
 		return SKIPPER_ERR_NOMEM;
+	tmp = w + d;
 	skipper_dequant_row(m->out_norm.type, m->out_norm.data, w, d);
 	for (int i = 0; i < n; i++) {
 		const float *x = rows + (size_t)i * stride;
