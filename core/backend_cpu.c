@@ -242,10 +242,14 @@ static int check_forward(struct cpu_backend *be, const struct skipper_forward *f
 	    (fw->n_cap_layers > 0 && fw->n_cap_rows > 0 &&
 	     (!fw->cap_layers || !fw->cap_rows || !fw->captures)))
 		return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: bad capture request");
+	/* sub-layer boundaries number 2L - 1 points after the embeddings */
+	int cap_max = fw->cap_sublayers ? 2 * be->n_layer - 1 : be->n_layer - 1;
 	for (int i = 0; fw->n_cap_rows > 0 && i < fw->n_cap_layers; i++)
-		if (fw->cap_layers[i] < -1 || fw->cap_layers[i] >= be->n_layer)
-			return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: capture layer %d out of range",
-			                    fw->cap_layers[i]);
+		if (fw->cap_layers[i] < -1 || fw->cap_layers[i] > cap_max)
+			return skipper_fail(err, SKIPPER_ERR_ARG,
+			                    "cpu backend: capture %s %d out of range [-1, %d]",
+			                    fw->cap_sublayers ? "sub-layer boundary" : "layer",
+			                    fw->cap_layers[i], cap_max);
 	for (int i = 0; fw->n_cap_layers > 0 && i < fw->n_cap_rows; i++)
 		if (fw->cap_rows[i] < 0 || fw->cap_rows[i] >= fw->n)
 			return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: capture row %d out of range",
@@ -253,12 +257,14 @@ static int check_forward(struct cpu_backend *be, const struct skipper_forward *f
 	return 0;
 }
 
-static void capture(struct cpu_backend *be, const struct skipper_forward *fw, int layer, int r0,
+/* Copy the current states of the captured rows in chunk [r0, r0 + nr) for
+ * capture point `point` (a layer, or a sub-layer boundary with cap_sublayers). */
+static void capture(struct cpu_backend *be, const struct skipper_forward *fw, int point, int r0,
                     int nr)
 {
 	size_t ne = (size_t)be->n_embd;
 	for (int c = 0; c < fw->n_cap_layers; c++) {
-		if (fw->cap_layers[c] != layer)
+		if (fw->cap_layers[c] != point)
 			continue;
 		for (int i = 0; i < fw->n_cap_rows; i++) {
 			int r = fw->cap_rows[i] - r0;
@@ -331,9 +337,11 @@ static int cpu_forward(struct skipper_backend *base, const struct skipper_forwar
 		for (int l = 0; l < be->n_layer; l++) {
 			if (!(fw->skip_attn && fw->skip_attn[l]))
 				cpu_attn_block(be, &b, l, r0, nr);
+			if (fw->cap_sublayers)
+				capture(be, fw, 2 * l, r0, nr);
 			if (!(fw->skip_mlp && fw->skip_mlp[l]))
 				cpu_mlp_block(be, l, nr);
-			capture(be, fw, l, r0, nr);
+			capture(be, fw, fw->cap_sublayers ? 2 * l + 1 : l, r0, nr);
 		}
 		head_chunk(be, fw, r0, nr);
 	}

@@ -45,8 +45,10 @@ struct skipper_engine {
 	/* captures the policy needs (skipper_needs) */
 	uint64_t needs;
 	int prompt_rows;
+	int n_points;         /* per captured row: n_layer + 1, or 2 n_layer + 1 (SUBLAYER_STATES) */
+	int cap_sub;          /* captures at sub-layer boundaries (backend cap_sublayers) */
 	int32_t cap_layers[1025];
-	float *cap;           /* [MAX_NODES + 1][n_layer + 1][n_embd] */
+	float *cap;           /* [MAX_NODES + 1][n_points][n_embd] */
 	float *cap_sel;       /* the selected rows, handed to on_accept */
 	int32_t cap_pos[MAX_NODES + 1], cap_tok[MAX_NODES + 1];
 	/* fixed plan (no policy): host->trial */
@@ -158,15 +160,17 @@ int skipper_engine_new(struct skipper_backend *be, const struct skipper_tokenize
 		if (e->prompt_rows > MAX_NODES + 1)
 			e->prompt_rows = MAX_NODES + 1;
 	}
-	if (e->needs & SKIPPER_NEED_SUBLAYER_STATES) {
-		skipper_engine_free(e);
-		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED,
-		                    "policy %s needs sub-layer state captures, which this engine does not provide yet",
-		                    skipper_policy_instance_desc(pol)->name);
-	}
+	/* SUBLAYER_STATES only modifies the *_STATES captures */
+	e->cap_sub = (e->needs & SKIPPER_NEED_SUBLAYER_STATES) != 0;
+	e->n_points = e->cap_sub ? 2 * e->n_layer + 1 : e->n_layer + 1;
 	if (e->needs & (SKIPPER_NEED_LAST_LAYER_STATES | SKIPPER_NEED_ACCEPTED_STATES)) {
-		size_t per = (size_t)(e->n_layer + 1) * be->model->hp.n_embd;
-		for (int l = 0; l <= e->n_layer; l++)
+		size_t per = (size_t)e->n_points * be->model->hp.n_embd;
+		if (e->n_points > (int)(sizeof e->cap_layers / sizeof e->cap_layers[0])) {
+			skipper_engine_free(e);
+			return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED, "state captures: %d layers is too many",
+			                    e->n_layer);
+		}
+		for (int l = 0; l < e->n_points; l++)
 			e->cap_layers[l] = l - 1;
 		e->cap = malloc((MAX_NODES + 1) * per * sizeof *e->cap);
 		e->cap_sel = malloc((MAX_NODES + 1) * per * sizeof *e->cap_sel);
@@ -250,7 +254,7 @@ static int residual(float *p, const float *q, int n)
  * describe them; row r sits at position base + its index in the path. */
 static void select_states(struct skipper_engine *e, const int *rows, int n, int base, struct skipper_states *st)
 {
-	size_t per = (size_t)(e->n_layer + 1) * e->be->model->hp.n_embd;
+	size_t per = (size_t)e->n_points * e->be->model->hp.n_embd;
 	for (int i = 0; i < n; i++) {
 		memcpy(&e->cap_sel[i * per], &e->cap[(size_t)rows[i] * per], per * sizeof *e->cap);
 		e->cap_pos[i] = base + i;
@@ -258,7 +262,7 @@ static void select_states(struct skipper_engine *e, const int *rows, int n, int 
 	}
 	if (n == 1) /* only the last committed row: its position is base + path length */
 		e->cap_pos[0] = base + e->b_depth[rows[0]];
-	*st = (struct skipper_states){ .n_rows = n, .n_points = e->n_layer + 1, .n_embd = e->be->model->hp.n_embd,
+	*st = (struct skipper_states){ .n_rows = n, .n_points = e->n_points, .n_embd = e->be->model->hp.n_embd,
 	                               .pos = e->cap_pos, .token = e->cap_tok, .data = e->cap_sel };
 }
 
@@ -269,6 +273,7 @@ struct round_ctx {
 	int32_t root;         /* last committed token, not yet in the KV cache */
 	int n_gen;
 	int done;
+	int capture;          /* this round's verify pass captures states (plan.capture) */
 	skipper_token_cb cb;
 	void *user;
 	struct skipper_run_stats *st;
@@ -554,9 +559,10 @@ static int verify_and_accept(struct skipper_engine *e, struct round_ctx *r, int 
 			.n_past = r->n_past, .kv_write = 1, .n_out = n_rows, .out_rows = e->b_rows, .top_k = 1,
 			.top_ids = e->v_top, .top_probs = e->v_top_p, .logits = r->greedy ? NULL : e->logits,
 		};
-		if (e->cap) {
-			fw.n_cap_layers = e->n_layer + 1;
+		if (r->capture) {
+			fw.n_cap_layers = e->n_points;
 			fw.cap_layers = e->cap_layers;
+			fw.cap_sublayers = e->cap_sub;
 			fw.n_cap_rows = n_rows;
 			fw.cap_rows = e->b_rows;
 			fw.captures = e->cap;
@@ -611,7 +617,7 @@ static int verify_and_accept(struct skipper_engine *e, struct round_ctx *r, int 
 	if (e->pol) {
 		struct skipper_states states;
 		int sel_rows[MAX_NODES + 1], n_sel = 0;
-		if (e->cap) {
+		if (r->capture) {
 			/* the committed rows of this round: the root and the accepted
 			 * path (ACCEPTED_STATES), or only the last of them */
 			if (e->needs & SKIPPER_NEED_ACCEPTED_STATES) {
@@ -627,7 +633,7 @@ static int verify_and_accept(struct skipper_engine *e, struct round_ctx *r, int 
 			.round = r->st->rounds - 1, .n_drafted = n_draft, .n_verified = n_rows - 1, .n_accepted = n_acc,
 			.accepted = acc_tok, .accepted_nodes = acc_node, .bonus = r->done ? -1 : bonus,
 			.n_committed = r->n_past, .generated = e->gen, .n_generated = r->n_gen,
-			.verify_seconds = now() - t0, .states = e->cap ? &states : NULL,
+			.verify_seconds = now() - t0, .states = r->capture ? &states : NULL,
 		};
 		t0 = now();
 		rc = skipper_policy_on_accept(e->pol, &v, err);
@@ -638,57 +644,133 @@ static int verify_and_accept(struct skipper_engine *e, struct round_ctx *r, int 
 	return SKIPPER_OK;
 }
 
-/* rmsnorm(x) * w, as the model's final norm does. */
-static void final_norm(const struct skipper_model *m, const float *x, float *out, float *w)
+/* out += sum over n rows (stride floats apart) of rmsnorm(row) * w / n_total:
+ * the model's final norm applied on the host to last-layer captures, since
+ * the backend captures the residual stream before it. Rows are added in
+ * order, so a mean built in pieces equals one built at once. */
+static int add_final_norm_mean(const struct skipper_model *m, const float *rows, size_t stride, int n, int n_total,
+                               float *out)
 {
 	int d = m->hp.n_embd;
-	double ss = 0;
+	float *w = malloc(2 * (size_t)d * sizeof *w), *tmp;
+	if (!w)
+		return SKIPPER_ERR_NOMEM;
+	tmp = w + d;
 	skipper_dequant_row(m->out_norm.type, m->out_norm.data, w, d);
-	for (int i = 0; i < d; i++)
-		ss += (double)x[i] * x[i];
-	float scale = (float)(1.0 / sqrt(ss / d + m->hp.rms_eps));
-	for (int i = 0; i < d; i++)
-		out[i] = x[i] * scale * w[i];
+	for (int i = 0; i < n; i++) {
+		const float *x = rows + (size_t)i * stride;
+		double ss = 0;
+		for (int k = 0; k < d; k++)
+			ss += (double)x[k] * x[k];
+		float scale = (float)(1.0 / sqrt(ss / d + m->hp.rms_eps));
+		for (int k = 0; k < d; k++)
+			tmp[k] = x[k] * scale * w[k];
+		for (int k = 0; k < d; k++)
+			out[k] += tmp[k] / n_total;
+	}
+	free(w);
+	return SKIPPER_OK;
+}
+
+/* Full-model forward of tokens[0..n) after n_past committed slots (KV
+ * written) capturing the last layer of every row into cap[n][n_embd]. */
+static int forward_last_layer(struct skipper_engine *e, const int32_t *tokens, int n, int n_past, float *cap,
+                              struct skipper_error *err)
+{
+	int32_t last = e->n_layer - 1, *rows = malloc((size_t)n * sizeof *rows);
+	int rc;
+	if (!rows)
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	for (int i = 0; i < n; i++)
+		rows[i] = i;
+	struct skipper_forward fw = { .n = n, .tokens = tokens, .n_past = n_past, .kv_write = 1, .n_cap_layers = 1,
+	                              .cap_layers = &last, .n_cap_rows = n, .cap_rows = rows, .captures = cap };
+	rc = e->be->ops->forward(e->be, &fw, err);
+	free(rows);
+	return rc;
 }
 
 int skipper_engine_prompt_mean(struct skipper_engine *e, const int32_t *prompt, int n, float *out,
                                struct skipper_error *err)
 {
 	const struct skipper_model *m = e->be->model;
-	int d = m->hp.n_embd, last = m->hp.n_layer - 1, rc;
-	float *cap, *tmp, *w;
-	int32_t *rows;
+	size_t d = (size_t)m->hp.n_embd;
+	float *cap;
+	int rc;
 
 	if (n <= 0 || n > e->be->n_ctx)
 		return skipper_fail(err, SKIPPER_ERR_RANGE, "prompt of %d tokens for a context of %d", n, e->be->n_ctx);
-	cap = malloc((size_t)n * d * sizeof *cap);
-	tmp = malloc((size_t)d * sizeof *tmp);
-	w = malloc((size_t)d * sizeof *w);
-	rows = malloc((size_t)n * sizeof *rows);
-	if (!cap || !tmp || !w || !rows) {
+	if (!(cap = malloc((size_t)n * d * sizeof *cap)))
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	memset(out, 0, d * sizeof *out);
+	if (!(rc = forward_last_layer(e, prompt, n, 0, cap, err)) && add_final_norm_mean(m, cap, d, n, n, out))
 		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
-		goto out;
-	}
-	for (int i = 0; i < n; i++)
-		rows[i] = i;
-	{
-		struct skipper_forward fw = { .n = n, .tokens = prompt, .n_past = 0, .kv_write = 1, .n_cap_layers = 1,
-		                              .cap_layers = &last, .n_cap_rows = n, .cap_rows = rows, .captures = cap };
-		if ((rc = e->be->ops->forward(e->be, &fw, err)))
-			goto out;
-	}
-	memset(out, 0, (size_t)d * sizeof *out);
-	for (int i = 0; i < n; i++) {
-		final_norm(m, &cap[(size_t)i * d], tmp, w);
-		for (int k = 0; k < d; k++)
-			out[k] += tmp[k] / n;
-	}
-	rc = SKIPPER_OK;
-out:
 	free(cap);
-	free(tmp);
-	free(w);
-	free(rows);
+	return rc;
+}
+
+/* The one full-model prefill of a request. Its last row gives the first
+ * token (top-1 in e->v_top[0], logits in e->logits when sampling). Captures
+ * what the policy needs from this pass: the last *st_rows prompt rows at
+ * every state point into cap_sel (*_STATES), and with mean != NULL the mean
+ * post-final-norm state of all rows (PROMPT_MEAN). With both, the rows
+ * before the captured ones go in a first call that captures only their last
+ * layer: batch invariance makes the split prefill equal to one call. */
+static int prefill(struct skipper_engine *e, const int32_t *prompt, int n_prompt, int greedy, float *mean,
+                   int *st_rows, struct skipper_error *err)
+{
+	const struct skipper_model *m = e->be->model;
+	size_t d = (size_t)m->hp.n_embd;
+	int n_rows = e->cap ? (n_prompt < e->prompt_rows ? n_prompt : e->prompt_rows) : 0;
+	int split = e->cap && mean ? n_prompt - n_rows : 0, rc = SKIPPER_OK;
+	float *lastcap = NULL; /* last-layer rows for the mean not in cap_sel */
+	int n_last = mean ? (e->cap ? split : n_prompt) : 0;
+
+	if (n_last > 0 && !(lastcap = malloc((size_t)n_last * d * sizeof *lastcap)))
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	if (split > 0)
+		rc = forward_last_layer(e, prompt, split, 0, lastcap, err);
+	if (!rc) {
+		int32_t last = n_prompt - 1 - split, n = n_prompt - split, lastl = e->n_layer - 1, *rows = e->b_rows;
+		struct skipper_forward fw = {
+			.n = n, .tokens = prompt + split, .n_past = split, .kv_write = 1, .n_out = 1, .out_rows = &last,
+			.top_k = 1, .top_ids = &e->v_top[0], .top_probs = &e->v_top_p[0], .logits = greedy ? NULL : e->logits,
+		};
+		if (e->cap) {
+			for (int i = 0; i < n_rows; i++)
+				e->b_rows[i] = n - n_rows + i;
+			fw.n_cap_layers = e->n_points;
+			fw.cap_layers = e->cap_layers;
+			fw.cap_sublayers = e->cap_sub;
+			fw.n_cap_rows = n_rows;
+			fw.captures = e->cap_sel;
+		} else if (mean) {
+			if (!(rows = malloc((size_t)n * sizeof *rows)))
+				rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+			for (int i = 0; !rc && i < n; i++)
+				rows[i] = i;
+			fw.n_cap_layers = 1;
+			fw.cap_layers = &lastl;
+			fw.n_cap_rows = n;
+			fw.captures = lastcap;
+		}
+		fw.cap_rows = rows;
+		if (!rc)
+			rc = e->be->ops->forward(e->be, &fw, err);
+		if (rows != e->b_rows)
+			free(rows);
+		for (int i = 0; e->cap && i < n_rows; i++)
+			e->b_rows[i] += split;
+	}
+	if (!rc && mean) {
+		memset(mean, 0, d * sizeof *mean);
+		if (add_final_norm_mean(m, lastcap, d, n_last, n_prompt, mean) ||
+		    (e->cap && add_final_norm_mean(m, e->cap_sel + (size_t)(e->n_points - 1) * d, (size_t)e->n_points * d,
+		                                   n_rows, n_prompt, mean)))
+			rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	}
+	free(lastcap);
+	*st_rows = n_rows;
 	return rc;
 }
 
@@ -718,30 +800,21 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 	e->request_id++;
 
 	/* Prefill with the full model; its last row gives the first token. */
+	if ((e->needs & SKIPPER_NEED_PROMPT_MEAN) && e->pol &&
+	    !(mean = malloc((size_t)e->be->model->hp.n_embd * sizeof *mean)))
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 	{
-		int32_t last = n_prompt - 1, n_rows = n_prompt < e->prompt_rows ? n_prompt : e->prompt_rows;
-		struct skipper_forward fw = {
-			.n = n_prompt, .tokens = prompt, .n_past = 0, .kv_write = 1, .n_out = 1, .out_rows = &last,
-			.top_k = 1, .top_ids = &e->v_top[0], .top_probs = &e->v_top_p[0],
-			.logits = r.greedy ? NULL : e->logits,
-		};
-		if (e->cap) {
-			for (int i = 0; i < n_rows; i++)
-				e->b_rows[i] = n_prompt - n_rows + i;
-			fw.n_cap_layers = e->n_layer + 1;
-			fw.cap_layers = e->cap_layers;
-			fw.n_cap_rows = n_rows;
-			fw.cap_rows = e->b_rows;
-			fw.captures = e->cap_sel;
-		}
-		if ((rc = e->be->ops->forward(e->be, &fw, err)))
+		int n_rows = 0;
+		if ((rc = prefill(e, prompt, n_prompt, r.greedy, mean, &n_rows, err))) {
+			free(mean);
 			return rc;
+		}
 		if (e->cap) {
 			for (int i = 0; i < n_rows; i++) {
 				e->cap_pos[i] = e->b_rows[i];
 				e->cap_tok[i] = prompt[e->b_rows[i]];
 			}
-			prompt_states = (struct skipper_states){ .n_rows = n_rows, .n_points = e->n_layer + 1,
+			prompt_states = (struct skipper_states){ .n_rows = n_rows, .n_points = e->n_points,
 			                                         .n_embd = e->be->model->hp.n_embd, .pos = e->cap_pos,
 			                                         .token = e->cap_tok, .data = e->cap_sel };
 		}
@@ -755,28 +828,16 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 	st->t_prefill = now() - t_start;
 	r.n_past = n_prompt;
 	e->committed = r.n_past;
-	if ((rc = emit(e, &r, first)))
+	if ((rc = emit(e, &r, first))) {
+		free(mean);
 		return skipper_fail(err, rc, "out of memory");
+	}
 	r.root = first;
 
 	if (e->pol) {
 		struct skipper_request req = { .id = e->request_id, .prompt = prompt, .n_prompt = n_prompt,
 		                               .n_layer = e->n_layer, .max_tokens = gp->max_tokens, .greedy = r.greedy,
-		                               .states = e->cap ? &prompt_states : NULL };
-		if (e->needs & SKIPPER_NEED_PROMPT_MEAN) {
-			/* A second, captured pass over the prompt: it rewrites the same
-			 * KV slots with the same values (batch invariance). */
-			if (!(mean = malloc((size_t)e->be->model->hp.n_embd * sizeof *mean)))
-				return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
-			t0 = now();
-			rc = skipper_engine_prompt_mean(e, prompt, n_prompt, mean, err);
-			st->t_prefill += now() - t0;
-			if (rc) {
-				free(mean);
-				return rc;
-			}
-			req.prompt_mean = mean;
-		}
+		                               .prompt_mean = mean, .states = e->cap ? &prompt_states : NULL };
 		t0 = now();
 		rc = skipper_policy_begin(e->pol, &req, err);
 		st->t_policy += now() - t0;
@@ -804,14 +865,15 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 		memset(e->skip_mlp, 0, (size_t)e->n_layer);
 		if (e->pol) {
 			struct skipper_plan plan = { .n_layer = e->n_layer, .skip_attn = e->skip_attn, .skip_mlp = e->skip_mlp,
-			                             .max_draft = cap, .round = st->rounds, .n_committed = r.n_past,
-			                             .n_generated = r.n_gen };
+			                             .max_draft = cap, .capture = e->cap != NULL, .round = st->rounds,
+			                             .n_committed = r.n_past, .n_generated = r.n_gen };
 			t0 = now();
 			rc = skipper_policy_select_draft(e->pol, &plan, err);
 			st->t_policy += now() - t0;
 			if (rc)
 				break;
 			n_draft = plan.max_draft < cap ? plan.max_draft : cap;
+			r.capture = e->cap && plan.capture; /* the policy may only turn captures off */
 			if (n_draft < 0)
 				n_draft = 0;
 		} else if (e->fixed_max_draft > 0) {

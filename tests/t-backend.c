@@ -262,6 +262,71 @@ static void test_model(const char *label, const struct tm_opts *o)
 		free(st);
 	}
 
+	/* 7b. sub-layer boundary captures (cap_sublayers): every boundary equals
+	 * the sublayer() steps, 2l + 1 equals the layer capture l, ranges checked */
+	{
+		int np = 2 * L + 1, n = 4;
+		int32_t *cl = malloc(sizeof(int32_t) * np), cr[4], lcl[1] = { L - 1 }, bad;
+		float *cap = malloc(sizeof(float) * n * np * E), *st = malloc(sizeof(float) * n * E);
+		float *lcap = malloc(sizeof(float) * n * E);
+		struct skipper_error err = { 0 };
+		for (int i = 0; i < np; i++)
+			cl[i] = i - 1;
+		for (int i = 0; i < n; i++)
+			cr[i] = i;
+		struct skipper_forward fw = {
+			.n = n, .tokens = tok + P, .n_past = P, .kv_write = 0,
+			.n_cap_layers = np, .cap_layers = cl, .cap_sublayers = 1, .n_cap_rows = n,
+			.cap_rows = cr, .captures = cap,
+		};
+		fwd(b, tok, P, 0, NULL, NULL, 1, NULL, NULL, NULL);
+		ok(b->ops->forward(b, &fw, &err) == 0, "%s: forward with sub-layer captures", label);
+		for (int i = 0; i < n; i++)
+			memcpy(st + i * E, cap + (size_t)i * np * E, sizeof(float) * E);
+		int same = 1;
+		for (int l = 0; l < L; l++)
+			for (int k = 0; k < 2; k++) {
+				b->ops->sublayer(b, k ? SKIPPER_MLP : SKIPPER_ATTN, l, n, st, NULL, P, &err);
+				for (int i = 0; i < n; i++)
+					same &= memcmp(st + i * E, cap + ((size_t)i * np + 2 * l + k + 1) * E,
+					               sizeof(float) * E) == 0;
+			}
+		ok(same, "%s: sub-layer captures == sublayer() step by step", label);
+		/* boundary 2(L-1) + 1 is the layer capture L - 1 */
+		struct skipper_forward lf = fw;
+		lf.n_cap_layers = 1, lf.cap_layers = lcl, lf.cap_sublayers = 0, lf.captures = lcap;
+		ok(b->ops->forward(b, &lf, &err) == 0, "%s: forward with a layer capture", label);
+		same = 1;
+		for (int i = 0; i < n; i++)
+			same &= memcmp(lcap + (size_t)i * E, cap + ((size_t)i * np + 2 * L) * E,
+			               sizeof(float) * E) == 0;
+		ok(same, "%s: sub-layer boundary 2l+1 == layer capture l", label);
+		/* a skipped sub-layer leaves its boundary equal to the previous one */
+		uint8_t sa[16] = { 0 };
+		sa[0] = 1;
+		fw.skip_attn = sa;
+		ok(b->ops->forward(b, &fw, &err) == 0 &&
+		   memcmp(cap, cap + E, sizeof(float) * E) == 0,
+		   "%s: skipped attention 0: boundary 0 == embeddings", label);
+		fw.skip_attn = NULL;
+		fw.n_cap_layers = 1, fw.cap_layers = &bad;
+		bad = 2 * L;
+		ok(b->ops->forward(b, &fw, &err) == SKIPPER_ERR_ARG, "%s: sub-layer boundary 2L refused",
+		   label);
+		bad = -2;
+		ok(b->ops->forward(b, &fw, &err) == SKIPPER_ERR_ARG, "%s: sub-layer boundary -2 refused",
+		   label);
+		bad = 2 * L - 1;
+		ok(b->ops->forward(b, &fw, &err) == 0, "%s: sub-layer boundary 2L-1 accepted", label);
+		fw.cap_sublayers = 0;
+		ok(b->ops->forward(b, &fw, &err) == SKIPPER_ERR_ARG, "%s: layer %d refused without "
+		   "cap_sublayers", label, 2 * L - 1);
+		free(cl);
+		free(cap);
+		free(st);
+		free(lcap);
+	}
+
 	/* 8. longer than one chunk of rows */
 	if (o->type == SKIPPER_Q4_1 || o->type == SKIPPER_F16) {
 		int n = 75;

@@ -270,9 +270,19 @@ static void plugin(void)
 		runs += m.n_sublayer > before;
 	}
 	is_int(runs, 2, "a DP every LOI = 3 rounds (rounds 3 and 6)");
+	/* verify captures only in the round before a DP (since 1 of 3 here) */
+	plan.capture = 1;
+	d->select_draft(st, &plan);
+	is_int(plan.capture, 0, "round 2 of 3: verify captures turned off");
+	struct skipper_verdict v0 = { .round = 7, .bonus = 3, .states = NULL, .n_committed = 41 };
+	d->on_accept(st, &v0);
+	plan.capture = 1;
+	d->select_draft(st, &plan);
+	is_int(plan.capture, 1, "round 3 of 3: captured for the DP");
 	struct skipper_stats ss = { .seconds = 1 };
 	d->end(st, &ss);
-	ok(strstr(m.log, "3 DP runs") != NULL, "end logs the DP count and time: %s", m.log);
+	ok(strstr(m.log, "3 DP runs, 1.00 ms per run (0.3% of 1.000 s)") != NULL,
+	   "end logs the DP count and the DP time per run (mock clock: 1 ms per DP): %s", m.log);
 	d->destroy(st);
 	skipper_policy_unload(lib);
 }

@@ -105,6 +105,22 @@ int main(void)
 		}
 		cm_bo_free(bo);
 	}
+	/* max_obs: a window of the newest observations */
+	{
+		struct cm_bo_opts ow = { .dim = 1, .seed = 3, .n_random = 200, .max_obs = 3 };
+		double xs[1], y;
+		bo = cm_bo_new(&ow);
+		for (int i = 0; i < 5; i++) {
+			xs[0] = 0.1 * (i + 1);
+			cm_bo_observe(bo, xs, i == 0 ? 100.0 : (double)i);
+		}
+		ok(cm_bo_count(bo) == 3, "max_obs 3: 3 of 5 observations held (%d)", cm_bo_count(bo));
+		int rb = cm_bo_best(bo, xs, &y);
+		ok(rb == 0 && y == 4.0 && near(xs[0], 0.5, 1e-15),
+		   "the oldest (and best) observation was dropped: best %g at %g", y, xs[0]);
+		ok(cm_bo_suggest(bo, xs) == 0 && xs[0] >= 0 && xs[0] <= 1, "suggests from the window");
+		cm_bo_free(bo);
+	}
 	ok(cm_bo_new(&(struct cm_bo_opts){ .dim = 0 }) == NULL, "dim 0 refused");
 	return tap_done();
 }

@@ -82,6 +82,59 @@ static const struct skipper_policy tp_desc = {
 	.create = tp_create, .destroy = tp_destroy, .select_draft = tp_select, .verify = tp_verify,
 };
 
+/* ---- a state-recording policy: same plan as above, configurable needs ---- */
+
+static struct {
+	float mean[4096];
+	int have_mean, points, rows;
+	int odd_off;          /* clear plan.capture on odd rounds */
+	int with, without;    /* on_accept calls with / without states */
+	int round_off;        /* the last plan had capture cleared */
+	int bad;              /* on_accept calls whose states disagree with the plan */
+	float *log; /* every captured row (begin, then each on_accept), [rows][points][n_embd] */
+} rec;
+
+static void rec_states(const struct skipper_states *st)
+{
+	size_t per = (size_t)st->n_points * st->n_embd;
+	rec.log = realloc(rec.log, (rec.rows + st->n_rows) * per * sizeof *rec.log);
+	memcpy(rec.log + rec.rows * per, st->data, st->n_rows * per * sizeof *rec.log);
+	rec.rows += st->n_rows;
+	rec.points = st->n_points;
+}
+static int rec_begin(void *state, const struct skipper_request *req)
+{
+	if ((rec.have_mean = req->prompt_mean != NULL))
+		memcpy(rec.mean, req->prompt_mean, model->hp.n_embd * sizeof *rec.mean);
+	if (req->states)
+		rec_states(req->states);
+	return 0;
+}
+static int rec_accept(void *state, const struct skipper_verdict *v)
+{
+	if (v->states)
+		rec_states(v->states);
+	rec.with += v->states != NULL;
+	rec.without += v->states == NULL;
+	rec.bad += (v->states == NULL) != rec.round_off;
+	return 0;
+}
+static int rec_select(void *state, struct skipper_plan *plan)
+{
+	rec.round_off = rec.odd_off && plan->capture && plan->round % 2;
+	if (rec.round_off)
+		plan->capture = 0;
+	return tp_select(state, plan);
+}
+
+static struct skipper_policy rec_desc = {
+	.abi_major = SKIPPER_POLICY_ABI_MAJOR, .abi_minor = SKIPPER_POLICY_ABI_MINOR,
+	.struct_size = sizeof(struct skipper_policy), .name = "test-states", .version = "1",
+	.create = tp_create, .destroy = tp_destroy, .select_draft = rec_select, .begin = rec_begin,
+	.on_accept = rec_accept,
+};
+static const struct skipper_policy *next_desc = &tp_desc; /* what run_open loads */
+
 struct run {
 	struct skipper_backend *be;
 	struct skipper_policy_lib *lib;
@@ -102,7 +155,7 @@ static void run_open(struct run *r, const struct tp_state *policy)
 		r->env.n_embd = model->hp.n_embd;
 		r->env.n_vocab = model->hp.n_vocab;
 		r->env.n_ctx = 256;
-		if (skipper_policy_load_builtin(&tp_desc, &r->lib, &err) ||
+		if (skipper_policy_load_builtin(next_desc, &r->lib, &err) ||
 		    skipper_policy_instance_new(r->lib, &r->env, NULL, &r->inst, &err))
 			BAIL(err.msg);
 	}
@@ -214,6 +267,101 @@ static void greedy_lossless(int32_t *prompt, int n_prompt)
 				run_close(&ssd);
 			}
 	run_close(&ar);
+}
+
+/* ---- state captures for policies ---- */
+
+/* Greedy run with the recording policy under `needs`; log in rec, tokens in got. */
+static int rec_run(int32_t *prompt, int n_prompt, uint64_t needs, int prompt_rows, struct toks *got)
+{
+	struct skipper_gen_params gp = { .max_tokens = 24, .seed = 1 };
+	struct tp_state p = { .n_layer = model->hp.n_layer, .k = 3, .width = 1 };
+	struct skipper_run_stats st;
+	struct run r;
+	int rc;
+	mask_set(p.attn, "0110", p.n_layer);
+	mask_set(p.mlp, "0100", p.n_layer);
+	int odd_off = rec.odd_off;
+	free(rec.log);
+	memset(&rec, 0, sizeof rec);
+	rec.odd_off = odd_off;
+	rec_desc.needs = needs;
+	rec_desc.prompt_rows = prompt_rows;
+	next_desc = &rec_desc;
+	run_open(&r, &p);
+	rc = generate(&r, prompt, n_prompt, &gp, got, &st);
+	run_close(&r);
+	next_desc = &tp_desc;
+	return rc;
+}
+
+static void state_captures(int32_t *prompt, int n_prompt)
+{
+	int L = model->hp.n_layer, E = model->hp.n_embd;
+	struct skipper_gen_params gp = { .max_tokens = 24, .seed = 1 };
+	struct skipper_run_stats st;
+	struct toks ref, got;
+	struct run ar;
+	float *ref_mean = malloc(E * sizeof *ref_mean), *layer_log;
+	int layer_rows, same;
+
+	run_open(&ar, NULL);
+	if (generate(&ar, prompt, n_prompt, &gp, &ref, &st) ||
+	    skipper_engine_prompt_mean(ar.eng, prompt, n_prompt, ref_mean, &err))
+		BAIL(err.msg);
+	run_close(&ar);
+
+	/* layer-boundary captures, then sub-layer ones: the same rows, and the
+	 * sub-layer points 0 and 2l + 2 are the layer points 0 and l + 1 */
+	uint64_t acc = SKIPPER_NEED_LAST_LAYER_STATES | SKIPPER_NEED_ACCEPTED_STATES;
+	if (rec_run(prompt, n_prompt, acc, 2, &got))
+		BAIL("generation with layer captures failed");
+	layer_log = rec.log, layer_rows = rec.rows;
+	rec.log = NULL;
+	is_int(rec.points, L + 1, "layer captures: n_layer + 1 points per row");
+	if (rec_run(prompt, n_prompt, acc | SKIPPER_NEED_SUBLAYER_STATES, 2, &got))
+		BAIL("generation with sub-layer captures failed");
+	ok(got.n == ref.n && !memcmp(got.t, ref.t, ref.n * sizeof *ref.t), "sub-layer captures: greedy SSD == AR");
+	is_int(rec.points, 2 * L + 1, "sub-layer captures: 2 n_layer + 1 points per row");
+	is_int(rec.rows, layer_rows, "sub-layer captures: the same rows as layer captures (%d)", layer_rows);
+	same = rec.rows == layer_rows && rec.rows > 2;
+	for (int i = 0; same && i < rec.rows; i++)
+		for (int l = -1; l < L; l++)
+			same &= !memcmp(rec.log + ((size_t)i * (2 * L + 1) + 2 * l + 2) * E,
+			                layer_log + ((size_t)i * (L + 1) + l + 1) * E, E * sizeof(float));
+	ok(same, "sub-layer point 2l+2 == layer point l+1 for every captured row");
+	/* an attention boundary differs from the MLP boundary before it (not a copy) */
+	ok(rec.rows > 0 && memcmp(rec.log + (size_t)1 * E, rec.log, E * sizeof(float)),
+	   "sub-layer point 1 (after attention 0) != embeddings");
+	free(layer_log);
+
+	/* a policy clearing plan.capture gets no states for that round */
+	rec.odd_off = 1;
+	if (rec_run(prompt, n_prompt, acc, 2, &got))
+		BAIL("generation with captures turned off on odd rounds failed");
+	rec.odd_off = 0;
+	ok(rec.with > 0 && rec.without > 0 && rec.bad == 0,
+	   "plan.capture = 0: no states that round (%d rounds with, %d without, %d not as planned)", rec.with,
+	   rec.without, rec.bad);
+	ok(got.n == ref.n && !memcmp(got.t, ref.t, ref.n * sizeof *ref.t), "captures off on odd rounds: greedy SSD == AR");
+
+	/* PROMPT_MEAN from the one prefill == the separate prompt-mean pass */
+	if (rec_run(prompt, n_prompt, SKIPPER_NEED_PROMPT_MEAN, 0, &got))
+		BAIL("generation with PROMPT_MEAN failed");
+	ok(rec.have_mean && !memcmp(rec.mean, ref_mean, E * sizeof(float)), "prompt mean from the prefill == "
+	   "skipper_engine_prompt_mean");
+	ok(got.n == ref.n && !memcmp(got.t, ref.t, ref.n * sizeof *ref.t), "PROMPT_MEAN: greedy SSD == AR");
+	/* with state captures too: the prefill is split in two calls */
+	if (rec_run(prompt, n_prompt, SKIPPER_NEED_PROMPT_MEAN | acc | SKIPPER_NEED_SUBLAYER_STATES, 2, &got))
+		BAIL("generation with PROMPT_MEAN and captures failed");
+	same = rec.have_mean;
+	for (int k = 0; k < E; k++)
+		same &= fabsf(rec.mean[k] - ref_mean[k]) <= 1e-6f * (1 + fabsf(ref_mean[k]));
+	ok(same, "prompt mean with state captures (split prefill) == skipper_engine_prompt_mean");
+	ok(got.n == ref.n && !memcmp(got.t, ref.t, ref.n * sizeof *ref.t), "split prefill: greedy SSD == AR");
+	free(rec.log);
+	rec.log = NULL;
+	free(ref_mean);
 }
 
 /* ---- sampling ---- */
@@ -356,6 +504,7 @@ int main(void)
 			BAIL(err.msg);
 		diag("model dtype %s, prompt %zu tokens", skipper_dtype_name(o.dtype), n_prompt);
 		greedy_lossless(prompt, (int)n_prompt);
+		state_captures(prompt, (int)n_prompt);
 		if (d == 0) {
 			sampling_distribution(prompt, (int)n_prompt, 1);
 			sampling_distribution(prompt, (int)n_prompt, 3);

@@ -8,6 +8,8 @@
  *    decreasing function of the skipped items' summed energy: a 0/1
  *    knapsack with exact weight), for several weight pairs and with the
  *    first/last layer pinned; one sublayer_forward per item;
+ *  - Algorithm 2 with bound pruning picks what the full grid over every
+ *    live candidate picks, replaying fewer of them through the head;
  *  - TPT; the plugin's schedule under the mock host. */
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 
 #include "knap_dp.h"
 #include "knap_latency.h"
+#include "knap_pick.h"
 #include "mock-host.h"
 #include "policy_host.h"
 #include "tap.h"
@@ -162,6 +165,92 @@ static void dp_vs_brute(void)
 	knap_dp_free(&dp);
 }
 
+/* a head that sees every component, so candidates differ in alpha */
+static int n_head_rows;
+static int head_all(void *ctx, int n, const float *st, int32_t *ids)
+{
+	n_head_rows += n;
+	for (int i = 0; i < n; i++) {
+		double v = 0;
+		for (int k = 0; k < D; k++)
+			v += st[(size_t)i * D + k] * (k + 1);
+		ids[i] = (int32_t)((long)(v * 7) % 5);
+	}
+	return 0;
+}
+
+/* The full grid, ascending c then gamma, strict improvement (the reference). */
+static void grid_reference(struct knap_dp *dp, struct mock_host *m, const int32_t *y, double ta, double tm, int D_,
+                           int *bc, int *bg, double *bt)
+{
+	uint8_t skip[NI];
+	int32_t yh[R];
+	*bc = -1, *bg = 0, *bt = -1;
+	for (int c = 1; c <= dp->Kh; c++) {
+		int na = 0, nm = 0, match = 0;
+		if (!dp->live[c])
+			continue;
+		head_all(m, R, dp->g + (size_t)c * R * D, yh);
+		for (int i = 0; i < R; i++)
+			match += yh[i] == y[i];
+		knap_dp_backtrack(dp, c, skip);
+		for (int l = 0; l < L; l++)
+			na += !skip[2 * l], nm += !skip[2 * l + 1];
+		for (int g = 1; g <= D_; g++) {
+			double t = knap_tpt((double)match / R, g, na * ta + nm * tm, L * (ta + tm));
+			if (t > *bt)
+				*bt = t, *bc = c, *bg = g;
+		}
+	}
+}
+
+static void pick_vs_grid(void)
+{
+	static const int wpairs[][2] = { { 1, 1 }, { 1, 3 }, { 4, 1 } };
+	static const double times[][2] = { { 1e-3, 3e-3 }, { 4e-3, 1e-3 }, { 1e-3, 1e-3 } };
+	struct mock_host m;
+	float X[(NI + 1) * R * D];
+	int32_t pos[R] = { 7, 8, 9 }, y[R];
+	int same = 1, cases = 0, pruned = 0;
+
+	mock_host_init(&m, L, D, 64);
+	m.host.sublayer_forward = synth;
+	m.host.head_argmax = head_all;
+	memset(X, 0, sizeof X);
+	for (int i = 0; i < R; i++)
+		X[(size_t)i * D] = 1.0f + i;
+	for (int s2 = 1; s2 <= NI; s2++) {
+		memcpy(X + (size_t)s2 * R * D, X + (size_t)(s2 - 1) * R * D, sizeof(float) * R * D);
+		synth(NULL, (s2 - 1) % 2, (s2 - 1) / 2, 1, R, X + (size_t)s2 * R * D, NULL, 0);
+	}
+	for (size_t wp = 0; wp < sizeof wpairs / sizeof wpairs[0]; wp++)
+		for (size_t ti = 0; ti < sizeof times / sizeof times[0]; ti++)
+			for (int yv = 0; yv < 2; yv++) {
+				int wa = wpairs[wp][0], wm = wpairs[wp][1], Kh = L * (wa + wm) / 2, rc, gc, gg;
+				double gt, ta = times[ti][0], tm = times[ti][1];
+				struct knap_dp dp = { .n_items = NI, .d = D, .tau = -1 };
+				if (knap_dp_run(&dp, &m.host, &m, X, R, pos, Kh, wa, wm))
+					BAIL(m.error);
+				/* targets: the full model's tokens, or those of a middle cell */
+				head_all(&m, R, yv ? dp.g + (size_t)(Kh / 2) * R * D : X + (size_t)NI * R * D, y);
+				grid_reference(&dp, &m, y, ta, tm, 10, &gc, &gg, &gt);
+				struct knap_pick pk = { .t_attn = ta, .t_mlp = tm, .n_layer = L, .max_draft = 10, .y = y };
+				n_head_rows = 0;
+				rc = knap_pick_run(&dp, &m.host, &m, &pk);
+				if (rc || pk.c != gc || pk.gamma != gg || pk.tpt != gt) {
+					diag("w %d/%d t %zu y %d: pick c %d gamma %d tpt %g, grid c %d gamma %d tpt %g", wa, wm, ti, yv,
+					     pk.c, pk.gamma, pk.tpt, gc, gg, gt);
+					same = 0;
+				}
+				same &= n_head_rows == pk.n_replayed * R;
+				pruned += pk.n_replayed < pk.n_live;
+				cases++;
+				knap_dp_free(&dp);
+			}
+	ok(same, "Algorithm 2 with bound pruning == the full grid in all %d cases", cases);
+	ok(pruned > 0, "the bound spared head rows in %d of %d cases", pruned, cases);
+}
+
 static void plugin(void)
 {
 	struct skipper_policy_lib *lib;
@@ -170,7 +259,7 @@ static void plugin(void)
 	struct mock_host m;
 	void *st;
 	const int PL = 6, PD = 8;
-	float data[3 * 7 * 8];
+	float data[3 * 13 * 8];
 	int32_t pos[3] = { 20, 21, 22 }, tok[3] = { 1, 2, 3 };
 	uint8_t attn[6], mlp[6];
 	char prof[] = "/tmp/skipper-t-knapspec-XXXXXX";
@@ -180,7 +269,8 @@ static void plugin(void)
 	if (skipper_policy_load("knapspec", &(struct skipper_policy_search){ 0 }, &lib, &err))
 		BAIL(err.msg);
 	d = skipper_policy_lib_desc(lib);
-	ok(d->needs == SKIPPER_NEED_ACCEPTED_STATES && d->calibrate, "needs accepted rows' states; has calibrate");
+	ok(d->needs == (SKIPPER_NEED_ACCEPTED_STATES | SKIPPER_NEED_SUBLAYER_STATES) && d->calibrate,
+	   "needs accepted rows' states at sub-layer boundaries; has calibrate");
 	mock_host_init(&m, PL, PD, 64);
 	if (d->create(&m.host, &m, &st))
 		BAIL("create");
@@ -208,20 +298,25 @@ static void plugin(void)
 	d->config(st, "steps", "2");
 	is_int(d->config_complete(st), 0, "profile read back");
 	/* mock timings: attention 1e-6 (1 + 1e-3 n), MLP 2e-6 */
-	/* consistent with the mock's layers: each adds 0.03 (layer + 1) everywhere */
+	/* consistent with the mock's sub-layers: attention of layer l adds
+	 * 0.01 (l + 1) everywhere, its MLP 0.02 (l + 1) */
 	for (int i = 0; i < 3; i++)
-		for (int p = 0; p <= PL; p++)
+		for (int p = 0; p <= 2 * PL; p++)
 			for (int k = 0; k < PD; k++)
-				data[(i * 7 + p) * PD + k] = p ? data[(i * 7 + p - 1) * PD + k] + 0.03f * (float)p
+				data[(i * 13 + p) * PD + k] = p ? data[(i * 13 + p - 1) * PD + k] +
+				                                      0.01f * (float)(2 - p % 2) * (float)((p + 1) / 2)
 				                                : (float)(((i + 1) * (k + 3) * 5) % 13) - 6.0f;
-	struct skipper_states sts = { .n_rows = 3, .n_points = PL + 1, .n_embd = PD, .pos = pos, .token = tok,
+	struct skipper_states sts = { .n_rows = 3, .n_points = 2 * PL + 1, .n_embd = PD, .pos = pos, .token = tok,
 	                              .data = data };
 	struct skipper_request req = { .id = 1, .n_prompt = 23, .n_layer = PL, .max_tokens = 64, .greedy = 1,
 	                               .states = &sts };
 	int t0 = m.n_time_sublayer, s0 = m.n_sublayer;
 	is_int(d->begin(st, &req), 0, "begin runs the prefill DP");
 	is_int(m.n_time_sublayer, t0, "latency from the profile: nothing timed");
-	ok(m.n_sublayer - s0 >= PL, "sub-layer calls: %d", m.n_sublayer - s0);
+	/* the captured sub-layer states are used as they are: the only
+	 * sub-layer calls are the DP's, at most one per item after the first */
+	ok(m.n_sublayer - s0 >= 1 && m.n_sublayer - s0 <= 2 * PL - 1, "sub-layer calls: %d (DP only)",
+	   m.n_sublayer - s0);
 	struct skipper_plan plan = { .n_layer = PL, .skip_attn = attn, .skip_mlp = mlp, .max_draft = 32 };
 	memset(attn, 0, PL);
 	memset(mlp, 0, PL);
@@ -241,9 +336,53 @@ static void plugin(void)
 		runs += m.n_sublayer > before;
 	}
 	is_int(runs, 2, "DP every T = 8 steps");
+	/* captures only for the rounds whose rows feed the next DP: steps 7, 8 of 8 */
+	plan.capture = 1;
+	d->select_draft(st, &plan);
+	is_int(plan.capture, 0, "step 1 of the window: verify captures turned off");
+	for (int r = 0; r < 6; r++) {
+		struct skipper_verdict v = { .round = 16 + r, .bonus = 3, .n_committed = 40, .states = NULL };
+		d->on_accept(st, &v);
+	}
+	plan.capture = 1;
+	d->select_draft(st, &plan);
+	is_int(plan.capture, 1, "step 7 of 8 (steps = 2): captures kept");
 	struct skipper_stats ss = { .seconds = 1 };
 	d->end(st, &ss);
-	ok(strstr(m.log, "knapspec: 3 DP runs") != NULL, "end logs DP runs and time: %s", m.log);
+	ok(strstr(m.log, "knapspec: 3 DP runs, 1.00 ms per run (0.3% of 1.000 s)") != NULL,
+	   "end logs the DP count and the DP time per run (mock clock: 1 ms per DP): %s", m.log);
+	/* layer-boundary states (an engine without sub-layer captures) are refused */
+	{
+		struct skipper_states bad = sts;
+		int rc = 0;
+		bad.n_points = PL + 1;
+		for (int r = 0; r < 8 && !rc; r++) {
+			struct skipper_verdict v = { .round = 16 + r, .bonus = 3, .n_committed = 40, .states = &bad };
+			pos[0] = 39 + r;
+			rc = d->on_accept(st, &v);
+		}
+		ok(rc < 0 && strstr(m.error, "sub-layer") != NULL, "layer-boundary states refused: %s", m.error);
+	}
+	/* the schedule runs over the process: a new request keeps the mask and
+	 * runs no prefill DP; restart = true runs one at every request */
+	{
+		int s1 = m.n_sublayer;
+		req.id = 2;
+		is_int(d->begin(st, &req), 0, "second request");
+		is_int(m.n_sublayer, s1, "restart = false: no prefill DP when a mask exists");
+		d->destroy(st);
+		if (d->create(&m.host, &m, &st))
+			BAIL("create");
+		d->config(st, "device", "mock");
+		is_int(d->config(st, "restart", "true"), 0, "restart = true");
+		d->config_complete(st);
+		sts.n_rows = 3, sts.n_points = 2 * PL + 1;
+		pos[0] = 20, pos[1] = 21, pos[2] = 22;
+		d->begin(st, &req);
+		s1 = m.n_sublayer;
+		d->begin(st, &req);
+		ok(m.n_sublayer > s1, "restart = true: a prefill DP at every request");
+	}
 	d->destroy(st);
 	unlink(prof);
 	skipper_policy_unload(lib);
@@ -253,6 +392,7 @@ int main(void)
 {
 	fit();
 	dp_vs_brute();
+	pick_vs_grid();
 	plugin();
 	return tap_done();
 }

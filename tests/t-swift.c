@@ -23,24 +23,12 @@
 #include "model.h"
 #include "policy_host.h"
 #include "sample.h"
-#include "swift_gp.h"
 #include "tap.h"
 #include "testmodel.h"
 #include "tokenizer.h"
 
 static struct skipper_error err;
 static const struct skipper_policy *desc;
-
-static void gp(void)
-{
-	float X[4 * 3] = { 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1, 1 }, far[3] = { 0.5f, 0.5f, 0.5f };
-	double y[4] = { 0.2, 0.5, 0.7, 0.9 }, m, s, m2, s2;
-	ok(!swift_gp_predict(X, y, 4, 3, 1e-6, 0.5, X + 3, &m, &s) && fabs(m - 0.5) < 1e-3 && s < 1e-2,
-	   "GP mean at an observation = its value (%.4f, std %.4f)", m, s);
-	ok(!swift_gp_predict(X, y, 4, 3, 1e-6, 0.5, far, &m2, &s2) && s2 > s, "GP is less sure between points (std %.4f)",
-	   s2);
-	ok(!swift_gp_predict(X, y, 4, 3, 1e-2, 0, far, &m2, &s2), "length-scale by marginal likelihood");
-}
 
 static void mock(void)
 {
@@ -93,23 +81,85 @@ static void mock(void)
 	is_int(m.n_score_mask, 3, "opt steps once more than gamma+1 = 5 tokens exist (n = 6, 7, 8)");
 	struct skipper_stats ss = { .seconds = 1 };
 	desc->end(st, &ss);
-	ok(strstr(m.log, "3 opt steps") != NULL, "end logs the search: %s", m.log);
+	ok(strstr(m.log, "3 opt steps this request (1.00 ms each, 0.3% of 1.000 s)") != NULL,
+	   "end logs the search steps and their time (mock clock: 1 ms per step): %s", m.log);
 	desc->destroy(st);
 
-	/* re-arm: a frozen search starts again when the rolling alpha < 0.8 */
+	/* re-arm: a frozen search starts again when the rolling alpha drops
+	 * below 0.8, not while it merely stays below it */
 	mock_host_init(&m, 8, 16, 64);
 	if (desc->create(&m.host, &m, &st) || desc->config(st, "gamma", "4") || desc->config(st, "max_steps", "0") ||
 	    desc->config_complete(st))
 		BAIL("create");
 	desc->begin(st, &req);
-	for (int r = 0; r < 52; r++) {
+	for (int r = 0; r < 120; r++) {
 		struct skipper_verdict v = { .n_drafted = 2, .n_accepted = 0, .bonus = 4, .generated = gen, .n_generated = 8 };
 		desc->on_accept(st, &v);
 	}
 	desc->end(st, &ss);
+	ok(m.n_score_mask == 1 && strstr(m.log, "re-armed 0") && strstr(m.log, "frozen"),
+	   "stopped after max_steps; 120 rounds at alpha 0 do not re-arm it (%d scores)", m.n_score_mask);
+	for (int r = 0; r < 100; r++) {
+		struct skipper_verdict v = { .n_drafted = 2, .n_accepted = r < 50 ? 2 : 0, .bonus = 4, .generated = gen,
+		                             .n_generated = 8 };
+		desc->on_accept(st, &v);
+	}
+	desc->end(st, &ss);
 	ok(m.n_score_mask == 2 && strstr(m.log, "re-armed 1"),
-	   "stopped after max_steps, re-armed after 50 rounds at alpha 0, scored again (%d scores)", m.n_score_mask);
+	   "50 rounds at alpha 1, then a drop to 0: re-armed, scored again (%d scores)", m.n_score_mask);
 	desc->destroy(st);
+}
+
+/* ---- determinism: the same seed gives the same search, BO steps included ---- */
+static uint64_t mask_trace;
+static int (*mock_score)(void *, const uint8_t *, const uint8_t *, const int32_t *, int, int, int32_t *);
+static int traced_score(void *ctx, const uint8_t *attn, const uint8_t *mlp, const int32_t *tokens, int n, int start_pos,
+                        int32_t *argmax)
+{
+	for (int l = 0; l < 8; l++)
+		mask_trace = (mask_trace ^ (uint64_t)(attn[l] | mlp[l] << 1)) * 1099511628211ULL;
+	return mock_score(ctx, attn, mlp, tokens, n, start_pos, argmax);
+}
+
+/* The masks scored by 40 opt steps with a BO proposal every 3rd, hashed. */
+static uint64_t search_trace(uint64_t seed, int *bo_steps)
+{
+	struct mock_host m;
+	void *st;
+	int32_t gen[16];
+	mock_host_init(&m, 8, 16, 64);
+	m.seed = seed;
+	mock_score = m.host.score_mask;
+	m.host.score_mask = traced_score;
+	mask_trace = 14695981039346656037ULL;
+	if (desc->create(&m.host, &m, &st) || desc->config(st, "gamma", "4") || desc->config(st, "bo_interval", "3") ||
+	    desc->config(st, "bo_candidates", "500") || desc->config(st, "rearm", "0") || desc->config_complete(st))
+		BAIL("create");
+	struct skipper_request req = { .id = 1, .n_prompt = 10, .n_layer = 8, .max_tokens = 64, .greedy = 1 };
+	desc->begin(st, &req);
+	for (int i = 0; i < 16; i++)
+		gen[i] = 3 + i;
+	for (int r = 0; r < 40; r++) {
+		struct skipper_verdict v = { .n_drafted = 2, .n_accepted = 1, .bonus = 4, .generated = gen, .n_generated = 8 };
+		if (desc->on_accept(st, &v))
+			BAIL(m.error);
+	}
+	struct skipper_stats ss = { .seconds = 1 };
+	desc->end(st, &ss);
+	const char *b = strstr(m.log, "total ");
+	if (!b || sscanf(b, "total %*d (%d BO", bo_steps) != 1)
+		*bo_steps = -1;
+	desc->destroy(st);
+	return mask_trace;
+}
+
+static void determinism(void)
+{
+	int bo1, bo2, bo3;
+	uint64_t a = search_trace(42, &bo1), b = search_trace(42, &bo2), c = search_trace(43, &bo3);
+	ok(bo1 >= 10 && bo1 == bo2, "40 opt steps include %d GP-UCB proposals (plugins/common)", bo1);
+	ok(a == b, "same seed: the same masks scored, GP proposals included");
+	ok(a != c, "another seed: another search");
 }
 
 /* ---- the real engine on a tiny model ---- */
@@ -328,11 +378,11 @@ static void tiny(void)
 int main(void)
 {
 	struct skipper_policy_lib *lib;
-	gp();
 	if (skipper_policy_load("swift", &(struct skipper_policy_search){ 0 }, &lib, &err))
 		BAIL(err.msg);
 	desc = skipper_policy_lib_desc(lib);
 	mock();
+	determinism();
 	skipper_policy_unload(lib);
 	tiny();
 	return tap_done();

@@ -140,6 +140,13 @@ struct skipper_policy_instance *cli_policy_instance(struct cli_policy *p) { retu
 
 void cli_policy_bind_engine(struct cli_policy *p, struct skipper_engine *e) { p->engine = e; }
 
+void cli_policy_show_info(struct cli_policy *p)
+{
+	/* the host reads the level at each message */
+	if (p->env.log_level < SKIPPER_LOG_INFO)
+		p->env.log_level = SKIPPER_LOG_INFO;
+}
+
 void cli_policy_close(struct cli_policy *p)
 {
 	if (!p)

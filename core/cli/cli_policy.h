@@ -25,6 +25,9 @@ struct skipper_policy_instance *cli_policy_instance(struct cli_policy *p);
 /* Compute services run on this engine from now on. */
 void cli_policy_bind_engine(struct cli_policy *p, struct skipper_engine *e);
 void cli_policy_close(struct cli_policy *p);
+/* Show the policy's INFO lines from now on: its end() hook logs its
+ * per-request statistics (search / DP time) there. */
+void cli_policy_show_info(struct cli_policy *p);
 
 /* Session-level services (trial.c); ctx is the policy context. */
 int cli_trial(void *ctx, const struct skipper_trial *t, struct skipper_trial_result *r, struct skipper_error *err);

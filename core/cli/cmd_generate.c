@@ -183,6 +183,8 @@ int cmd_generate(int argc, char **argv)
 		free(owned);
 		return rc;
 	}
+	if (stats && s.policy)
+		cli_policy_show_info(s.policy); /* the policy's own stats line */
 	if ((rc = cli_prompt_tokens(&s, prompt, &ids, &n_ids)))
 		goto out;
 

@@ -184,6 +184,10 @@ static int clasp_select_draft(void *state, struct skipper_plan *plan)
 		c->host->set_error(c->ctx, "select_draft: plan for %d layers, policy has %d", plan->n_layer, c->L);
 		return SKIPPER_POLICY_ERROR;
 	}
+	/* verify captures only for the round whose row feeds the next DP
+	 * (on_accept's test, one round ahead) */
+	if (c->since_dp + 1 < c->interval && c->have_mask)
+		plan->capture = 0;
 	if (!c->have_mask) {
 		plan->max_draft = 0; /* drafting with nothing skipped only costs time */
 		return SKIPPER_POLICY_OK;

@@ -148,6 +148,12 @@ out:
 int cm_bo_observe(struct cm_bo *b, const double *x, double y)
 {
 	int d = b->o.dim;
+	if (b->o.max_obs > 0 && b->n >= b->o.max_obs) {
+		/* a sliding window: drop the oldest */
+		b->n = b->o.max_obs - 1;
+		memmove(b->x, b->x + d, (size_t)b->n * (size_t)d * sizeof *b->x);
+		memmove(b->y, b->y + 1, (size_t)b->n * sizeof *b->y);
+	}
 	if (b->n == b->cap) {
 		int cap = b->cap ? b->cap * 2 : 64;
 		double *nx = realloc(b->x, (size_t)cap * (size_t)d * sizeof *nx);

@@ -24,6 +24,9 @@ struct cm_bo_opts {
 	double lengthscale; /* fixed Matérn length scale; 0 = refit by marginal likelihood each step */
 	int n_random;       /* random candidates scored per suggestion (0 = 10000) */
 	int n_starts;       /* best candidates refined by local search (0 = 10) */
+	int max_obs;        /* the GP is fitted on the newest max_obs observations, older
+	                       ones are dropped: bounds the O(n^3) fit and O(n^2)
+	                       predictions of a long search (0 = keep all) */
 };
 
 struct cm_bo;
@@ -35,9 +38,10 @@ void cm_bo_free(struct cm_bo *bo);
  * observed, else the UCB maximiser. 0, or -1 if the GP cannot be fitted or
  * no memory (x then holds a uniform random point, still usable). */
 int cm_bo_suggest(struct cm_bo *bo, double *x);
-/* Record f(x) = y. Points outside [0,1] are clipped. 0 or -1 (no memory). */
+/* Record f(x) = y. Points outside [0,1] are clipped; with max_obs the oldest
+ * observation is dropped once max_obs are held. 0 or -1 (no memory). */
 int cm_bo_observe(struct cm_bo *bo, const double *x, double y);
-/* Best observed point (not the GP optimum) and its value; -1 if none. */
+/* Best observation held (not the GP optimum) and its value; -1 if none. */
 int cm_bo_best(const struct cm_bo *bo, double *x, double *y);
 int cm_bo_count(const struct cm_bo *bo);
 

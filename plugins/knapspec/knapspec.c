@@ -7,11 +7,9 @@
  * estimated by replaying those rows through the LM head, and the pair
  * (candidate, draft length) with the best Tokens-per-Time wins.
  *
- * Sub-layer states: the engine captures the L+1 layer boundaries of the
- * committed rows (SKIPPER_NEED_ACCEPTED_STATES); the L "after attention"
- * boundaries in between are recomputed here with one sublayer_forward per
- * layer over the r rows (same prefix, same rows: the full model's values),
- * so SKIPPER_NEED_SUBLAYER_STATES is not needed. See
+ * Sub-layer states: the engine captures all 2L+1 sub-layer boundaries of
+ * the committed rows from its verify pass (SKIPPER_NEED_ACCEPTED_STATES |
+ * SKIPPER_NEED_SUBLAYER_STATES), so X costs no compute here. See
  * skipper-policy-knapspec(5). */
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +18,7 @@
 
 #include "knap_dp.h"
 #include "knap_latency.h"
+#include "knap_pick.h"
 #include "skipper/policy.h"
 
 #define KS_MAX_DRAFT 32
@@ -38,6 +37,9 @@ struct knapspec {
 	int max_draft;       /* D: grid and run-time draft cap */
 	double threshold;    /* tau_conf draft exit */
 	int interval;        /* T */
+	int restart;         /* 1: the T-step schedule restarts with a prefill DP at every
+	                        request; 0: it runs over the process (prefill DP only while
+	                        no mask exists) */
 	int pin_ends;        /* never skip the first and last layer */
 	int weight_cap;      /* 0 = uncapped */
 	char *device;        /* [latency.DEVICE] */
@@ -51,7 +53,7 @@ struct knapspec {
 	uint8_t *skip, *cand; /* [2L] current mask, a candidate */
 	int have_mask;
 
-	/* rows of the last m steps: [max_rows][L+1][d] */
+	/* rows of the last m steps: [max_rows][2L+1][d] */
 	float *rows;
 	int32_t *pos;
 	int n_rows;
@@ -62,6 +64,7 @@ struct knapspec {
 
 	/* per-request stats */
 	int dp_runs, max_live, last_r, last_gamma, n_attn, n_mlp;
+	int live_cells, replayed; /* terminal cells live / replayed through the head, summed over runs */
 	double dp_seconds, last_tpt, last_alpha;
 };
 
@@ -79,6 +82,7 @@ static int ks_create(const struct skipper_host *host, void *ctx, void **state)
 	k->max_draft = 10;
 	k->threshold = 0.7;
 	k->interval = 64;
+	k->restart = 0;
 	k->pin_ends = 1;
 	k->weight_cap = 5;
 	k->calib_points = KS_FIT_POINTS;
@@ -146,6 +150,8 @@ static int ks_config(void *state, const char *key, const char *value)
 		return h->parse_double(k->ctx, value, 0.0, 1.0, &k->threshold);
 	if (!strcmp(key, "interval"))
 		return get_int(k, value, 1, 1000000, &k->interval);
+	if (!strcmp(key, "restart"))
+		return h->parse_bool(k->ctx, value, &k->restart);
 	if (!strcmp(key, "pin_ends"))
 		return h->parse_bool(k->ctx, value, &k->pin_ends);
 	if (!strcmp(key, "weight_cap"))
@@ -222,7 +228,7 @@ static int ks_config_complete(void *state)
 		h->set_error(k->ctx, "pin_ends needs at least 3 layers (the model has %d)", k->L);
 		return SKIPPER_POLICY_ERROR;
 	}
-	per = (size_t)(k->L + 1) * (size_t)k->d;
+	per = (size_t)(2 * k->L + 1) * (size_t)k->d;
 	k->pinned = calloc((size_t)2 * k->L, 1);
 	k->skip = calloc((size_t)2 * k->L, 1);
 	k->cand = calloc((size_t)2 * k->L, 1);
@@ -271,10 +277,15 @@ static int measure_latency(struct knapspec *k, int npts, struct knap_latency *ou
 	return SKIPPER_POLICY_OK;
 }
 
-/* Append committed rows (L+1 points each), keeping at most max_rows. */
-static void add_rows(struct knapspec *k, const struct skipper_states *st, int first)
+/* Append committed rows (2L+1 points each), keeping at most max_rows. */
+static int add_rows(struct knapspec *k, const struct skipper_states *st, int first)
 {
-	size_t per = (size_t)(k->L + 1) * k->d;
+	size_t per = (size_t)(2 * k->L + 1) * k->d;
+	if (st->n_points != 2 * k->L + 1 || st->n_embd != k->d) {
+		k->host->set_error(k->ctx, "knapspec: states with %d points of %d floats, expected %d of %d (sub-layer "
+		                   "captures)", st->n_points, st->n_embd, 2 * k->L + 1, k->d);
+		return SKIPPER_POLICY_ERROR;
+	}
 	for (int i = first; i < st->n_rows; i++) {
 		if (k->n_rows > 0 && st->pos[i] != k->pos[k->n_rows - 1] + 1)
 			k->n_rows = 0; /* not contiguous (cannot happen within a request): restart */
@@ -286,26 +297,18 @@ static void add_rows(struct knapspec *k, const struct skipper_states *st, int fi
 		memcpy(k->rows + (size_t)k->n_rows * per, st->data + (size_t)i * per, per * sizeof *k->rows);
 		k->pos[k->n_rows++] = st->pos[i];
 	}
+	return SKIPPER_POLICY_OK;
 }
 
-/* X at all 2L+1 sub-layer boundaries: the layer boundaries as captured, the
- * after-attention ones recomputed from them (one call per layer). */
-static int build_X(struct knapspec *k)
+/* X[2L+1][r][d] from the captured rows [r][2L+1][d] (a transpose). */
+static void build_X(struct knapspec *k)
 {
-	const int r = k->n_rows, d = k->d, L = k->L;
-	const size_t mat = (size_t)r * d, per = (size_t)(L + 1) * d;
-	int rc;
-	for (int p = 0; p <= L; p++)
+	const int r = k->n_rows, d = k->d, np = 2 * k->L + 1;
+	const size_t mat = (size_t)r * d;
+	for (int p = 0; p < np; p++)
 		for (int i = 0; i < r; i++)
-			memcpy(k->X + (size_t)2 * p * mat + (size_t)i * d, k->rows + (size_t)i * per + (size_t)p * d,
+			memcpy(k->X + (size_t)p * mat + (size_t)i * d, k->rows + ((size_t)i * np + p) * d,
 			       (size_t)d * sizeof *k->X);
-	for (int l = 0; l < L; l++) {
-		float *mid = k->X + (size_t)(2 * l + 1) * mat;
-		memcpy(mid, k->X + (size_t)2 * l * mat, mat * sizeof *mid);
-		if ((rc = k->host->sublayer_forward(k->ctx, SKIPPER_SUBLAYER_ATTN, l, 1, r, mid, k->pos, k->pos[0])))
-			return rc;
-	}
-	return SKIPPER_POLICY_OK;
 }
 
 /* The DP and the TPT grid (Algorithms 1 and 2) at context length n. */
@@ -313,9 +316,8 @@ static int optimize(struct knapspec *k, int n)
 {
 	const struct skipper_host *h = k->host;
 	const int L = k->L, r = k->n_rows;
-	double t0 = h->now(k->ctx), ta, tm, best = -1;
-	int wa, wm, Kh, rc, best_c = -1, best_g = 0;
-	double best_alpha = 0;
+	double t0 = h->now(k->ctx), ta, tm;
+	int wa, wm, Kh, rc;
 
 	if (r < 1)
 		return SKIPPER_POLICY_OK;
@@ -329,66 +331,22 @@ static int optimize(struct knapspec *k, int n)
 	tm = k->lat.c1;
 	knap_weights(&k->lat, n, k->weight_cap, &wa, &wm);
 	Kh = L * (wa + wm) / 2;
-	if ((rc = build_X(k)))
-		return rc;
+	build_X(k);
 	if ((rc = knap_dp_run(&k->dp, h, k->ctx, k->X, r, k->pos, Kh, wa, wm)))
 		return rc;
 	if ((rc = h->head_argmax(k->ctx, r, k->X + (size_t)2 * L * r * k->d, k->y)))
 		return rc;
-	/* Replay every live candidate (c = 0, no skipping, is excluded as in the
-	 * reference code) through the LM head in ONE call: the live states are
-	 * packed to the front of the DP's final row, which is not needed after
-	 * this (backtracking reads only the parent table). */
-	{
-		const size_t mat = (size_t)r * k->d;
-		int nl = 0, *cidx = malloc((size_t)(Kh + 1) * sizeof *cidx);
-		int32_t *yh = malloc((size_t)(Kh + 1) * (size_t)r * sizeof *yh);
-		if (!cidx || !yh) {
-			free(cidx);
-			free(yh);
-			return SKIPPER_POLICY_NOMEM;
-		}
-		for (int c = 1; c <= Kh; c++) {
-			if (!k->dp.live[c])
-				continue;
-			if (nl != c)
-				memmove(k->dp.g + (size_t)nl * mat, k->dp.g + (size_t)c * mat, mat * sizeof *k->dp.g);
-			cidx[nl++] = c;
-		}
-		rc = nl ? h->head_argmax(k->ctx, nl * r, k->dp.g, yh) : SKIPPER_POLICY_OK;
-		for (int q = 0; q < nl && !rc; q++) {
-			int c = cidx[q], match = 0, na = 0, nm = 0;
-			double alpha, t_draft;
-			for (int i = 0; i < r; i++)
-				match += yh[(size_t)q * r + i] == k->y[i];
-			alpha = (double)match / r;
-			knap_dp_backtrack(&k->dp, c, k->cand);
-			for (int l = 0; l < L; l++) {
-				na += !k->cand[2 * l];
-				nm += !k->cand[2 * l + 1];
-			}
-			t_draft = na * ta + nm * tm;
-			for (int g = 1; g <= k->max_draft; g++) {
-				double tpt = knap_tpt(alpha, g, t_draft, L * (ta + tm));
-				if (tpt > best) {
-					best = tpt;
-					best_c = c;
-					best_g = g;
-					best_alpha = alpha;
-				}
-			}
-		}
-		free(cidx);
-		free(yh);
-		if (rc)
-			return rc;
-	}
-	if (best_c > 0) { /* else all pruned: keep the previous mask */
-		knap_dp_backtrack(&k->dp, best_c, k->skip);
+	struct knap_pick pk = { .t_attn = ta, .t_mlp = tm, .n_layer = L, .max_draft = k->max_draft, .y = k->y };
+	if ((rc = knap_pick_run(&k->dp, h, k->ctx, &pk)))
+		return rc;
+	k->replayed += pk.n_replayed;
+	k->live_cells += pk.n_live;
+	if (pk.c > 0) { /* else all pruned: keep the previous mask */
+		knap_dp_backtrack(&k->dp, pk.c, k->skip);
 		k->have_mask = 1;
-		k->last_tpt = best;
-		k->last_gamma = best_g;
-		k->last_alpha = best_alpha;
+		k->last_tpt = pk.tpt;
+		k->last_gamma = pk.gamma;
+		k->last_alpha = pk.alpha;
 		k->n_attn = k->n_mlp = 0;
 		for (int l = 0; l < L; l++) {
 			k->n_attn += k->skip[2 * l];
@@ -406,14 +364,16 @@ static int optimize(struct knapspec *k, int n)
 static int ks_begin(void *state, const struct skipper_request *req)
 {
 	struct knapspec *k = state;
-	k->dp_runs = k->max_live = 0;
+	k->dp_runs = k->max_live = k->live_cells = k->replayed = 0;
 	k->dp_seconds = 0;
-	k->n_rows = 0;
-	k->since = 0;
-	if (k->prefill_rows > 0 && req->states && req->states->n_rows > 0) {
+	k->n_rows = 0; /* rows of another request's cache are no reference here */
+	if (k->restart)
+		k->since = 0;
+	if (k->prefill_rows > 0 && (k->restart || !k->have_mask) && req->states && req->states->n_rows > 0) {
 		int first = req->states->n_rows > k->prefill_rows ? req->states->n_rows - k->prefill_rows : 0;
-		add_rows(k, req->states, first);
-		int rc = optimize(k, req->n_prompt);
+		int rc = add_rows(k, req->states, first);
+		if (!rc)
+			rc = optimize(k, req->n_prompt);
 		k->n_rows = 0;
 		return rc;
 	}
@@ -427,6 +387,10 @@ static int ks_select_draft(void *state, struct skipper_plan *plan)
 		k->host->set_error(k->ctx, "select_draft: plan for %d layers, policy has %d", plan->n_layer, k->L);
 		return SKIPPER_POLICY_ERROR;
 	}
+	/* verify captures only for the rounds whose rows feed the next DP
+	 * (on_accept's window test, one step ahead) */
+	if (k->since + 1 <= k->interval - k->m_steps && k->have_mask)
+		plan->capture = 0;
 	if (!k->have_mask) {
 		plan->max_draft = 0; /* nothing chosen yet: a full-model draft only costs time */
 		return SKIPPER_POLICY_OK;
@@ -455,8 +419,8 @@ static int ks_on_accept(void *state, const struct skipper_verdict *v)
 	k->since++;
 	if (v->bonus < 0 || !v->states)
 		return SKIPPER_POLICY_OK; /* generation ended: nothing more to draft */
-	if (k->since > k->interval - k->m_steps || !k->have_mask)
-		add_rows(k, v->states, 0);
+	if ((k->since > k->interval - k->m_steps || !k->have_mask) && (rc = add_rows(k, v->states, 0)))
+		return rc;
 	if (k->since >= k->interval || (!k->have_mask && k->since >= k->m_steps)) {
 		rc = optimize(k, v->n_committed);
 		k->n_rows = 0;
@@ -471,9 +435,11 @@ static int ks_end(void *state, const struct skipper_stats *s)
 	struct knapspec *k = state;
 	k->host->log(k->ctx, SKIPPER_LOG_INFO,
 	             "knapspec: %d DP runs, %.2f ms per run (%.1f%% of %.3f s), r %d rows, widest row %d branches, "
+	             "%d of %d live candidates replayed through the head, "
 	             "skipped %d attn + %d mlp, alpha_hat %.3f, gamma* %d, TPT* %.1f tok/s",
 	             k->dp_runs, k->dp_runs ? 1e3 * k->dp_seconds / k->dp_runs : 0.0,
 	             s->seconds > 0 ? 100.0 * k->dp_seconds / s->seconds : 0.0, s->seconds, k->last_r, k->max_live,
+	             k->replayed, k->live_cells,
 	             k->n_attn, k->n_mlp, k->last_alpha, k->last_gamma, k->last_tpt);
 	return SKIPPER_POLICY_OK;
 }
@@ -532,6 +498,7 @@ static const struct skipper_policy knapspec_policy = {
 	.description = "KnapSpec: knapsack DP over attention/MLP sub-layers with a context-aware latency model",
 	.config_help = "interval = T         speculation steps between DP runs (default 64)\n"
 	               "steps = m            steps whose committed rows feed the DP (default 5)\n"
+	               "restart = BOOL       restart the T-step schedule with a prefill DP per request (default false)\n"
 	               "max_rows = R         at most R rows in the DP (default 64)\n"
 	               "prefill_rows = R     prompt rows for a first DP after prefill (default 5, 0 = none)\n"
 	               "tau = X              DP cosine pruning threshold (default 0.5)\n"
@@ -542,7 +509,7 @@ static const struct skipper_policy knapspec_policy = {
 	               "device = NAME        profile section [latency.NAME] (default cpu)\n"
 	               "profile = FILE       profile with the latency model (default [policy] profile)\n"
 	               "calibrate_points = N context lengths timed by skipper calibrate (default 16)\n",
-	.needs = SKIPPER_NEED_ACCEPTED_STATES,
+	.needs = SKIPPER_NEED_ACCEPTED_STATES | SKIPPER_NEED_SUBLAYER_STATES,
 	.prompt_rows = 5,
 	.create = ks_create,
 	.config = ks_config,

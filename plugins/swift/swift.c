@@ -39,8 +39,10 @@ struct swift {
 	/* request */
 	int n_prompt;
 	int32_t *argmax;      /* [gamma + 1] */
-	/* rolling alpha over the last rounds */
+	/* rolling alpha over the last rounds since the search stopped */
 	int win_acc[SWIFT_ALPHA_WINDOW], win_drf[SWIFT_ALPHA_WINDOW], win_n, win_i;
+	int was_optimizing;   /* the search ran at the previous round */
+	int alpha_high;       /* the rolling alpha reached rearm since the search stopped */
 
 	/* stats of the request */
 	int steps, rearms;
@@ -151,13 +153,13 @@ static int sw_config_complete(void *state)
 		h->set_error(w->ctx, "swift needs at least 3 layers (blocks 0 and N-1 are never skipped)");
 		return SKIPPER_POLICY_ERROR;
 	}
-	if ((rc = swift_search_init(&w->s, w->L, w->ratio)))
+	h->rng_seed(w->ctx, &w->s.rng, 0);
+	if ((rc = swift_search_init(&w->s, w->L, w->ratio, h->rng_u64(w->ctx, &w->s.rng))))
 		return rc;
 	if (w->s.n_skip < 1) {
 		h->set_error(w->ctx, "skip_ratio %.3g of %d sub-layers skips none", w->ratio, w->s.n_slots);
 		return SKIPPER_POLICY_ERROR;
 	}
-	h->rng_seed(w->ctx, &w->s.rng, 0);
 	w->attn = calloc((size_t)w->L, 1);
 	w->mlp = calloc((size_t)w->L, 1);
 	w->argmax = malloc((size_t)(w->gamma + 1) * sizeof *w->argmax);
@@ -252,9 +254,8 @@ static int opt_step(struct swift *w, const int32_t *gen)
 		return rc;
 	for (int i = 1; i <= w->gamma; i++)
 		match += w->argmax[i - 1] == gen[i];
-	swift_search_record(&w->s, (double)match / w->gamma);
 	w->steps++;
-	return SKIPPER_POLICY_OK;
+	return swift_search_record(&w->s, (double)match / w->gamma);
 }
 
 static int sw_on_accept(void *state, const struct skipper_verdict *v)
@@ -263,7 +264,13 @@ static int sw_on_accept(void *state, const struct skipper_verdict *v)
 	const struct skipper_host *h = w->host;
 	int rc = SKIPPER_POLICY_OK;
 
-	/* rolling alpha for re-arming (§8 item 1) */
+	/* Re-arming (§8 item 1) on a DROP of the rolling alpha below rearm:
+	 * the window restarts when the search stops, and re-arms only after it
+	 * has been at or above rearm since. A model whose alpha never reaches
+	 * rearm would otherwise search again every window, forever. */
+	if (w->was_optimizing && !w->s.optimizing)
+		w->win_n = w->win_i = w->alpha_high = 0;
+	w->was_optimizing = w->s.optimizing;
 	w->win_acc[w->win_i] = v->n_accepted;
 	w->win_drf[w->win_i] = v->n_drafted;
 	w->win_i = (w->win_i + 1) % SWIFT_ALPHA_WINDOW;
@@ -275,10 +282,12 @@ static int sw_on_accept(void *state, const struct skipper_verdict *v)
 			a += w->win_acc[i];
 			dr += w->win_drf[i];
 		}
-		if (dr > 0 && (double)a / dr < w->rearm) {
+		if (dr > 0 && (double)a / dr >= w->rearm) {
+			w->alpha_high = 1;
+		} else if (dr > 0 && w->alpha_high) {
 			swift_search_rearm(&w->s);
 			w->rearms++;
-			w->win_n = 0;
+			w->win_n = w->win_i = w->alpha_high = 0;
 		}
 	}
 	/* context accumulation: score only once gamma+1 tokens exist */

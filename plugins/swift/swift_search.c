@@ -2,10 +2,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "swift_gp.h"
 #include "swift_search.h"
 
-int swift_search_init(struct swift_search *s, int n_layer, double ratio)
+int swift_search_init(struct swift_search *s, int n_layer, double ratio, uint64_t seed)
 {
 	int N = n_layer;
 	s->n_layer = N;
@@ -14,9 +13,12 @@ int swift_search_init(struct swift_search *s, int n_layer, double ratio)
 	s->best = calloc((size_t)s->n_slots, 1);
 	s->cand = calloc((size_t)s->n_slots, 1);
 	s->point = malloc((size_t)s->n_slots * sizeof *s->point);
-	s->obs_x = malloc((size_t)s->gp_window * s->n_slots * sizeof *s->obs_x);
-	s->obs_y = malloc((size_t)s->gp_window * sizeof *s->obs_y);
-	if (!s->best || !s->cand || !s->point || !s->obs_x || !s->obs_y)
+	/* one refined start: the proposal is projected to its top n_skip
+	 * components anyway, so more local search buys little (swift(5)) */
+	struct cm_bo_opts o = { .dim = s->n_slots > 0 ? s->n_slots : 1, .seed = seed, .kappa = s->kappa,
+	                        .noise = s->noise, .n_random = s->n_cand, .n_starts = 1, .max_obs = s->gp_window };
+	s->bo = cm_bo_new(&o);
+	if (!s->best || !s->cand || !s->point || !s->bo)
 		return SKIPPER_POLICY_NOMEM;
 	/* uniform set: blocks 1, 3, 5, ... <= N-2 fully skipped, whatever n_skip
 	 * is (§8 item 9) */
@@ -35,15 +37,14 @@ void swift_search_free(struct swift_search *s)
 	free(s->best);
 	free(s->cand);
 	free(s->point);
-	free(s->obs_x);
-	free(s->obs_y);
+	cm_bo_free(s->bo);
 	s->best = s->cand = NULL;
-	s->point = s->obs_x = NULL;
-	s->obs_y = NULL;
+	s->point = NULL;
+	s->bo = NULL;
 }
 
 /* The n_skip largest components of x (ties: lower slot). */
-static void top_components(const float *x, int n, int k, uint8_t *out)
+static void top_components(const double *x, int n, int k, uint8_t *out)
 {
 	if (n <= 0)
 		return;
@@ -67,11 +68,11 @@ int swift_search_propose(struct swift_search *s, const struct skipper_host *h, v
 		s->rescore = 0;
 		return SKIPPER_POLICY_OK;
 	}
-	if (s->bayes && (s->o + 1) % s->beta == 0 && s->n_obs >= 2) {
-		int rc = swift_gp_ucb_argmax(h, ctx, &s->rng, s->obs_x, s->obs_y, s->n_obs, s->n_slots, s->noise,
-		                             s->kappa, s->n_cand, s->point);
-		if (rc)
-			return rc;
+	if (s->bayes && (s->o + 1) % s->beta == 0 && cm_bo_count(s->bo) >= 2) {
+		if (cm_bo_suggest(s->bo, s->point)) {
+			h->set_error(ctx, "swift: the GP cannot be fitted (out of memory or a singular kernel matrix)");
+			return SKIPPER_POLICY_ERROR;
+		}
 		top_components(s->point, s->n_slots, s->n_skip, s->cand);
 		s->cand_bo = 1;
 		s->bo_steps++;
@@ -86,16 +87,13 @@ int swift_search_propose(struct swift_search *s, const struct skipper_host *h, v
 	return SKIPPER_POLICY_OK;
 }
 
-void swift_search_record(struct swift_search *s, double match)
+int swift_search_record(struct swift_search *s, double match)
 {
 	/* the GP sees the binary set that was scored, also for BO steps (§8 item 8) */
-	float *x = s->obs_x + (size_t)s->next_obs * s->n_slots;
 	for (int i = 0; i < s->n_slots; i++)
-		x[i] = (float)s->cand[i];
-	s->obs_y[s->next_obs] = match;
-	s->next_obs = (s->next_obs + 1) % s->gp_window;
-	if (s->n_obs < s->gp_window)
-		s->n_obs++;
+		s->point[i] = s->cand[i];
+	if (cm_bo_observe(s->bo, s->point, match))
+		return SKIPPER_POLICY_NOMEM;
 
 	if (match > s->s_best) {
 		memcpy(s->best, s->cand, (size_t)s->n_slots);
@@ -110,6 +108,7 @@ void swift_search_record(struct swift_search *s, double match)
 	s->o++;
 	if (s->tol > s->max_tol || s->o > s->max_steps)
 		s->optimizing = 0;
+	return SKIPPER_POLICY_OK;
 }
 
 void swift_slots_to_masks(const struct swift_search *s, const uint8_t *slots, uint8_t *attn, uint8_t *mlp)

@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "bo.h"
 #include "skipper/policy.h"
 
 struct swift_search {
@@ -25,25 +26,25 @@ struct swift_search {
 	int o, tol, optimizing;
 	uint8_t *cand;        /* [n_slots] the proposal being scored */
 	int cand_bo;          /* 1 if it came from the GP */
-	float *obs_x;         /* [gp_window][n_slots] GP observations (newest gp_window) */
-	double *obs_y;
-	int n_obs, next_obs;
-	float *point;         /* [n_slots] work */
+	struct cm_bo *bo;     /* plugins/common's GP-UCB over the newest gp_window observations */
+	double *point;        /* [n_slots] work */
 	struct skipper_rng rng;
 	int bo_steps, improved;
 	int rescore;          /* next proposal re-scores S* (set by rearm) */
 };
 
-/* ratio r of the 2(N-2) slots; N >= 3. 0 or SKIPPER_POLICY_NOMEM. */
-int swift_search_init(struct swift_search *s, int n_layer, double ratio);
+/* ratio r of the 2(N-2) slots; N >= 3; seed drives the GP's UCB
+ * maximisation (the random proposals use s->rng). 0 or SKIPPER_POLICY_NOMEM. */
+int swift_search_init(struct swift_search *s, int n_layer, double ratio, uint64_t seed);
 void swift_search_free(struct swift_search *s);
 
 /* Fill s->cand: a GP-UCB proposal on every beta-th step (with at least two
  * observations), else a uniform random n_skip-subset. */
 int swift_search_propose(struct swift_search *s, const struct skipper_host *h, void *ctx);
 
-/* Record the matchness of s->cand; updates S*, s*, o, tol, optimizing. */
-void swift_search_record(struct swift_search *s, double match);
+/* Record the matchness of s->cand; updates S*, s*, o, tol, optimizing.
+ * 0 or SKIPPER_POLICY_NOMEM. */
+int swift_search_record(struct swift_search *s, double match);
 
 /* Slots -> engine masks [n_layer]. */
 void swift_slots_to_masks(const struct swift_search *s, const uint8_t *slots, uint8_t *attn, uint8_t *mlp);
