@@ -358,3 +358,34 @@ void mock_host_init(struct mock_host *m, int n_layer, int n_embd, int n_vocab)
 	m->seed = 42;
 	m->clock_step = 0.001;
 }
+
+int mock_make(const struct skipper_policy *d, struct mock_host *m, void **state, ...)
+{
+	va_list ap;
+	const char *k;
+	int rc = d->create(&m->host, m, state);
+	if (rc)
+		return rc;
+	va_start(ap, state);
+	while ((k = va_arg(ap, const char *))) {
+		const char *v = va_arg(ap, const char *);
+		if ((rc = d->config(*state, k, v)))
+			break;
+	}
+	va_end(ap);
+	if (!rc)
+		rc = d->config_complete(*state);
+	if (rc) {
+		d->destroy(*state);
+		*state = NULL;
+	}
+	return rc;
+}
+
+int mock_has(const char *hay, const char *needle)
+{
+	int r = hay && strstr(hay, needle) != NULL;
+	if (!r)
+		printf("# '%s' not in: %s\n", needle, hay ? hay : "(null)");
+	return r;
+}

@@ -36,4 +36,13 @@ void mock_host_init(struct mock_host *m, int n_layer, int n_embd, int n_vocab);
 /* The mock model's next token after tok. */
 int32_t mock_next_token(const struct mock_host *m, int32_t tok);
 
+/* A policy instance as the loader builds one: d->create on m, then
+ * d->config for each "key", "value" pair of the NULL-terminated list, then
+ * d->config_complete. Returns the first failing code (state destroyed,
+ * *state NULL) or 0 with *state set. */
+int mock_make(const struct skipper_policy *d, struct mock_host *m, void **state, ...);
+
+/* strstr(hay, needle) != NULL; prints a TAP diagnostic when not. */
+int mock_has(const char *hay, const char *needle);
+
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../common/adaptive.h"
+#include "../common/keys.h"
 #include "../common/masksearch.h"
 #include "../common/ssdkeys.h"
 #include "skipper/policy.h"
@@ -51,23 +52,13 @@ static void bs_destroy(void *state)
 	free(b);
 }
 
-static int set_string(char **dst, const char *v)
-{
-	char *s = strdup(v);
-	if (!s)
-		return SKIPPER_POLICY_NOMEM;
-	free(*dst);
-	*dst = s;
-	return SKIPPER_POLICY_OK;
-}
-
 static int bs_config(void *state, const char *key, const char *value)
 {
 	struct bo_static *b = state;
 	if (!strcmp(key, "profile"))
-		return set_string(&b->profile, value);
+		return cm_set_string(&b->profile, value);
 	if (!strcmp(key, "profile_section"))
-		return set_string(&b->section, value);
+		return cm_set_string(&b->section, value);
 	return cm_ssd_keys_config(b->host, b->ctx, &b->k, key, value);
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../common/adaptive.h"
+#include "../common/keys.h"
 #include "../common/vec.h"
 #include "../common/ssdkeys.h"
 #include "skipper/policy.h"
@@ -52,29 +53,13 @@ static int kr_config(void *state, const char *key, const char *value)
 {
 	struct knn_router *r = state;
 	const struct skipper_host *h = r->host;
-	int64_t i;
-	int rc;
 
-	if (!strcmp(key, "profile")) {
-		char *s = strdup(value);
-		if (!s)
-			return SKIPPER_POLICY_NOMEM;
-		free(r->profile);
-		r->profile = s;
-		return SKIPPER_POLICY_OK;
-	}
-	if (!strcmp(key, "anchors_per_domain")) {
-		if ((rc = h->parse_int(r->ctx, value, 1, 1000, &i)))
-			return rc;
-		r->anchors_per_domain = (int)i;
-		return SKIPPER_POLICY_OK;
-	}
-	if (!strcmp(key, "embed_prompts")) {
-		if ((rc = h->parse_int(r->ctx, value, 1, 100000, &i)))
-			return rc;
-		r->embed_prompts = (int)i;
-		return SKIPPER_POLICY_OK;
-	}
+	if (!strcmp(key, "profile"))
+		return cm_set_string(&r->profile, value);
+	if (!strcmp(key, "anchors_per_domain"))
+		return cm_parse_int(h, r->ctx, value, 1, 1000, &r->anchors_per_domain);
+	if (!strcmp(key, "embed_prompts"))
+		return cm_parse_int(h, r->ctx, value, 1, 100000, &r->embed_prompts);
 	return cm_ssd_keys_config(h, r->ctx, &r->k, key, value);
 }
 
