@@ -268,7 +268,7 @@ static int m_trial(void *ctx, const struct skipper_trial *t, struct skipper_tria
 	r->n_generated = t->n_prompts * (t->max_tokens ? t->max_tokens : 32);
 	r->alpha = t->autoregressive ? 0.0 : 1.0 - (double)skipped / (2.0 * L);
 	/* speed peaks at a moderate skip ratio, like the real trade-off */
-	r->tokens_per_s = 100.0 * (t->autoregressive ? 1.0 : 1.0 + r->alpha * (double)skipped / L);
+	r->tokens_per_s = t->autoregressive ? m->ar_speed : 100.0 * (1.0 + r->alpha * (double)skipped / L);
 	r->seconds = r->n_generated / r->tokens_per_s;
 	r->mean_accepted = t->autoregressive ? 1.0 : 1.0 + 3.0 * r->alpha;
 	return 0;
@@ -357,6 +357,7 @@ void mock_host_init(struct mock_host *m, int n_layer, int n_embd, int n_vocab)
 	memset(m->sha256, 'a', 64);
 	m->seed = 42;
 	m->clock_step = 0.001;
+	m->ar_speed = 100.0;
 }
 
 int mock_make(const struct skipper_policy *d, struct mock_host *m, void **state, ...)

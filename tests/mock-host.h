@@ -21,6 +21,7 @@ struct mock_host {
 	const char *profile_path; /* [policy] profile, or NULL */
 	uint64_t seed;
 	double clock, clock_step; /* now() returns clock and advances it by clock_step */
+	double ar_speed;          /* trial: plain decoding's tokens/s (sets peak at 100 * (1 + 0.5)) */
 
 	/* what the policy did */
 	char error[1024];         /* last set_error */

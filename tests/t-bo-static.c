@@ -166,7 +166,10 @@ int main(void)
 		ok(rc == 0, "calibrate on the mock host");
 		if (rc)
 			diag("%s", m.error);
-		is_int(m.n_trial, 1 + 3 + 12, "one baseline, three probes, 12 BO steps");
+		/* per prompt (early stopping is on; nothing stops: every set beats
+		 * plain decoding here): 4 prompts x (plain, 3 probes + 12 BO steps,
+		 * plain after the 10th), then 2 confirmation pairs of 4-prompt trials */
+		is_int(m.n_trial, 4 * (1 + 3 + 12 + 1) + 2 * 2, "plain, three probes, 12 BO steps, plain, 2 confirmation pairs");
 		d->destroy(s);
 		rc = mock_make(d, &m, &s, "profile", out, NULL);
 		ok(rc == 0, "the calibrated profile loads");

@@ -72,7 +72,9 @@ int main(void)
 		if (rc)
 			diag("%s", m.error);
 		is_int(m.n_embed, 12, "every prompt embedded once");
-		is_int(m.n_trial, 3 * (1 + 3 + 4), "per domain: baseline, 3 probes, 4 BO steps");
+		/* per domain, per prompt (2): plain, 3 probes, 4 BO steps; then 2
+		 * confirmation pairs of 2-prompt trials */
+		is_int(m.n_trial, 3 * (2 * (1 + 3 + 4) + 2 * 2), "per domain: plain, 3 probes, 4 BO steps, 2 pairs");
 		ok(access(anchors, R_OK) == 0, "anchors written beside the profile");
 		d->destroy(s);
 	}

@@ -36,6 +36,12 @@ int cm_ssd_keys_config(const struct skipper_host *h, void *ctx, struct cm_ssd_ke
 		return cm_parse_int(h, ctx, v, 1, 1000000, &k->acq_samples);
 	if (!strcmp(key, "acq_starts"))
 		return cm_parse_int(h, ctx, v, 1, 1000, &k->acq_starts);
+	if (!strcmp(key, "early_stop"))
+		return h->parse_double(ctx, v, 0.0, 1.0, &k->early_stop);
+	if (!strcmp(key, "ar_every"))
+		return cm_parse_int(h, ctx, v, 0, 100000, &k->ar_every);
+	if (!strcmp(key, "confirm"))
+		return cm_parse_int(h, ctx, v, 0, 100, &k->confirm);
 	if (!strcmp(key, "objective")) {
 		if (strcmp(v, "time") && strcmp(v, "expected")) {
 			h->set_error(ctx, "expected time or expected, got '%s'", v);

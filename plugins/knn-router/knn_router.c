@@ -25,8 +25,9 @@ static int kr_create(const struct skipper_host *host, void *ctx, void **state)
 	/* reference-code defaults: static exit 0.8, 12 drafts; adaptive exit off */
 	r->k = (struct cm_ssd_keys){
 		.max_draft = 12, .threshold = 0.8, .adaptive = 0, .alpha = 0.9, .eps = 0.01, .beta1 = 0.5,
-		.beta2 = 0.9, .iterations = 1000, .probes = 3, .calib_prompts = 8, .calib_tokens = 32,
+		.beta2 = 0.9, .iterations = 1000, .probes = 3, .calib_prompts = 4, .calib_tokens = 32,
 		.search_max_draft = 12, .search_threshold = 0.8, .acq_samples = 10000, .acq_starts = 10,
+		.early_stop = 0.75, .ar_every = 10, .confirm = 2,
 	};
 	r->anchors_per_domain = 10;
 	r->embed_prompts = 1000;
@@ -43,6 +44,7 @@ static void kr_destroy(void *state)
 	free(r->anchors);
 	free(r->label);
 	free(r->masks);
+	free(r->max_draft);
 	for (int i = 0; i < r->n_domains; i++)
 		free(r->domains[i]);
 	free(r->domains);
@@ -114,6 +116,8 @@ static int kr_select_draft(void *state, struct skipper_plan *plan)
 	memcpy(plan->skip_mlp, r->masks + (size_t)r->route * 2 * L + L, (size_t)L);
 	if (plan->max_draft > r->k.max_draft)
 		plan->max_draft = r->k.max_draft;
+	if (plan->max_draft > r->max_draft[r->route])
+		plan->max_draft = r->max_draft[r->route]; /* calibration found plain decoding faster */
 	return SKIPPER_POLICY_OK;
 }
 
