@@ -9,7 +9,7 @@ sk="$top_builddir/skipper"
 gen="$top_builddir/tests/gen-model"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/t-bo-calibrate.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-echo "1..6"
+echo "1..8"
 
 # 4 layers; layer 1's attention and MLP outputs are scaled by 1e-3
 "$gen" --out "$tmp/m.gguf" --layers 4 --embd 64 --ff 128 --redundant 1 --vocab 256 --ctx 256 >/dev/null || exit 1
@@ -64,3 +64,21 @@ rc=$?
 sed 's/^/# /' "$tmp/errb"
 [ "$rc" != 0 ] && grep -q "sha256" "$tmp/errb" && echo "ok 6 - a profile for another model is refused" ||
 	echo "not ok 6 - exit $rc"
+
+# a profile that disables drafting (what calibrate writes when no set beats
+# plain decoding): no draft rounds, output identical to none
+printf '[profile]\nmodel = skipper-test\nmodel_sha256 = %s\nmethod = bo-static\nn_layers = 4\n[mask]\nattn =\nmlp =\nmax_draft = 0\n' \
+	"$(sed -n 's/^model_sha256 = //p' "$tmp/out/bo-static.ini")" >"$tmp/off-profile.ini"
+printf '[policy]\nname = bo-static\nprofile = %s\n' "$tmp/off-profile.ini" >"$tmp/off.ini"
+"$sk" generate -c "$tmp/off.ini" --set model.path="$tmp/m.gguf" --set model.threads=1 -p "short prompt about cats" \
+	--max-tokens 16 --stats >"$tmp/off.out" 2>&1
+rc=$?
+grep -E 'drafted|verify passes' "$tmp/off.out" | sed 's/^/# /'
+[ "$rc" = 0 ] && grep -Eq '^drafted/accepted +0 / 0' "$tmp/off.out" &&
+	echo "ok 7 - max_draft = 0 in the profile: no token drafted" || echo "not ok 7 - exit $rc"
+"$sk" bench --data "$tmp/p.jsonl" --max-tokens 24 --warmup 0 --policies "none,$tmp/off.ini" \
+	--set model.path="$tmp/m.gguf" --set model.threads=1 >"$tmp/table-off" 2>"$tmp/err-off"
+rc=$?
+sed 's/^/# /' "$tmp/table-off" | grep all
+[ "$rc" = 0 ] && echo "ok 8 - and greedy output identical to none" ||
+	{ sed 's/^/# /' "$tmp/err-off"; echo "not ok 8 - bench exit $rc"; }
