@@ -47,7 +47,10 @@ static void report(const struct cm_mask_search *s, int done, int total, double b
 	char what[160];
 	if (!s->progress)
 		return;
-	if (s->objective == CM_OBJ_EXPECTED)
+	if (done == 0)
+		snprintf(what, sizeof what, "%s%splain decoding %.2f tok/s", s->label ? s->label : "", s->label ? ": " : "",
+		         ar);
+	else if (s->objective == CM_OBJ_EXPECTED)
 		snprintf(what, sizeof what, "%s%sbest %.3f expected speedup", s->label ? s->label : "",
 		         s->label ? ": " : "", best);
 	else
@@ -163,7 +166,8 @@ int cm_mask_search_run(const struct skipper_host *h, void *ctx, const struct cm_
 	if ((rc = cm_measure(h, ctx, s, NULL, &ar, &m)))
 		goto out;
 	res->ar_trials++;
-	report(s, resumed, total, 0, cm_ar_ref_speed(&ar));
+	if (!resumed)
+		report(s, 0, total, 0, cm_ar_ref_speed(&ar));
 	for (int i = 0; i < total; i++) {
 		if ((rc = next_point(h, ctx, s, bo, &j, i, x, z, &y, &replayed)))
 			goto out;
