@@ -58,6 +58,7 @@ int cm_mask_record(const struct skipper_host *h, void *ctx, struct skipper_profi
 	REC("stopped_early", "%.0f", res->stopped_early)
 	REC("ar_trials", "%.0f", res->ar_trials)
 	REC("confirm", "%.0f", time ? s->confirm : 0)
+	REC("min_speedup", "%.3f", s->min_speedup > 1 ? s->min_speedup : 1.0)
 	REC(time ? "best_ms_per_token" : "best_expected_speedup", ms, res->best_cost)
 	REC(time ? "ar_ms_per_token" : "ar_expected_speedup", ms, res->ar_cost)
 	if (!rc)

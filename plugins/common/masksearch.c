@@ -98,7 +98,7 @@ static int decide(const struct skipper_host *h, void *ctx, const struct cm_mask_
 	if (s->objective == CM_OBJ_EXPECTED) {
 		res->best_cost = res->objective;
 		res->ar_cost = 1.0;
-		res->draft = res->objective > 1.0;
+		res->draft = res->objective > (s->min_speedup > 1 ? s->min_speedup : 1.0);
 		return SKIPPER_POLICY_OK;
 	}
 	if (s->confirm > 0) {
@@ -123,7 +123,7 @@ static int decide(const struct skipper_host *h, void *ctx, const struct cm_mask_
 	}
 	res->best_cost = best > 0 ? 1000.0 / best : 0;
 	res->ar_cost = plain > 0 ? 1000.0 / plain : 0;
-	res->draft = best > plain;
+	res->draft = best > plain * (s->min_speedup > 1 ? s->min_speedup : 1.0);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -241,6 +241,7 @@ void cm_mask_search_setup(struct cm_mask_search *s, const struct cm_ssd_keys *k,
 	s->early_stop = k->early_stop;
 	s->ar_every = k->ar_every;
 	s->confirm = k->confirm;
+	s->min_speedup = k->min_speedup;
 	s->n_random = k->acq_samples;
 	s->n_starts = k->acq_starts;
 	s->progress = c->progress;

@@ -39,6 +39,7 @@ struct cm_mask_search {
 	double early_stop;   /* stop a trial once its speed is below this share of plain decoding's (0 = off) */
 	int ar_every;        /* a plain-decoding trial after every ar_every evaluations (0 = only the first) */
 	int confirm;         /* (plain, best set) trial pairs measured after the search; 0 = decide on the search's numbers */
+	double min_speedup;  /* the set must be this many times faster than plain decoding (<= 1: just faster) */
 	/* Resume journal (maskjournal.h): profile-format file, one section per
 	 * search; NULL = none. */
 	const char *journal;

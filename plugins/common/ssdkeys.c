@@ -42,6 +42,8 @@ int cm_ssd_keys_config(const struct skipper_host *h, void *ctx, struct cm_ssd_ke
 		return cm_parse_int(h, ctx, v, 0, 100000, &k->ar_every);
 	if (!strcmp(key, "confirm"))
 		return cm_parse_int(h, ctx, v, 0, 100, &k->confirm);
+	if (!strcmp(key, "min_speedup"))
+		return h->parse_double(ctx, v, 0.0, 100.0, &k->min_speedup);
 	if (!strcmp(key, "objective")) {
 		if (strcmp(v, "time") && strcmp(v, "expected")) {
 			h->set_error(ctx, "expected time or expected, got '%s'", v);

@@ -27,7 +27,7 @@ static int kr_create(const struct skipper_host *host, void *ctx, void **state)
 		.max_draft = 12, .threshold = 0.8, .adaptive = 0, .alpha = 0.9, .eps = 0.01, .beta1 = 0.5,
 		.beta2 = 0.9, .iterations = 1000, .probes = 3, .calib_prompts = 4, .calib_tokens = 32,
 		.search_max_draft = 12, .search_threshold = 0.8, .acq_samples = 10000, .acq_starts = 10,
-		.early_stop = 0.75, .ar_every = 10, .confirm = 2,
+		.early_stop = 0.75, .ar_every = 10, .confirm = 2, .min_speedup = 1.02,
 	};
 	r->anchors_per_domain = 10;
 	r->embed_prompts = 1000;
