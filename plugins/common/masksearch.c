@@ -113,6 +113,10 @@ static int decide(const struct skipper_host *h, void *ctx, const struct cm_mask_
 			if (!(rc = cm_measure(h, ctx, &full, NULL, &pair, &m)) && !(rc = cm_measure(h, ctx, &full, z, &pair, &m))) {
 				tb += m.tokens_per_s > 0 ? 1.0 / m.tokens_per_s : 0;
 				res->ar_trials++;
+				/* full runs: the record's alpha and M (a best set read back
+				 * from the journal has none of its own) */
+				res->alpha = m.r.alpha;
+				res->mean_accepted = m.r.mean_accepted;
 			}
 		}
 		best = tb > 0 ? s->confirm / tb : 0;
@@ -192,7 +196,7 @@ int cm_mask_search_run(const struct skipper_host *h, void *ctx, const struct cm_
 				res->mean_accepted = m.r.mean_accepted;
 			} else {
 				res->tokens_per_s = s->objective == CM_OBJ_TIME ? y : 0;
-				res->alpha = res->mean_accepted = 0; /* not in the journal */
+				res->alpha = res->mean_accepted = 0; /* not in the journal; decide() measures them */
 			}
 		}
 		res->evaluations++;
