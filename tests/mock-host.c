@@ -2,10 +2,12 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
 #include "mock-host.h"
+#include "policy_host.h"
 #include "profile.h"
 
 #define M(ctx) ((struct mock_host *)(ctx))
@@ -389,4 +391,29 @@ int mock_has(const char *hay, const char *needle)
 	if (!r)
 		printf("# '%s' not in: %s\n", needle, hay ? hay : "(null)");
 	return r;
+}
+
+const struct skipper_policy *mock_load_policy(const char *name, struct skipper_policy_lib **lib)
+{
+	struct skipper_error err = { 0 };
+	if (skipper_policy_load(name, NULL, lib, &err)) {
+		printf("Bail out! cannot load %s: %s\n", name, err.msg);
+		exit(1);
+	}
+	return skipper_policy_lib_desc(*lib);
+}
+
+void mock_tmpdir(char *dir, size_t size, const char *prefix)
+{
+	snprintf(dir, size, "/tmp/%s.XXXXXX", prefix);
+	if (!mkdtemp(dir))
+		exit(99);
+}
+
+void mock_rmdir(const char *dir)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	if (system(cmd))
+		printf("# cleanup of %s failed\n", dir);
 }

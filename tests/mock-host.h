@@ -46,4 +46,14 @@ int mock_make(const struct skipper_policy *d, struct mock_host *m, void **state,
 /* strstr(hay, needle) != NULL; prints a TAP diagnostic when not. */
 int mock_has(const char *hay, const char *needle);
 
+struct skipper_policy_lib;
+/* Plugin NAME through the real loader. make check puts the build tree on
+ * SKIPPER_PLUGIN_PATH, so a plugin that does not load ends the test with
+ * "Bail out!" (exit 1). */
+const struct skipper_policy *mock_load_policy(const char *name, struct skipper_policy_lib **lib);
+/* A fresh directory /tmp/PREFIX.XXXXXX into dir (exit 99 if none), and its
+ * removal with everything in it (a TAP diagnostic if that fails). */
+void mock_tmpdir(char *dir, size_t size, const char *prefix);
+void mock_rmdir(const char *dir);
+
 #endif

@@ -56,7 +56,6 @@ static void write_profile(struct mock_host *m, const char *path, const char *att
 int main(void)
 {
 	struct skipper_policy_lib *lib;
-	struct skipper_error err = { 0 };
 	struct mock_host m;
 	uint8_t a[L], ml[L];
 	struct skipper_plan plan = { .n_layer = L, .skip_attn = a, .skip_mlp = ml };
@@ -65,14 +64,8 @@ int main(void)
 	void *s;
 	int rc;
 
-	if (skipper_policy_load("bo-static", NULL, &lib, &err)) {
-		printf("Bail out! cannot load bo-static: %s\n", err.msg);
-		return 1;
-	}
-	d = skipper_policy_lib_desc(lib);
-	strcpy(dir, "/tmp/t-bo-static.XXXXXX");
-	if (!mkdtemp(dir))
-		return 99;
+	d = mock_load_policy("bo-static", &lib);
+	mock_tmpdir(dir, sizeof dir, "t-bo-static");
 	snprintf(prof, sizeof prof, "%s/p.ini", dir);
 	snprintf(out, sizeof out, "%s/calibrated.ini", dir);
 
@@ -184,10 +177,7 @@ int main(void)
 			d->destroy(s);
 		}
 	}
-	char cmd[160];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	if (system(cmd))
-		diag("cleanup failed");
+	mock_rmdir(dir);
 	skipper_policy_unload(lib);
 	return tap_done();
 }

@@ -68,24 +68,18 @@ static int calibrate(const struct skipper_policy *d, struct mock_host *m, const 
 int main(void)
 {
 	struct skipper_policy_lib *bo, *knn;
-	struct skipper_error err = { 0 };
 	struct mock_host m;
 	const struct skipper_policy *d;
-	char dir[64], out[128], kout[128], journal[160], cmd[200];
+	char dir[64], out[128], kout[128], journal[160];
 	const char *v;
 	int n;
 
-	if (skipper_policy_load("bo-static", NULL, &bo, &err) || skipper_policy_load("knn-router", NULL, &knn, &err)) {
-		printf("Bail out! cannot load the policies: %s\n", err.msg);
-		return 1;
-	}
-	strcpy(dir, "/tmp/t-calib-decision.XXXXXX");
-	if (!mkdtemp(dir))
-		return 99;
+	const struct skipper_policy *dknn = mock_load_policy("knn-router", &knn);
+	d = mock_load_policy("bo-static", &bo);
+	mock_tmpdir(dir, sizeof dir, "t-calib-decision");
 	snprintf(out, sizeof out, "%s/bo.ini", dir);
 	snprintf(kout, sizeof kout, "%s/knn.ini", dir);
 	snprintf(journal, sizeof journal, "%s/bo.search", dir);
-	d = skipper_policy_lib_desc(bo);
 
 	/* --- plain decoding wins: every set is below 0.75 x its speed --- */
 	mock_host_init(&m, L, 8, 100);
@@ -127,7 +121,7 @@ int main(void)
 	is_int(planned_draft(d, &m, out), 12, "the policy drafts (K = 12)");
 
 	/* --- knn-router: the same verdict per domain --- */
-	d = skipper_policy_lib_desc(knn);
+	d = dknn;
 	mock_host_init(&m, L, 8, 100);
 	m.ar_speed = 1000;
 	ok(calibrate(d, &m, kout, "3", "16") == 0, "knn-router calibrates where plain decoding is faster");
@@ -136,9 +130,7 @@ int main(void)
 	n = planned_draft(d, &m, kout);
 	is_int(n, 0, "knn-router with that profile plans no draft");
 
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	if (system(cmd))
-		diag("cleanup failed");
+	mock_rmdir(dir);
 	skipper_policy_unload(knn);
 	skipper_policy_unload(bo);
 	return tap_done();

@@ -33,20 +33,13 @@ static char route(struct mock_host *m, void *s, const char *text)
 int main(void)
 {
 	struct skipper_policy_lib *lib;
-	struct skipper_error err = { 0 };
 	struct mock_host m;
-	char dir[64], out[128], anchors[160], cmd[200];
+	char dir[64], out[128], anchors[160];
 	void *s;
 	int rc;
 
-	if (skipper_policy_load("knn-router", NULL, &lib, &err)) {
-		printf("Bail out! cannot load knn-router: %s\n", err.msg);
-		return 1;
-	}
-	d = skipper_policy_lib_desc(lib);
-	strcpy(dir, "/tmp/t-knn-router.XXXXXX");
-	if (!mkdtemp(dir))
-		return 99;
+	d = mock_load_policy("knn-router", &lib);
+	mock_tmpdir(dir, sizeof dir, "t-knn-router");
 	snprintf(out, sizeof out, "%s/knn.ini", dir);
 	snprintf(anchors, sizeof anchors, "%s/knn.anchors.safetensors", dir);
 	is_str(d->name, "knn-router", "descriptor name");
@@ -122,9 +115,7 @@ int main(void)
 		ok(d->begin(s, &req) < 0 && mock_has(m.error, "no routing profile"), "no profile: a request is refused");
 		d->destroy(s);
 	}
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	if (system(cmd))
-		diag("cleanup failed");
+	mock_rmdir(dir);
 	skipper_policy_unload(lib);
 	return tap_done();
 }

@@ -42,15 +42,8 @@ int main(void)
 	void *s;
 	int rc;
 
-	if (skipper_policy_load("fixed", NULL, &lib, &err)) {
-		/* make check puts the build tree on SKIPPER_PLUGIN_PATH: this is a failure */
-		printf("Bail out! cannot load fixed: %s\n", err.msg);
-		return 1;
-	}
-	d = skipper_policy_lib_desc(lib);
-	strcpy(dir, "/tmp/t-policy-fixed.XXXXXX");
-	if (!mkdtemp(dir))
-		return 99;
+	d = mock_load_policy("fixed", &lib);
+	mock_tmpdir(dir, sizeof dir, "t-policy-fixed");
 	is_str(d->name, "fixed", "descriptor name");
 	ok(d->select_draft && d->should_exit && d->verify && d->config && !d->calibrate, "hooks present");
 
@@ -212,11 +205,6 @@ int main(void)
 	}
 
 	skipper_policy_unload(lib);
-	{
-		char cmd[128];
-		snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-		if (system(cmd) != 0)
-			diag("cleanup failed");
-	}
+	mock_rmdir(dir);
 	return tap_done();
 }
