@@ -11,6 +11,7 @@
 #include "../common/keys.h"
 #include "../common/masksearch.h"
 #include "../common/ssdkeys.h"
+#include "../common/ssdrun.h"
 #include "skipper/policy.h"
 
 struct bo_static {
@@ -130,32 +131,19 @@ static int bs_begin(void *state, const struct skipper_request *req)
 static int bs_select_draft(void *state, struct skipper_plan *plan)
 {
 	struct bo_static *b = state;
-	if (plan->n_layer != b->n_layer) {
-		b->host->set_error(b->ctx, "plan for %d layers, profile has %d", plan->n_layer, b->n_layer);
-		return SKIPPER_POLICY_ERROR;
-	}
-	memcpy(plan->skip_attn, b->attn, (size_t)b->n_layer);
-	memcpy(plan->skip_mlp, b->mlp, (size_t)b->n_layer);
-	if (plan->max_draft > b->k.max_draft)
-		plan->max_draft = b->k.max_draft;
-	if (plan->max_draft > b->prof_max_draft)
-		plan->max_draft = b->prof_max_draft; /* calibration found plain decoding faster */
-	return SKIPPER_POLICY_OK;
+	return cm_ssd_plan(b->host, b->ctx, plan, b->n_layer, b->attn, b->mlp, b->k.max_draft, b->prof_max_draft);
 }
 
-/* conf_j is the raw top probability (Alg. 4), also when sampling. */
 static int bs_should_exit(void *state, const struct skipper_step *step)
 {
 	struct bo_static *b = state;
-	double gamma = b->k.adaptive ? b->ad.gamma : b->k.threshold;
-	return step->top_probs[0] < gamma ? SKIPPER_DRAFT_STOP : SKIPPER_DRAFT_CONTINUE;
+	return cm_ssd_should_exit(&b->k, &b->ad, step);
 }
 
 static int bs_on_accept(void *state, const struct skipper_verdict *v)
 {
 	struct bo_static *b = state;
-	if (b->k.adaptive)
-		cm_adaptive_update(&b->ad, v->n_accepted, v->n_drafted);
+	cm_ssd_on_accept(&b->k, &b->ad, v);
 	return SKIPPER_POLICY_OK;
 }
 

@@ -11,6 +11,7 @@
 #include "../common/keys.h"
 #include "../common/vec.h"
 #include "../common/ssdkeys.h"
+#include "../common/ssdrun.h"
 #include "skipper/policy.h"
 #include "knn_calibrate.h"
 #include "knn_router.h"
@@ -107,32 +108,21 @@ static int kr_begin(void *state, const struct skipper_request *req)
 static int kr_select_draft(void *state, struct skipper_plan *plan)
 {
 	struct knn_router *r = state;
-	int L = r->n_layer;
-	if (plan->n_layer != L) {
-		r->host->set_error(r->ctx, "plan for %d layers, profile has %d", plan->n_layer, L);
-		return SKIPPER_POLICY_ERROR;
-	}
-	memcpy(plan->skip_attn, r->masks + (size_t)r->route * 2 * L, (size_t)L);
-	memcpy(plan->skip_mlp, r->masks + (size_t)r->route * 2 * L + L, (size_t)L);
-	if (plan->max_draft > r->k.max_draft)
-		plan->max_draft = r->k.max_draft;
-	if (plan->max_draft > r->max_draft[r->route])
-		plan->max_draft = r->max_draft[r->route]; /* calibration found plain decoding faster */
-	return SKIPPER_POLICY_OK;
+	const uint8_t *m = r->masks + (size_t)r->route * 2 * r->n_layer;
+	return cm_ssd_plan(r->host, r->ctx, plan, r->n_layer, m, m + r->n_layer, r->k.max_draft,
+	                   r->max_draft[r->route]);
 }
 
 static int kr_should_exit(void *state, const struct skipper_step *step)
 {
 	struct knn_router *r = state;
-	double th = r->k.adaptive ? r->ad.gamma : r->k.threshold;
-	return step->top_probs[0] < th ? SKIPPER_DRAFT_STOP : SKIPPER_DRAFT_CONTINUE;
+	return cm_ssd_should_exit(&r->k, &r->ad, step);
 }
 
 static int kr_on_accept(void *state, const struct skipper_verdict *v)
 {
 	struct knn_router *r = state;
-	if (r->k.adaptive)
-		cm_adaptive_update(&r->ad, v->n_accepted, v->n_drafted);
+	cm_ssd_on_accept(&r->k, &r->ad, v);
 	return SKIPPER_POLICY_OK;
 }
 
