@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tok_heap.h"
 #include "tokenizer_impl.h"
 
 struct sym { int32_t id; int32_t prev, next; uint32_t off, len; /* bytes of the word */ };
@@ -15,53 +16,15 @@ struct bpe_ctx {
 	const struct skipper_tokenizer *t;
 	struct tok_ids *out;
 	struct sym *syms;
-	struct pair *heap;
-	size_t cap, n_heap, heap_cap;
+	struct tok_heap heap; /* of struct pair */
+	size_t cap;
 	char *mapped;
 };
 
-static int pair_less(const struct pair *a, const struct pair *b)
+static int pair_first(const void *a, const void *b)
 {
-	return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
-}
-
-static int heap_push(struct bpe_ctx *c, struct pair p)
-{
-	if (c->n_heap == c->heap_cap) {
-		size_t cap = c->heap_cap ? c->heap_cap * 2 : 64;
-		struct pair *h = realloc(c->heap, cap * sizeof *h);
-		if (!h)
-			return -1;
-		c->heap = h;
-		c->heap_cap = cap;
-	}
-	size_t i = c->n_heap++;
-	while (i && pair_less(&p, &c->heap[(i - 1) / 2])) {
-		c->heap[i] = c->heap[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	c->heap[i] = p;
-	return 0;
-}
-
-static struct pair heap_pop(struct bpe_ctx *c)
-{
-	struct pair top = c->heap[0], last = c->heap[--c->n_heap];
-	size_t i = 0, n = c->n_heap;
-	for (;;) {
-		size_t k = 2 * i + 1;
-		if (k >= n)
-			break;
-		if (k + 1 < n && pair_less(&c->heap[k + 1], &c->heap[k]))
-			k++;
-		if (!pair_less(&c->heap[k], &last))
-			break;
-		c->heap[i] = c->heap[k];
-		i = k;
-	}
-	if (n)
-		c->heap[i] = last;
-	return top;
+	const struct pair *x = a, *y = b;
+	return x->rank < y->rank || (x->rank == y->rank && x->left < y->left);
 }
 
 static int try_pair(struct bpe_ctx *c, int32_t l, int32_t r)
@@ -69,7 +32,8 @@ static int try_pair(struct bpe_ctx *c, int32_t l, int32_t r)
 	int32_t rank, res;
 	if (l < 0 || r < 0 || !tok_merge_find(c->t, c->syms[l].id, c->syms[r].id, &rank, &res))
 		return 0;
-	return heap_push(c, (struct pair){ rank, l, r, c->syms[l].id, c->syms[r].id });
+	struct pair p = { rank, l, r, c->syms[l].id, c->syms[r].id };
+	return tok_heap_push(&c->heap, &p);
 }
 
 static int emit_symbol(struct bpe_ctx *c, const unsigned char *w, const struct sym *s)
@@ -111,12 +75,13 @@ static int encode_word(void *ctx, const char *word, size_t len)
 	for (size_t i = 0; i < len; i++)
 		c->syms[i] = (struct sym){ t->byte_piece[w[i]], (int32_t)i - 1,
 		                           i + 1 < len ? (int32_t)i + 1 : -1, (uint32_t)i, 1 };
-	c->n_heap = 0;
+	c->heap.n = 0;
 	for (size_t i = 0; i + 1 < len; i++)
 		if (try_pair(c, (int32_t)i, (int32_t)i + 1))
 			return -1;
-	while (c->n_heap) {
-		struct pair p = heap_pop(c);
+	while (c->heap.n) {
+		struct pair p;
+		tok_heap_pop(&c->heap, &p);
 		struct sym *l = &c->syms[p.left], *r = &c->syms[p.right];
 		/* stale: one side was merged since this pair was queued */
 		if (!l->len || !r->len || l->next != p.right || l->id != p.lid || r->id != p.rid)
@@ -143,12 +108,13 @@ int tok_bpe_encode(const struct skipper_tokenizer *t, const char *text, size_t l
 	/* Words are at most as long as the (re-encoded) fragment: U+FFFD
 	 * replacements can triple invalid bytes. */
 	size_t cap = len * 3 + 1;
-	struct bpe_ctx c = { t, out, malloc(cap * sizeof *c.syms), NULL, cap, 0, 0, malloc(cap * 2 + 1) };
+	struct bpe_ctx c = { t, out, malloc(cap * sizeof *c.syms), { 0 }, cap, malloc(cap * 2 + 1) };
 	int rc = -1;
+	tok_heap_init(&c.heap, sizeof(struct pair), pair_first);
 	if (c.syms && c.mapped)
 		rc = tok_pretokenize(t->pre, text, len, encode_word, &c);
 	free(c.syms);
-	free(c.heap);
+	tok_heap_free(&c.heap);
 	free(c.mapped);
 	return rc;
 }

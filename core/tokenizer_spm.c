@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tok_heap.h"
 #include "tokenizer_impl.h"
 #include "unicode.h"
 
@@ -15,52 +16,13 @@ struct spm_ctx {
 	const struct skipper_tokenizer *t;
 	const char *s;
 	struct ssym *syms;
-	struct bigram *heap;
-	size_t n_heap, heap_cap;
+	struct tok_heap heap; /* of struct bigram */
 };
 
-static int big_less(const struct bigram *a, const struct bigram *b) /* a pops first */
+static int big_first(const void *a, const void *b)
 {
-	return a->score > b->score || (a->score == b->score && a->left < b->left);
-}
-
-static int push(struct spm_ctx *c, struct bigram p)
-{
-	if (c->n_heap == c->heap_cap) {
-		size_t cap = c->heap_cap ? c->heap_cap * 2 : 64;
-		struct bigram *h = realloc(c->heap, cap * sizeof *h);
-		if (!h)
-			return -1;
-		c->heap = h;
-		c->heap_cap = cap;
-	}
-	size_t i = c->n_heap++;
-	while (i && big_less(&p, &c->heap[(i - 1) / 2])) {
-		c->heap[i] = c->heap[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	c->heap[i] = p;
-	return 0;
-}
-
-static struct bigram pop(struct spm_ctx *c)
-{
-	struct bigram top = c->heap[0], last = c->heap[--c->n_heap];
-	size_t i = 0, n = c->n_heap;
-	for (;;) {
-		size_t k = 2 * i + 1;
-		if (k >= n)
-			break;
-		if (k + 1 < n && big_less(&c->heap[k + 1], &c->heap[k]))
-			k++;
-		if (!big_less(&c->heap[k], &last))
-			break;
-		c->heap[i] = c->heap[k];
-		i = k;
-	}
-	if (n)
-		c->heap[i] = last;
-	return top;
+	const struct bigram *x = a, *y = b;
+	return x->score > y->score || (x->score == y->score && x->left < y->left);
 }
 
 static int try_bigram(struct spm_ctx *c, int32_t l, int32_t r)
@@ -71,7 +33,8 @@ static int try_bigram(struct spm_ctx *c, int32_t l, int32_t r)
 	int32_t id = tok_lookup(c->t, c->s + c->syms[l].off, size);
 	if (id < 0 || id >= c->t->n_vocab)
 		return 0;
-	return push(c, (struct bigram){ c->t->scores[id], l, r, size });
+	struct bigram b = { c->t->scores[id], l, r, size };
+	return tok_heap_push(&c->heap, &b);
 }
 
 int tok_spm_encode(const struct skipper_tokenizer *t, const char *text, size_t len, struct tok_ids *out)
@@ -82,8 +45,9 @@ int tok_spm_encode(const struct skipper_tokenizer *t, const char *text, size_t l
 		n_sp += text[i] == ' ';
 	size_t blen = len + 2 * n_sp;
 	char *buf = malloc(blen + 1);
-	struct spm_ctx c = { t, buf, malloc((blen + 1) * sizeof *c.syms), NULL, 0, 0 };
+	struct spm_ctx c = { t, buf, malloc((blen + 1) * sizeof *c.syms), { 0 } };
 	int rc = -1;
+	tok_heap_init(&c.heap, sizeof(struct bigram), big_first);
 	if (!buf || !c.syms)
 		goto out;
 	size_t k = 0;
@@ -108,8 +72,9 @@ int tok_spm_encode(const struct skipper_tokenizer *t, const char *text, size_t l
 	for (int32_t i = 0; i + 1 < n; i++)
 		if (try_bigram(&c, i, i + 1))
 			goto out;
-	while (c.n_heap) {
-		struct bigram b = pop(&c);
+	while (c.heap.n) {
+		struct bigram b;
+		tok_heap_pop(&c.heap, &b);
 		struct ssym *l = &c.syms[b.left], *r = &c.syms[b.right];
 		if (!l->len || !r->len || l->len + r->len != b.size || l->next != b.right)
 			continue; /* stale */
@@ -138,6 +103,6 @@ int tok_spm_encode(const struct skipper_tokenizer *t, const char *text, size_t l
 out:
 	free(buf);
 	free(c.syms);
-	free(c.heap);
+	tok_heap_free(&c.heap);
 	return rc;
 }

@@ -2,10 +2,12 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
 #include "mock-host.h"
+#include "policy_host.h"
 #include "profile.h"
 
 #define M(ctx) ((struct mock_host *)(ctx))
@@ -268,7 +270,7 @@ static int m_trial(void *ctx, const struct skipper_trial *t, struct skipper_tria
 	r->n_generated = t->n_prompts * (t->max_tokens ? t->max_tokens : 32);
 	r->alpha = t->autoregressive ? 0.0 : 1.0 - (double)skipped / (2.0 * L);
 	/* speed peaks at a moderate skip ratio, like the real trade-off */
-	r->tokens_per_s = 100.0 * (t->autoregressive ? 1.0 : 1.0 + r->alpha * (double)skipped / L);
+	r->tokens_per_s = t->autoregressive ? m->ar_speed : 100.0 * (1.0 + r->alpha * (double)skipped / L);
 	r->seconds = r->n_generated / r->tokens_per_s;
 	r->mean_accepted = t->autoregressive ? 1.0 : 1.0 + 3.0 * r->alpha;
 	return 0;
@@ -357,4 +359,61 @@ void mock_host_init(struct mock_host *m, int n_layer, int n_embd, int n_vocab)
 	memset(m->sha256, 'a', 64);
 	m->seed = 42;
 	m->clock_step = 0.001;
+	m->ar_speed = 100.0;
+}
+
+int mock_make(const struct skipper_policy *d, struct mock_host *m, void **state, ...)
+{
+	va_list ap;
+	const char *k;
+	int rc = d->create(&m->host, m, state);
+	if (rc)
+		return rc;
+	va_start(ap, state);
+	while ((k = va_arg(ap, const char *))) {
+		const char *v = va_arg(ap, const char *);
+		if ((rc = d->config(*state, k, v)))
+			break;
+	}
+	va_end(ap);
+	if (!rc)
+		rc = d->config_complete(*state);
+	if (rc) {
+		d->destroy(*state);
+		*state = NULL;
+	}
+	return rc;
+}
+
+int mock_has(const char *hay, const char *needle)
+{
+	int r = hay && strstr(hay, needle) != NULL;
+	if (!r)
+		printf("# '%s' not in: %s\n", needle, hay ? hay : "(null)");
+	return r;
+}
+
+const struct skipper_policy *mock_load_policy(const char *name, struct skipper_policy_lib **lib)
+{
+	struct skipper_error err = { 0 };
+	if (skipper_policy_load(name, NULL, lib, &err)) {
+		printf("Bail out! cannot load %s: %s\n", name, err.msg);
+		exit(1);
+	}
+	return skipper_policy_lib_desc(*lib);
+}
+
+void mock_tmpdir(char *dir, size_t size, const char *prefix)
+{
+	snprintf(dir, size, "/tmp/%s.XXXXXX", prefix);
+	if (!mkdtemp(dir))
+		exit(99);
+}
+
+void mock_rmdir(const char *dir)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	if (system(cmd))
+		printf("# cleanup of %s failed\n", dir);
 }

@@ -21,6 +21,7 @@ struct mock_host {
 	const char *profile_path; /* [policy] profile, or NULL */
 	uint64_t seed;
 	double clock, clock_step; /* now() returns clock and advances it by clock_step */
+	double ar_speed;          /* trial: plain decoding's tokens/s (sets peak at 100 * (1 + 0.5)) */
 
 	/* what the policy did */
 	char error[1024];         /* last set_error */
@@ -35,5 +36,24 @@ void mock_host_init(struct mock_host *m, int n_layer, int n_embd, int n_vocab);
 
 /* The mock model's next token after tok. */
 int32_t mock_next_token(const struct mock_host *m, int32_t tok);
+
+/* A policy instance as the loader builds one: d->create on m, then
+ * d->config for each "key", "value" pair of the NULL-terminated list, then
+ * d->config_complete. Returns the first failing code (state destroyed,
+ * *state NULL) or 0 with *state set. */
+int mock_make(const struct skipper_policy *d, struct mock_host *m, void **state, ...);
+
+/* strstr(hay, needle) != NULL; prints a TAP diagnostic when not. */
+int mock_has(const char *hay, const char *needle);
+
+struct skipper_policy_lib;
+/* Plugin NAME through the real loader. make check puts the build tree on
+ * SKIPPER_PLUGIN_PATH, so a plugin that does not load ends the test with
+ * "Bail out!" (exit 1). */
+const struct skipper_policy *mock_load_policy(const char *name, struct skipper_policy_lib **lib);
+/* A fresh directory /tmp/PREFIX.XXXXXX into dir (exit 99 if none), and its
+ * removal with everything in it (a TAP diagnostic if that fails). */
+void mock_tmpdir(char *dir, size_t size, const char *prefix);
+void mock_rmdir(const char *dir);
 
 #endif

@@ -9,7 +9,7 @@ sk="$top_builddir/skipper"
 gen="$top_builddir/tests/gen-model"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/t-bo-calibrate.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-echo "1..6"
+echo "1..7"
 
 # 4 layers; layer 1's attention and MLP outputs are scaled by 1e-3
 "$gen" --out "$tmp/m.gguf" --layers 4 --embd 64 --ff 128 --redundant 1 --vocab 256 --ctx 256 >/dev/null || exit 1
@@ -39,16 +39,22 @@ echo "# attn = $attn, mlp = $mlp"
 grep -q '^iterations = 40' "$tmp/out/bo-static.ini" && grep -q '^ar_tokens_per_s = ' "$tmp/out/bo-static.ini" &&
 	echo "ok 3 - the search record is in [calibration]" || echo "not ok 3 - no [calibration] record"
 
-# lossless: the calibrated set and a heavy hand-made one, against none
+# lossless: the calibrated set, a heavy hand-made one and a profile that
+# disables drafting (what calibrate writes when no set beats plain
+# decoding), against none
+sha=$(sed -n 's/^model_sha256 = //p' "$tmp/out/bo-static.ini")
 printf '[policy]\nname = bo-static\nprofile = %s\n' "$tmp/out/bo-static.ini" >"$tmp/bo.ini"
 printf '[profile]\nmodel = skipper-test\nmodel_sha256 = %s\nmethod = bo-static\nn_layers = 4\n[mask]\nattn = 0-3\nmlp = 2\n' \
-	"$(sed -n 's/^model_sha256 = //p' "$tmp/out/bo-static.ini")" >"$tmp/heavy-profile.ini"
+	"$sha" >"$tmp/heavy-profile.ini"
 printf '[policy]\nname = bo-static\nprofile = %s\n[bo-static]\nthreshold = 0.2\n' "$tmp/heavy-profile.ini" >"$tmp/heavy.ini"
-"$sk" bench --data "$tmp/p.jsonl" --max-tokens 24 --warmup 0 --policies "none,$tmp/bo.ini,$tmp/heavy.ini" \
+printf '[profile]\nmodel = skipper-test\nmodel_sha256 = %s\nmethod = bo-static\nn_layers = 4\n[mask]\nattn =\nmlp =\nmax_draft = 0\n' \
+	"$sha" >"$tmp/off-profile.ini"
+printf '[policy]\nname = bo-static\nprofile = %s\n' "$tmp/off-profile.ini" >"$tmp/off.ini"
+"$sk" bench --data "$tmp/p.jsonl" --max-tokens 24 --warmup 0 --policies "none,$tmp/bo.ini,$tmp/heavy.ini,$tmp/off.ini" \
 	--set model.path="$tmp/m.gguf" --set model.threads=1 >"$tmp/table" 2>"$tmp/err"
 rc=$?
 sed 's/^/# /' "$tmp/table" | grep all
-[ "$rc" = 0 ] && echo "ok 4 - greedy output identical to none (calibrated and heavy sets)" ||
+[ "$rc" = 0 ] && echo "ok 4 - greedy output identical to none (calibrated, heavy and drafting-off profiles)" ||
 	{ sed 's/^/# /' "$tmp/err"; echo "not ok 4 - bench exit $rc"; }
 
 # another model: the 4-layer profile on a 6-layer model
@@ -64,3 +70,12 @@ rc=$?
 sed 's/^/# /' "$tmp/errb"
 [ "$rc" != 0 ] && grep -q "sha256" "$tmp/errb" && echo "ok 6 - a profile for another model is refused" ||
 	echo "not ok 6 - exit $rc"
+
+
+# the drafting-off profile: no draft rounds
+"$sk" generate -c "$tmp/off.ini" --set model.path="$tmp/m.gguf" --set model.threads=1 -p "short prompt about cats" \
+	--max-tokens 16 --stats >"$tmp/off.out" 2>&1
+rc=$?
+grep -E 'drafted|verify passes' "$tmp/off.out" | sed 's/^/# /'
+[ "$rc" = 0 ] && grep -Eq '^drafted/accepted +0 / 0' "$tmp/off.out" &&
+	echo "ok 7 - max_draft = 0 in the profile: no token drafted" || echo "not ok 7 - exit $rc"

@@ -2,7 +2,6 @@
  * threshold on a scripted sequence of verification results, profile
  * loading and refusal, and calibrate writing a usable profile. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,37 +15,6 @@
 #define L 12
 
 static const struct skipper_policy *d;
-
-static int has(const char *hay, const char *needle)
-{
-	int r = hay && strstr(hay, needle) != NULL;
-	if (!r)
-		diag("'%s' not in: %s", needle, hay ? hay : "(null)");
-	return r;
-}
-
-static int make(struct mock_host *m, void **state, ...)
-{
-	va_list ap;
-	const char *k;
-	int rc = d->create(&m->host, m, state);
-	if (rc)
-		return rc;
-	va_start(ap, state);
-	while ((k = va_arg(ap, const char *))) {
-		const char *v = va_arg(ap, const char *);
-		if ((rc = d->config(*state, k, v)))
-			break;
-	}
-	va_end(ap);
-	if (!rc)
-		rc = d->config_complete(*state);
-	if (rc) {
-		d->destroy(*state);
-		*state = NULL;
-	}
-	return rc;
-}
 
 /* The policy's threshold, read back through should_exit: the smallest
  * probability that continues, found by bisection. */
@@ -88,7 +56,6 @@ static void write_profile(struct mock_host *m, const char *path, const char *att
 int main(void)
 {
 	struct skipper_policy_lib *lib;
-	struct skipper_error err = { 0 };
 	struct mock_host m;
 	uint8_t a[L], ml[L];
 	struct skipper_plan plan = { .n_layer = L, .skip_attn = a, .skip_mlp = ml };
@@ -97,14 +64,8 @@ int main(void)
 	void *s;
 	int rc;
 
-	if (skipper_policy_load("bo-static", NULL, &lib, &err)) {
-		printf("Bail out! cannot load bo-static: %s\n", err.msg);
-		return 1;
-	}
-	d = skipper_policy_lib_desc(lib);
-	strcpy(dir, "/tmp/t-bo-static.XXXXXX");
-	if (!mkdtemp(dir))
-		return 99;
+	d = mock_load_policy("bo-static", &lib);
+	mock_tmpdir(dir, sizeof dir, "t-bo-static");
 	snprintf(prof, sizeof prof, "%s/p.ini", dir);
 	snprintf(out, sizeof out, "%s/calibrated.ini", dir);
 
@@ -114,7 +75,7 @@ int main(void)
 	/* --- profile and defaults --- */
 	mock_host_init(&m, L, 8, 100);
 	write_profile(&m, prof, "6,8-11", "10");
-	rc = make(&m, &s, "profile", prof, NULL);
+	rc = mock_make(d, &m, &s, "profile", prof, NULL);
 	ok(rc == 0, "profile loads");
 	if (rc == 0) {
 		ok(d->begin(s, &req) == 0, "begin");
@@ -133,7 +94,7 @@ int main(void)
 	 * by hand: round 1 AR = 1 (> 0.9): tmp = 0.59, gamma = 0.9*0.6 + 0.1*0.59
 	 * = 0.599; round 2 AR_e = 0.25, AR = 0.625 (<= 0.9): gamma = 0.9*0.599 +
 	 * 0.1*0.609 = 0.6 ... computed below step by step the same way. */
-	rc = make(&m, &s, "profile", prof, NULL);
+	rc = mock_make(d, &m, &s, "profile", prof, NULL);
 	if (rc == 0) {
 		static const int script[][2] = { { 4, 4 }, { 1, 4 }, { 0, 2 }, { 3, 3 }, { 5, 5 }, { 5, 5 }, { 0, 0 } };
 		double g = 0.6, ar = 0, tmp;
@@ -162,7 +123,7 @@ int main(void)
 		ok(fabs(threshold_of(s) - (0.9 * g0 + 0.1 * (g0 + 0.01))) < 1e-6, "gamma carries over, AR restarts");
 		d->destroy(s);
 	}
-	rc = make(&m, &s, "profile", prof, "adaptive", "no", "threshold", "0.7", NULL);
+	rc = mock_make(d, &m, &s, "profile", prof, "adaptive", "no", "threshold", "0.7", NULL);
 	if (rc == 0) {
 		d->begin(s, &req);
 		accept_round(s, 0, 5);
@@ -171,26 +132,26 @@ int main(void)
 	}
 
 	/* --- refusals --- */
-	rc = make(&m, &s, NULL);
+	rc = mock_make(d, &m, &s, NULL);
 	ok(rc == 0, "no profile: configuration is fine (calibrate writes one)");
 	if (rc == 0) {
-		ok(d->begin(s, &req) < 0 && has(m.error, "no skip profile"), "but a request is refused");
+		ok(d->begin(s, &req) < 0 && mock_has(m.error, "no skip profile"), "but a request is refused");
 		d->destroy(s);
 	}
 	strcpy(m.sha256, "00000000000000000000000000000000000000000000000000000000000000ff");
-	rc = make(&m, &s, "profile", prof, NULL);
-	ok(rc < 0 && has(m.error, "profile made for model") && has(m.error, "sha256"),
+	rc = mock_make(d, &m, &s, "profile", prof, NULL);
+	ok(rc < 0 && mock_has(m.error, "profile made for model") && mock_has(m.error, "sha256"),
 	   "a profile for another model is refused");
 	mock_host_init(&m, 8, 8, 100);
-	rc = make(&m, &s, "profile", prof, NULL);
-	ok(rc < 0 && has(m.error, "12-layer model") && has(m.error, "8 layers"),
+	rc = mock_make(d, &m, &s, "profile", prof, NULL);
+	ok(rc < 0 && mock_has(m.error, "12-layer model") && mock_has(m.error, "8 layers"),
 	   "a profile for another layer count is refused");
-	rc = make(&m, &s, "max_draft", "0", NULL);
+	rc = mock_make(d, &m, &s, "max_draft", "0", NULL);
 	ok(rc < 0, "max_draft 0 refused");
 
 	/* --- calibrate with the mock's trial (speed peaks at moderate skipping) --- */
 	mock_host_init(&m, L, 8, 100);
-	rc = make(&m, &s, "iterations", "12", "acq_samples", "300", "acq_starts", "3", NULL);
+	rc = mock_make(d, &m, &s, "iterations", "12", "acq_samples", "300", "acq_starts", "3", NULL);
 	if (rc == 0) {
 		const char *pr[10] = { "a", "b", "c", "d", "e", "f", "g", "h", "i", "j" };
 		struct skipper_calibrate c = { .n_prompts = 10, .prompts = pr, .output = out, .seed = 1 };
@@ -198,9 +159,12 @@ int main(void)
 		ok(rc == 0, "calibrate on the mock host");
 		if (rc)
 			diag("%s", m.error);
-		is_int(m.n_trial, 1 + 3 + 12, "one baseline, three probes, 12 BO steps");
+		/* per prompt (early stopping is on; nothing stops: every set beats
+		 * plain decoding here): 4 prompts x (plain, 3 probes + 12 BO steps,
+		 * plain after the 10th), then 2 confirmation pairs of 4-prompt trials */
+		is_int(m.n_trial, 4 * (1 + 3 + 12 + 1) + 2 * 2, "plain, three probes, 12 BO steps, plain, 2 confirmation pairs");
 		d->destroy(s);
-		rc = make(&m, &s, "profile", out, NULL);
+		rc = mock_make(d, &m, &s, "profile", out, NULL);
 		ok(rc == 0, "the calibrated profile loads");
 		if (rc == 0) {
 			int k = 0;
@@ -213,10 +177,7 @@ int main(void)
 			d->destroy(s);
 		}
 	}
-	char cmd[160];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	if (system(cmd))
-		diag("cleanup failed");
+	mock_rmdir(dir);
 	skipper_policy_unload(lib);
 	return tap_done();
 }

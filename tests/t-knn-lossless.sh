@@ -8,7 +8,7 @@ sk="$top_builddir/skipper"
 gen="$top_builddir/tests/gen-model"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/t-knn-lossless.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-echo "1..4"
+echo "1..5"
 "$gen" --out "$tmp/m.gguf" --layers 4 --embd 64 --ff 128 --redundant 1 --vocab 256 --ctx 256 >/dev/null || exit 1
 for i in 1 2 3; do
 	echo "{\"domain\": \"cats\", \"category\": \"x\", \"prompt\": \"tell me about cats number $i\"}"
@@ -27,11 +27,22 @@ grep -q '^\[domain.cats\]' "$tmp/out/knn-router.ini" && grep -q '^\[domain.sums\
 	echo "ok 2 - one section per --domains value" || echo "not ok 2 - domain sections missing"
 
 printf '[policy]\nname = knn-router\nprofile = %s\n[knn-router]\nthreshold = 0.3\n' "$tmp/out/knn-router.ini" >"$tmp/knn.ini"
-SKIPPER_DEBUG=1 "$sk" bench --data "$tmp/p.jsonl" --max-tokens 24 --warmup 0 --policies "none,$tmp/knn.ini" \
+# every domain marked as not worth drafting (what calibrate writes when no
+# set beats plain decoding there)
+sed 's/^\[domain\..*\]$/&\nmax_draft = 0/' "$tmp/out/knn-router.ini" >"$tmp/out/off.ini"
+printf '[policy]\nname = knn-router\nprofile = %s\n' "$tmp/out/off.ini" >"$tmp/off.ini"
+SKIPPER_DEBUG=1 "$sk" bench --data "$tmp/p.jsonl" --max-tokens 24 --warmup 0 --policies "none,$tmp/knn.ini,$tmp/off.ini" \
 	--set model.path="$tmp/m.gguf" --set model.threads=1 >"$tmp/table" 2>"$tmp/err"
 rc=$?
 grep all "$tmp/table" | sed 's/^/# /'
-[ "$rc" = 0 ] && echo "ok 3 - greedy output identical to none" ||
+[ "$rc" = 0 ] && echo "ok 3 - greedy output identical to none (calibrated and drafting-off profiles)" ||
 	{ sed 's/^/# /' "$tmp/err"; echo "not ok 3 - bench exit $rc"; }
 n=$(grep -c "routed to domain" "$tmp/err")
 [ "$n" -ge 6 ] && echo "ok 4 - every request routed and logged ($n)" || echo "not ok 4 - $n routing lines"
+
+"$sk" generate -c "$tmp/off.ini" --set model.path="$tmp/m.gguf" --set model.threads=1 -p "tell me about cats" \
+	--max-tokens 16 --stats >"$tmp/off.out" 2>&1
+rc=$?
+[ "$rc" = 0 ] && grep -Eq '^drafted/accepted +0 / 0' "$tmp/off.out" &&
+	echo "ok 5 - max_draft = 0 in the routed domain: no token drafted" ||
+	{ sed 's/^/# /' "$tmp/off.out"; echo "not ok 5 - exit $rc"; }

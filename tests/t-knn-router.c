@@ -2,7 +2,6 @@
  * is a character histogram: domains planted by their dominant character
  * must be told apart on held-out prompts; profiles that do not fit the
  * model are refused. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,37 +15,6 @@
 #define E 8
 
 static const struct skipper_policy *d;
-
-static int has(const char *hay, const char *needle)
-{
-	int r = hay && strstr(hay, needle) != NULL;
-	if (!r)
-		diag("'%s' not in: %s", needle, hay ? hay : "(null)");
-	return r;
-}
-
-static int make(struct mock_host *m, void **state, ...)
-{
-	va_list ap;
-	const char *k;
-	int rc = d->create(&m->host, m, state);
-	if (rc)
-		return rc;
-	va_start(ap, state);
-	while ((k = va_arg(ap, const char *))) {
-		const char *v = va_arg(ap, const char *);
-		if ((rc = d->config(*state, k, v)))
-			break;
-	}
-	va_end(ap);
-	if (!rc)
-		rc = d->config_complete(*state);
-	if (rc) {
-		d->destroy(*state);
-		*state = NULL;
-	}
-	return rc;
-}
 
 /* Route text; returns the logged domain's first letter or '?'. */
 static char route(struct mock_host *m, void *s, const char *text)
@@ -65,20 +33,13 @@ static char route(struct mock_host *m, void *s, const char *text)
 int main(void)
 {
 	struct skipper_policy_lib *lib;
-	struct skipper_error err = { 0 };
 	struct mock_host m;
-	char dir[64], out[128], anchors[160], cmd[200];
+	char dir[64], out[128], anchors[160];
 	void *s;
 	int rc;
 
-	if (skipper_policy_load("knn-router", NULL, &lib, &err)) {
-		printf("Bail out! cannot load knn-router: %s\n", err.msg);
-		return 1;
-	}
-	d = skipper_policy_lib_desc(lib);
-	strcpy(dir, "/tmp/t-knn-router.XXXXXX");
-	if (!mkdtemp(dir))
-		return 99;
+	d = mock_load_policy("knn-router", &lib);
+	mock_tmpdir(dir, sizeof dir, "t-knn-router");
 	snprintf(out, sizeof out, "%s/knn.ini", dir);
 	snprintf(anchors, sizeof anchors, "%s/knn.anchors.safetensors", dir);
 	is_str(d->name, "knn-router", "descriptor name");
@@ -92,24 +53,26 @@ int main(void)
 	const char *cat[] = { "x-dom", "x-dom", "x-dom", "x-dom", "z-dom", "z-dom", "z-dom", "z-dom",
 	                      "m dom", "m dom", "m dom", "m dom" };
 	mock_host_init(&m, L, E, 100);
-	rc = make(&m, &s, "iterations", "4", "acq_samples", "200", "acq_starts", "2", "anchors_per_domain", "3",
+	rc = mock_make(d, &m, &s, "iterations", "4", "acq_samples", "200", "acq_starts", "2", "anchors_per_domain", "3",
 	          "calib_prompts", "2", NULL);
 	ok(rc == 0, "configured for calibration without a profile");
 	if (rc == 0) {
 		struct skipper_calibrate c = { .n_prompts = 12, .prompts = pr, .output = out, .seed = 5 };
-		ok(d->calibrate(s, &c) < 0 && has(m.error, "--domains"), "calibrate without domain labels is refused");
+		ok(d->calibrate(s, &c) < 0 && mock_has(m.error, "--domains"), "calibrate without domain labels is refused");
 		c.categories = cat;
 		rc = d->calibrate(s, &c);
 		ok(rc == 0, "calibrate with three planted domains");
 		if (rc)
 			diag("%s", m.error);
 		is_int(m.n_embed, 12, "every prompt embedded once");
-		is_int(m.n_trial, 3 * (1 + 3 + 4), "per domain: baseline, 3 probes, 4 BO steps");
+		/* per domain, per prompt (2): plain, 3 probes, 4 BO steps; then 2
+		 * confirmation pairs of 2-prompt trials */
+		is_int(m.n_trial, 3 * (2 * (1 + 3 + 4) + 2 * 2), "per domain: plain, 3 probes, 4 BO steps, 2 pairs");
 		ok(access(anchors, R_OK) == 0, "anchors written beside the profile");
 		d->destroy(s);
 	}
 
-	rc = make(&m, &s, "profile", out, NULL);
+	rc = mock_make(d, &m, &s, "profile", out, NULL);
 	ok(rc == 0, "the profile loads");
 	if (rc == 0) {
 		const char *held[] = { "xxxxxxxxxxg", "axxxxxxxx", "zzzzzzzzzzh", "bzzzzzzz", "mmmmmmmmmmk", "ammmmmmm" };
@@ -122,9 +85,9 @@ int main(void)
 				diag("'%s' routed to '%c'", held[i], got);
 		}
 		is_int(right, 6, "held-out prompts routed to their planted domain");
-		ok(has(m.log, "cosine"), "the log line gives the similarity");
+		ok(mock_has(m.log, "cosine"), "the log line gives the similarity");
 		/* the domain name with a blank was made a valid section name */
-		ok(route(&m, s, "mmmmmmmmm") == 'm' && has(m.log, "m_dom"), "domain names are made section-safe");
+		ok(route(&m, s, "mmmmmmmmm") == 'm' && mock_has(m.log, "m_dom"), "domain names are made section-safe");
 		uint8_t a[L], ml[L];
 		struct skipper_plan plan = { .n_layer = L, .skip_attn = a, .skip_mlp = ml, .max_draft = 32 };
 		ok(d->select_draft(s, &plan) == 0 && plan.max_draft == 12, "K = 12");
@@ -133,28 +96,26 @@ int main(void)
 		ok(d->should_exit(s, &sh) == SKIPPER_DRAFT_CONTINUE && d->should_exit(s, &sl) == SKIPPER_DRAFT_STOP,
 		   "static exit threshold 0.8");
 		struct skipper_request bare = { .n_layer = L };
-		ok(d->begin(s, &bare) < 0 && has(m.error, "prompt state"), "no prompt state: refused");
+		ok(d->begin(s, &bare) < 0 && mock_has(m.error, "prompt state"), "no prompt state: refused");
 		d->destroy(s);
 	}
 
 	/* the same profile with another hidden size / layer count */
 	mock_host_init(&m, L, 16, 100);
-	rc = make(&m, &s, "profile", out, NULL);
-	ok(rc < 0 && has(m.error, "hidden size is 16"), "anchors of another width are refused");
+	rc = mock_make(d, &m, &s, "profile", out, NULL);
+	ok(rc < 0 && mock_has(m.error, "hidden size is 16"), "anchors of another width are refused");
 	mock_host_init(&m, L + 2, E, 100);
-	rc = make(&m, &s, "profile", out, NULL);
-	ok(rc < 0 && has(m.error, "6-layer model"), "a profile for another layer count is refused");
+	rc = mock_make(d, &m, &s, "profile", out, NULL);
+	ok(rc < 0 && mock_has(m.error, "6-layer model"), "a profile for another layer count is refused");
 	mock_host_init(&m, L, E, 100);
-	rc = make(&m, &s, NULL);
+	rc = mock_make(d, &m, &s, NULL);
 	if (rc == 0) {
 		float v[E] = { 1 };
 		struct skipper_request req = { .n_layer = L, .prompt_mean = v };
-		ok(d->begin(s, &req) < 0 && has(m.error, "no routing profile"), "no profile: a request is refused");
+		ok(d->begin(s, &req) < 0 && mock_has(m.error, "no routing profile"), "no profile: a request is refused");
 		d->destroy(s);
 	}
-	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-	if (system(cmd))
-		diag("cleanup failed");
+	mock_rmdir(dir);
 	skipper_policy_unload(lib);
 	return tap_done();
 }

@@ -1,6 +1,5 @@
 /* The `fixed` plugin, loaded through the real loader, driven by the mock
  * host (no model) and once by the real host for the file:line path. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,14 +16,6 @@
 static const struct skipper_policy *d;
 static char dir[64];
 
-static int has(const char *hay, const char *needle)
-{
-	int r = hay && strstr(hay, needle) != NULL;
-	if (!r)
-		diag("'%s' not in: %s", needle, hay ? hay : "(null)");
-	return r;
-}
-
 static void write_file(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");
@@ -32,31 +23,6 @@ static void write_file(const char *path, const char *text)
 		exit(99);
 	fputs(text, f);
 	fclose(f);
-}
-
-/* create + config pairs ("key", "value", ..., NULL) + config_complete.
- * Returns the first failing code (state destroyed) or 0 with *state set. */
-static int make(struct mock_host *m, void **state, ...)
-{
-	va_list ap;
-	const char *k;
-	int rc = d->create(&m->host, m, state);
-	if (rc)
-		return rc;
-	va_start(ap, state);
-	while ((k = va_arg(ap, const char *))) {
-		const char *v = va_arg(ap, const char *);
-		if ((rc = d->config(*state, k, v)))
-			break;
-	}
-	va_end(ap);
-	if (!rc)
-		rc = d->config_complete(*state);
-	if (rc) {
-		d->destroy(*state);
-		*state = NULL;
-	}
-	return rc;
 }
 
 static const char *mask_str(const uint8_t *mask)
@@ -76,21 +42,14 @@ int main(void)
 	void *s;
 	int rc;
 
-	if (skipper_policy_load("fixed", NULL, &lib, &err)) {
-		/* make check puts the build tree on SKIPPER_PLUGIN_PATH: this is a failure */
-		printf("Bail out! cannot load fixed: %s\n", err.msg);
-		return 1;
-	}
-	d = skipper_policy_lib_desc(lib);
-	strcpy(dir, "/tmp/t-policy-fixed.XXXXXX");
-	if (!mkdtemp(dir))
-		return 99;
+	d = mock_load_policy("fixed", &lib);
+	mock_tmpdir(dir, sizeof dir, "t-policy-fixed");
 	is_str(d->name, "fixed", "descriptor name");
 	ok(d->select_draft && d->should_exit && d->verify && d->config && !d->calibrate, "hooks present");
 
 	/* --- mask from the section, default draft length --- */
 	mock_host_init(&m, L, 8, 100);
-	rc = make(&m, &s, "attn", "3,5,7-9", "mlp", "10-11", NULL);
+	rc = mock_make(d, &m, &s, "attn", "3,5,7-9", "mlp", "10-11", NULL);
 	ok(rc == 0, "attn/mlp accepted");
 	if (rc == 0) {
 		memset(a, 1, L);
@@ -114,7 +73,7 @@ int main(void)
 	}
 
 	/* --- threshold exit --- */
-	rc = make(&m, &s, "threshold", "0.6", "max_draft", "6", NULL);
+	rc = mock_make(d, &m, &s, "threshold", "0.6", "max_draft", "6", NULL);
 	ok(rc == 0, "threshold + max_draft");
 	if (rc == 0) {
 		struct skipper_step hi = { .prob = 0.9f }, lo = { .prob = 0.5f };
@@ -128,7 +87,7 @@ int main(void)
 	}
 
 	/* --- tree --- */
-	rc = make(&m, &s, "tree", "3", "draft_length", "2", NULL);
+	rc = mock_make(d, &m, &s, "tree", "3", "draft_length", "2", NULL);
 	ok(rc == 0, "tree = 3");
 	if (rc == 0) {
 		struct skipper_needs nd = { 0 };
@@ -150,34 +109,34 @@ int main(void)
 	}
 
 	/* --- errors, each with the plugin's message --- */
-	rc = make(&m, &s, "attn", "3,x", NULL);
-	ok(rc < 0 && has(m.error, "'x' is not a layer"), "bad layer list");
-	rc = make(&m, &s, "attn", "12", NULL);
-	ok(rc < 0 && has(m.error, "layer 12 out of range"), "layer past the model");
-	rc = make(&m, &s, "draft_length", "0", NULL);
-	ok(rc < 0 && has(m.error, "expected an integer in [1, 32]"), "draft_length range");
-	rc = make(&m, &s, "threshold", "1.5", NULL);
-	ok(rc < 0 && has(m.error, "[0, 1]"), "threshold range");
-	rc = make(&m, &s, "threshold", "0.5", "draft_length", "3", NULL);
-	ok(rc < 0 && has(m.error, "exclude each other"), "draft_length with threshold");
-	rc = make(&m, &s, "max_draft", "3", NULL);
-	ok(rc < 0 && has(m.error, "max_draft applies with threshold"), "max_draft without threshold");
-	rc = make(&m, &s, "colour", "red", NULL);
+	rc = mock_make(d, &m, &s, "attn", "3,x", NULL);
+	ok(rc < 0 && mock_has(m.error, "'x' is not a layer"), "bad layer list");
+	rc = mock_make(d, &m, &s, "attn", "12", NULL);
+	ok(rc < 0 && mock_has(m.error, "layer 12 out of range"), "layer past the model");
+	rc = mock_make(d, &m, &s, "draft_length", "0", NULL);
+	ok(rc < 0 && mock_has(m.error, "expected an integer in [1, 32]"), "draft_length range");
+	rc = mock_make(d, &m, &s, "threshold", "1.5", NULL);
+	ok(rc < 0 && mock_has(m.error, "[0, 1]"), "threshold range");
+	rc = mock_make(d, &m, &s, "threshold", "0.5", "draft_length", "3", NULL);
+	ok(rc < 0 && mock_has(m.error, "exclude each other"), "draft_length with threshold");
+	rc = mock_make(d, &m, &s, "max_draft", "3", NULL);
+	ok(rc < 0 && mock_has(m.error, "max_draft applies with threshold"), "max_draft without threshold");
+	rc = mock_make(d, &m, &s, "colour", "red", NULL);
 	ok(rc == SKIPPER_POLICY_UNKNOWN_KEY, "unknown key");
-	rc = make(&m, &s, "profile", "/x.ini", "attn", "1", NULL);
-	ok(rc < 0 && has(m.error, "either profile or attn/mlp"), "profile and attn together");
+	rc = mock_make(d, &m, &s, "profile", "/x.ini", "attn", "1", NULL);
+	ok(rc < 0 && mock_has(m.error, "either profile or attn/mlp"), "profile and attn together");
 
 	/* --- configuration check without a model: syntax only --- */
 	mock_host_init(&m, 0, 0, 0);
-	rc = make(&m, &s, "attn", "40-50", "draft_length", "5", NULL);
+	rc = mock_make(d, &m, &s, "attn", "40-50", "draft_length", "5", NULL);
 	ok(rc == 0, "no model: syntax-only check passes");
 	if (rc == 0)
 		d->destroy(s);
-	rc = make(&m, &s, "attn", "4-", NULL);
+	rc = mock_make(d, &m, &s, "attn", "4-", NULL);
 	ok(rc < 0, "no model: syntax still checked");
 	mock_host_init(&m, L, 8, 100);
-	rc = make(&m, &s, "profile_section", "domain.x", "mlp", "1", NULL);
-	ok(rc < 0 && has(m.error, "does not apply with attn/mlp"), "profile_section with mlp refused");
+	rc = mock_make(d, &m, &s, "profile_section", "domain.x", "mlp", "1", NULL);
+	ok(rc < 0 && mock_has(m.error, "does not apply with attn/mlp"), "profile_section with mlp refused");
 
 	/* --- mask from a profile --- */
 	{
@@ -189,7 +148,7 @@ int main(void)
 		         "[mask]\nattn = 1-2\n[domain.code]\nmlp = 4,6\n",
 		         m.sha256, L);
 		write_file(prof, text);
-		rc = make(&m, &s, "profile", prof, NULL);
+		rc = mock_make(d, &m, &s, "profile", prof, NULL);
 		ok(rc == 0, "profile = FILE");
 		if (rc == 0) {
 			plan.max_draft = 8;
@@ -197,7 +156,7 @@ int main(void)
 			ok(strcmp(mask_str(a), "1-2") == 0 && strcmp(mask_str(ml), "") == 0, "profile mask used");
 			d->destroy(s);
 		}
-		rc = make(&m, &s, "profile", prof, "profile_section", "domain.code", NULL);
+		rc = mock_make(d, &m, &s, "profile", prof, "profile_section", "domain.code", NULL);
 		if (rc == 0) {
 			d->select_draft(s, &plan);
 			ok(strcmp(mask_str(a), "") == 0 && strcmp(mask_str(ml), "4,6") == 0, "profile_section");
@@ -206,16 +165,16 @@ int main(void)
 			ok(0, "profile_section: %s", m.error);
 		}
 		m.profile_path = prof;
-		rc = make(&m, &s, NULL);
+		rc = mock_make(d, &m, &s, NULL);
 		ok(rc == 0, "[policy] profile used when the section names no mask");
 		if (rc == 0)
 			d->destroy(s);
 		m.profile_path = NULL;
-		rc = make(&m, &s, "profile", prof, "profile_section", "domain.nope", NULL);
-		ok(rc < 0 && has(m.error, "no attn or mlp key in [domain.nope]"), "missing profile section");
+		rc = mock_make(d, &m, &s, "profile", prof, "profile_section", "domain.nope", NULL);
+		ok(rc < 0 && mock_has(m.error, "no attn or mlp key in [domain.nope]"), "missing profile section");
 		memset(m.sha256, 'b', 64);
-		rc = make(&m, &s, "profile", prof, NULL);
-		ok(rc < 0 && has(m.error, prof) && has(m.error, "bbbbbbbb"), "profile for another model refused");
+		rc = mock_make(d, &m, &s, "profile", prof, NULL);
+		ok(rc < 0 && mock_has(m.error, prof) && mock_has(m.error, "bbbbbbbb"), "profile for another model refused");
 	}
 
 	/* --- the real host: errors carry file:line --- */
@@ -231,7 +190,7 @@ int main(void)
 		rc = skipper_policy_instance_new(lib, &env, cfg, &inst, &err);
 		char want[256];
 		snprintf(want, sizeof want, "%s:3: [fixed] attn: layer 40 out of range: the model has %d layers", ini, L);
-		ok(rc == SKIPPER_ERR_CONFIG && has(err.msg, want), "real host: file:line [fixed] key: message");
+		ok(rc == SKIPPER_ERR_CONFIG && mock_has(err.msg, want), "real host: file:line [fixed] key: message");
 		skipper_config_free(cfg);
 
 		/* configuration check before the model: [policy] profile counts */
@@ -246,11 +205,6 @@ int main(void)
 	}
 
 	skipper_policy_unload(lib);
-	{
-		char cmd[128];
-		snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-		if (system(cmd) != 0)
-			diag("cleanup failed");
-	}
+	mock_rmdir(dir);
 	return tap_done();
 }

@@ -16,10 +16,15 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: skipper calibrate --policy NAME --data FILE.jsonl --out DIR [--domains KEY]\n"
-	           "                         [--iterations N] [--max-tokens N] [--limit N] [--seed N]\n"
+	           "                         [--iterations N] [--prompts N] [--tokens N] [--limit N] [--seed N]\n"
 	           "                         [--categories LIST]\n"
 	           "                         [-c FILE] [--set SECTION.KEY=VALUE]...\n"
-	           "Writes DIR/NAME.ini (knn-router also DIR/NAME.anchors.safetensors).\n"
+	           "Writes DIR/NAME.ini (knn-router also DIR/NAME.anchors.safetensors) and the\n"
+	           "search journal DIR/NAME.search, from which the same command resumes.\n"
+	           "--iterations N search steps in all (journal included; policy default 1000)\n"
+	           "--prompts N    development prompts per evaluation (policy default 4)\n"
+	           "--tokens N     new tokens per prompt per evaluation (policy default 32;\n"
+	           "               --max-tokens is the same)\n"
 	           "--domains KEY  JSON field holding each prompt's domain (default category)\n"
 	           "--limit N      at most N prompts per domain (first in file order)\n"
 	           "--categories L only prompts whose domain is in the comma-separated list L\n");
@@ -105,7 +110,7 @@ int cmd_calibrate(int argc, char **argv)
 	struct skipper_config *cfg = NULL;
 	struct cli_session s = { 0 };
 	struct bench_prompt *prompts = NULL;
-	const char *policy = NULL, *data = NULL, *out = NULL, *domains = NULL, *only = NULL;
+	const char *policy = NULL, *data = NULL, *out = NULL, *domains = NULL, *only = NULL, *n_dev = NULL;
 	const char **texts = NULL, **cats = NULL;
 	char **labels = NULL, *path = NULL, errbuf[1024];
 	int n_prompts = 0, iterations = 0, max_tokens = 0, limit = 0, rc = EXIT_USAGE, n = 0, tty;
@@ -116,7 +121,8 @@ int cmd_calibrate(int argc, char **argv)
 		const char *a = argv[i];
 		/* --policy, --seed and --max-tokens are also common shortcuts; here they
 		 * mean the policy to calibrate, the search seed and the trial length */
-		int mine = !strcmp(a, "--policy") || !strcmp(a, "--seed") || !strcmp(a, "--max-tokens");
+		int mine = !strcmp(a, "--policy") || !strcmp(a, "--seed") || !strcmp(a, "--max-tokens") ||
+		           !strcmp(a, "--tokens");
 		int r = mine ? 0 : cli_common_option(&c, argc, argv, &i);
 		if (r < 0)
 			goto done;
@@ -142,8 +148,10 @@ int cmd_calibrate(int argc, char **argv)
 			domains = argv[++i];
 		else if (!strcmp(a, "--iterations"))
 			iterations = atoi(argv[++i]);
-		else if (!strcmp(a, "--max-tokens"))
+		else if (!strcmp(a, "--max-tokens") || !strcmp(a, "--tokens"))
 			max_tokens = atoi(argv[++i]);
+		else if (!strcmp(a, "--prompts"))
+			n_dev = argv[++i];
 		else if (!strcmp(a, "--categories"))
 			only = argv[++i];
 		else if (!strcmp(a, "--limit"))
@@ -163,6 +171,13 @@ int cmd_calibrate(int argc, char **argv)
 	}
 	if (iterations < 0 || max_tokens < 0 || limit < 0) {
 		fprintf(stderr, "skipper calibrate: --iterations, --max-tokens and --limit take a count >= 0\n");
+		goto done;
+	}
+	/* --prompts is the policy's calib_prompts key, so the INI layering and
+	 * its range check apply as to any key */
+	snprintf(errbuf, sizeof errbuf, "%s.calib_prompts=%s", policy, n_dev ? n_dev : "");
+	if (n_dev && add_set(&c, "%s", errbuf)) {
+		rc = EXIT_FAILURE_GENERIC;
 		goto done;
 	}
 	if (add_set(&c, "policy.name=%s", policy) || (rc = cli_load_config(&c, &cfg)))
@@ -219,6 +234,9 @@ int cmd_calibrate(int argc, char **argv)
 	fprintf(stderr, "skipper calibrate: %s on %d prompts from %s\n", policy, n, data);
 	if (skipper_policy_calibrate(cli_policy_instance(s.policy), &cal, &err)) {
 		fprintf(stderr, "skipper calibrate: %s\n", err.msg);
+		if (cli_interrupted)
+			fprintf(stderr, "skipper calibrate: finished evaluations are kept in %s/%s.search; "
+			                "the same command resumes from them\n", out, policy);
 		rc = cli_interrupted ? EXIT_INTERRUPTED : EXIT_FAILURE_GENERIC;
 		goto done;
 	}

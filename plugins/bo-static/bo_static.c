@@ -8,8 +8,10 @@
 #include <string.h>
 
 #include "../common/adaptive.h"
+#include "../common/keys.h"
 #include "../common/masksearch.h"
 #include "../common/ssdkeys.h"
+#include "../common/ssdrun.h"
 #include "skipper/policy.h"
 
 struct bo_static {
@@ -19,6 +21,7 @@ struct bo_static {
 	char *profile, *section; /* owned; NULL = [policy] profile, "mask" */
 	int n_layer;
 	uint8_t *attn, *mlp;     /* [n_layer] */
+	int prof_max_draft;      /* the profile's cap (32 = none; 0 = drafting does not pay) */
 	struct cm_adaptive ad;
 };
 
@@ -29,11 +32,13 @@ static int bs_create(const struct skipper_host *host, void *ctx, void **state)
 		return SKIPPER_POLICY_NOMEM;
 	b->host = host;
 	b->ctx = ctx;
+	b->prof_max_draft = 32;
 	/* paper defaults (skipper-policy-bo-static(5) lists where each comes from) */
 	b->k = (struct cm_ssd_keys){
 		.max_draft = 12, .threshold = 0.6, .adaptive = 1, .alpha = 0.9, .eps = 0.01, .beta1 = 0.5,
-		.beta2 = 0.9, .iterations = 1000, .probes = 3, .calib_prompts = 8, .calib_tokens = 32,
+		.beta2 = 0.9, .iterations = 1000, .probes = 3, .calib_prompts = 4, .calib_tokens = 32,
 		.search_max_draft = 8, .search_threshold = 0.8, .acq_samples = 10000, .acq_starts = 10,
+		.early_stop = 0.75, .ar_every = 10, .confirm = 2, .min_speedup = 1.02,
 	};
 	*state = b;
 	return SKIPPER_POLICY_OK;
@@ -51,23 +56,13 @@ static void bs_destroy(void *state)
 	free(b);
 }
 
-static int set_string(char **dst, const char *v)
-{
-	char *s = strdup(v);
-	if (!s)
-		return SKIPPER_POLICY_NOMEM;
-	free(*dst);
-	*dst = s;
-	return SKIPPER_POLICY_OK;
-}
-
 static int bs_config(void *state, const char *key, const char *value)
 {
 	struct bo_static *b = state;
 	if (!strcmp(key, "profile"))
-		return set_string(&b->profile, value);
+		return cm_set_string(&b->profile, value);
 	if (!strcmp(key, "profile_section"))
-		return set_string(&b->section, value);
+		return cm_set_string(&b->section, value);
 	return cm_ssd_keys_config(b->host, b->ctx, &b->k, key, value);
 }
 
@@ -85,6 +80,11 @@ static int load_profile(struct bo_static *b)
 
 	if ((rc = h->profile_read(b->ctx, path, &p)))
 		return rc; /* model hash / layer count mismatch is reported by the host */
+	b->prof_max_draft = 32;
+	if ((rc = cm_profile_max_draft(h, b->ctx, p, sec, &b->prof_max_draft))) {
+		h->profile_free(b->ctx, p);
+		return rc;
+	}
 	ra = h->profile_get_mask(b->ctx, p, sec, "attn", b->attn);
 	if (ra == SKIPPER_POLICY_OK || ra == SKIPPER_POLICY_UNKNOWN_KEY)
 		rm = h->profile_get_mask(b->ctx, p, sec, "mlp", b->mlp);
@@ -131,30 +131,19 @@ static int bs_begin(void *state, const struct skipper_request *req)
 static int bs_select_draft(void *state, struct skipper_plan *plan)
 {
 	struct bo_static *b = state;
-	if (plan->n_layer != b->n_layer) {
-		b->host->set_error(b->ctx, "plan for %d layers, profile has %d", plan->n_layer, b->n_layer);
-		return SKIPPER_POLICY_ERROR;
-	}
-	memcpy(plan->skip_attn, b->attn, (size_t)b->n_layer);
-	memcpy(plan->skip_mlp, b->mlp, (size_t)b->n_layer);
-	if (plan->max_draft > b->k.max_draft)
-		plan->max_draft = b->k.max_draft;
-	return SKIPPER_POLICY_OK;
+	return cm_ssd_plan(b->host, b->ctx, plan, b->n_layer, b->attn, b->mlp, b->k.max_draft, b->prof_max_draft);
 }
 
-/* conf_j is the raw top probability (Alg. 4), also when sampling. */
 static int bs_should_exit(void *state, const struct skipper_step *step)
 {
 	struct bo_static *b = state;
-	double gamma = b->k.adaptive ? b->ad.gamma : b->k.threshold;
-	return step->top_probs[0] < gamma ? SKIPPER_DRAFT_STOP : SKIPPER_DRAFT_CONTINUE;
+	return cm_ssd_should_exit(&b->k, &b->ad, step);
 }
 
 static int bs_on_accept(void *state, const struct skipper_verdict *v)
 {
 	struct bo_static *b = state;
-	if (b->k.adaptive)
-		cm_adaptive_update(&b->ad, v->n_accepted, v->n_drafted);
+	cm_ssd_on_accept(&b->k, &b->ad, v);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -166,8 +155,8 @@ static int bs_calibrate(void *state, const struct skipper_calibrate *c)
 	struct cm_mask_result res;
 	struct skipper_profile *p = NULL;
 	const char **pr;
+	char *journal;
 	int *idx, n, rc;
-	char buf[64];
 
 	if (b->n_layer <= 0 || c->n_prompts <= 0) {
 		h->set_error(b->ctx, "calibrate needs a model and at least one prompt");
@@ -175,8 +164,9 @@ static int bs_calibrate(void *state, const struct skipper_calibrate *c)
 	}
 	idx = malloc((size_t)c->n_prompts * sizeof *idx);
 	pr = malloc((size_t)c->n_prompts * sizeof *pr);
-	if (!idx || !pr) {
-		free(idx), free(pr);
+	journal = cm_sibling_path(c->output, ".search");
+	if (!idx || !pr || !journal) {
+		free(idx), free(pr), free(journal);
 		return SKIPPER_POLICY_NOMEM;
 	}
 	n = cm_pick(c->n_prompts, b->k.calib_prompts, c->seed, idx);
@@ -185,40 +175,20 @@ static int bs_calibrate(void *state, const struct skipper_calibrate *c)
 	cm_mask_search_setup(&s, &b->k, c);
 	s.n_prompts = n;
 	s.prompts = pr;
+	s.journal = journal;
 	rc = cm_mask_search_run(h, b->ctx, &s, b->attn, b->mlp, &res);
 	if (!rc)
 		rc = h->profile_new(b->ctx, "bo-static", &p);
 	if (!rc)
-		rc = h->profile_set_mask(b->ctx, p, "mask", "attn", b->attn);
-	if (!rc)
-		rc = h->profile_set_mask(b->ctx, p, "mask", "mlp", b->mlp);
-	/* the search record: enough to judge and reproduce the profile */
-#define REC(key, fmt, val)                                                             \
-	if (!rc) {                                                                     \
-		snprintf(buf, sizeof buf, fmt, val);                                   \
-		rc = h->profile_set(b->ctx, p, "calibration", key, buf);               \
-	}
-	REC("iterations", "%d", s.iterations)
-	REC("probes", "%d", s.probes)
-	REC("prompts", "%d", n)
-	REC("tokens_per_prompt", "%d", s.max_tokens)
-	REC("seed", "%llu", (unsigned long long)c->seed)
-	REC("objective", "%s", s.objective == CM_OBJ_EXPECTED ? "expected" : "time")
-	REC("objective_value", "%.4f", res.objective)
-	REC("tokens_per_s", "%.2f", res.tokens_per_s)
-	REC("ar_tokens_per_s", "%.2f", res.ar_tokens_per_s)
-	REC("alpha", "%.3f", res.alpha)
-	REC("mean_accepted", "%.3f", res.mean_accepted)
-	REC("seconds", "%.1f", res.seconds)
-#undef REC
+		rc = cm_mask_record(h, b->ctx, p, "mask", "calibration", &s, &res, b->attn, b->mlp);
 	if (!rc)
 		rc = h->profile_write(b->ctx, p, c->output);
 	if (!rc)
-		h->log(b->ctx, SKIPPER_LOG_INFO, "bo-static: %d evaluations in %.1f s, best %.1f tok/s (autoregressive %.1f)",
+		h->log(b->ctx, SKIPPER_LOG_INFO, "bo-static: %d evaluations in %.1f s, best %.1f tok/s (plain decoding %.1f)",
 		       res.evaluations, res.seconds, res.tokens_per_s, res.ar_tokens_per_s);
 	if (p)
 		h->profile_free(b->ctx, p);
-	free(idx), free(pr);
+	free(idx), free(pr), free(journal);
 	return rc;
 }
 

@@ -3,7 +3,9 @@
 #include <string.h>
 
 #include "bo.h"
+#include "maskjournal.h"
 #include "masksearch.h"
+#include "masktrial.h"
 #include "rng.h"
 
 /* Cost model of a round: a draft step costs c = share of sub-layers still
@@ -19,19 +21,6 @@ static double expected_speedup(const struct skipper_trial_result *r, const uint8
 	 * drafting with every sub-layer skipped is cheap, not free */
 	double c = (double)(dim - k + 1) / (dim + 1), cost = r->drafted * c + r->rounds;
 	return cost > 0 ? r->n_generated / cost : 1.0;
-}
-
-static int evaluate(const struct skipper_host *h, void *ctx, const struct cm_mask_search *s, const uint8_t *z,
-                    struct skipper_trial_result *r)
-{
-	int L = h->n_layer;
-	struct skipper_trial t = {
-		.skip_attn = z, .skip_mlp = z + L, .max_draft = s->max_draft, .threshold = s->gamma0,
-		.n_prompts = s->n_prompts, .prompts = s->prompts, .max_tokens = s->max_tokens,
-		.adaptive = s->adaptive, .target_alpha = s->alpha, .epsilon = s->eps,
-		.beta1 = s->beta1, .beta2 = s->beta2,
-	};
-	return h->trial(ctx, &t, r);
 }
 
 /* The Self-SD authors seeded their search with hand-made sets. Ours: 0 =
@@ -53,78 +42,188 @@ static void probe(int which, int L, uint8_t *z)
 			z[L + l] = 1;
 }
 
-static void report(const struct cm_mask_search *s, int done, int total, double best)
+static void report(const struct cm_mask_search *s, int done, int total, double best, double ar)
 {
-	char what[128];
+	char what[160];
 	if (!s->progress)
 		return;
-	snprintf(what, sizeof what, "%s%sbest %.3f %s", s->label ? s->label : "", s->label ? ": " : "", best,
-	         s->objective == CM_OBJ_EXPECTED ? "expected speedup" : "tok/s");
+	if (done == 0)
+		snprintf(what, sizeof what, "%s%splain decoding %.2f tok/s", s->label ? s->label : "", s->label ? ": " : "",
+		         ar);
+	else if (s->objective == CM_OBJ_EXPECTED)
+		snprintf(what, sizeof what, "%s%sbest %.3f expected speedup", s->label ? s->label : "",
+		         s->label ? ": " : "", best);
+	else
+		snprintf(what, sizeof what, "%s%sbest %.2f tok/s, plain decoding %.2f tok/s", s->label ? s->label : "",
+		         s->label ? ": " : "", best, ar);
 	s->progress(s->progress_ctx, done, total, what);
+}
+
+/* One search step's point: a probe, a journal entry, or the GP's choice. */
+static int next_point(const struct skipper_host *h, void *ctx, const struct cm_mask_search *s, struct cm_bo *bo,
+                      const struct cm_journal *j, int i, double *x, uint8_t *z, double *y, int *replayed)
+{
+	int L = h->n_layer, dim = 2 * L, rc;
+	*replayed = i < j->n;
+	if (*replayed) {
+		if ((rc = cm_journal_get(h, ctx, j, i, x, dim, y)))
+			return rc;
+		cm_bo_binary(x, dim, z);
+	} else if (i < s->probes) {
+		probe(i, L, z);
+		for (int k = 0; k < dim; k++)
+			x[k] = z[k];
+	} else {
+		cm_bo_suggest(bo, x); /* a failed fit still yields a usable random point */
+		cm_bo_binary(x, dim, z);
+	}
+	return SKIPPER_POLICY_OK;
+}
+
+static double objective(const struct cm_mask_search *s, const struct cm_measure *m, const uint8_t *z, int dim)
+{
+	return s->objective == CM_OBJ_EXPECTED ? expected_speedup(&m->r, z, dim) : m->tokens_per_s;
+}
+
+/* The decision on the same footing for both sides: confirm pairs of
+ * (plain, best) trials back to back after the search, so load drift hits
+ * both alike and the best set's number is not the luckiest of many draws;
+ * without them, the search's numbers. The expected objective is exact:
+ * plain decoding scores 1. */
+static int decide(const struct skipper_host *h, void *ctx, const struct cm_mask_search *s, const uint8_t *z,
+                  struct cm_ar_ref *ar, struct cm_mask_result *res)
+{
+	double best = res->tokens_per_s, plain = cm_ar_ref_speed(ar);
+	int rc;
+	if (s->objective == CM_OBJ_EXPECTED) {
+		res->best_cost = res->objective;
+		res->ar_cost = 1.0;
+		res->draft = res->objective > (s->min_speedup > 1 ? s->min_speedup : 1.0);
+		return SKIPPER_POLICY_OK;
+	}
+	if (s->confirm > 0) {
+		struct cm_mask_search full = *s;
+		struct cm_ar_ref pair;
+		double tb = 0;
+		full.early_stop = 0; /* both sides in full */
+		if ((rc = cm_ar_ref_init(&pair, 1)))
+			return rc;
+		for (int k = 0; k < s->confirm && !rc; k++) {
+			struct cm_measure m;
+			if (!(rc = cm_measure(h, ctx, &full, NULL, &pair, &m)) && !(rc = cm_measure(h, ctx, &full, z, &pair, &m))) {
+				tb += m.tokens_per_s > 0 ? 1.0 / m.tokens_per_s : 0;
+				res->ar_trials++;
+				/* full runs: the record's alpha and M (a best set read back
+				 * from the journal has none of its own) */
+				res->alpha = m.r.alpha;
+				res->mean_accepted = m.r.mean_accepted;
+			}
+		}
+		best = tb > 0 ? s->confirm / tb : 0;
+		plain = cm_ar_ref_speed(&pair);
+		cm_ar_ref_free(&pair);
+		if (rc)
+			return rc;
+	}
+	res->best_cost = best > 0 ? 1000.0 / best : 0;
+	res->ar_cost = plain > 0 ? 1000.0 / plain : 0;
+	res->draft = best > plain * (s->min_speedup > 1 ? s->min_speedup : 1.0);
+	return SKIPPER_POLICY_OK;
 }
 
 int cm_mask_search_run(const struct skipper_host *h, void *ctx, const struct cm_mask_search *s, uint8_t *attn,
                        uint8_t *mlp, struct cm_mask_result *res)
 {
-	int L = h->n_layer, dim = 2 * L, rc = SKIPPER_POLICY_OK;
-	int total = s->iterations + s->probes + 1;
+	int L = h->n_layer, dim = 2 * L, rc;
+	int total = s->probes + s->iterations;
 	struct cm_bo_opts o = { .dim = dim, .seed = s->seed, .n_random = s->n_random, .n_starts = s->n_starts };
-	struct skipper_trial_result r;
-	struct cm_bo *bo;
-	double *x, t0 = h->now(ctx), best = 0;
-	uint8_t *z;
+	struct cm_journal j = { 0 };
+	struct cm_ar_ref ar = { 0 };
+	struct cm_measure m;
+	struct cm_bo *bo = NULL;
+	double *x, t0 = h->now(ctx), best = 0, y;
+	uint8_t *z, *zbest;
+	int replayed;
 
 	memset(res, 0, sizeof *res);
 	x = malloc((size_t)dim * sizeof *x);
 	z = malloc((size_t)dim);
-	bo = cm_bo_new(&o);
-	if (!x || !z || !bo) {
-		free(x), free(z), cm_bo_free(bo);
-		return SKIPPER_POLICY_NOMEM;
-	}
-	/* the baseline the search has to beat, reported next to the result */
-	struct skipper_trial ar = { .autoregressive = 1, .n_prompts = s->n_prompts, .prompts = s->prompts,
-	                            .max_tokens = s->max_tokens };
-	if ((rc = h->trial(ctx, &ar, &r)))
+	zbest = calloc((size_t)dim, 1);
+	if (!x || !z || !zbest || (rc = cm_ar_ref_init(&ar, s->n_prompts))) {
+		rc = SKIPPER_POLICY_NOMEM;
 		goto out;
-	res->ar_tokens_per_s = r.tokens_per_s;
-	report(s, 1, total, 0);
-	for (int i = 0; i < s->probes + s->iterations; i++) {
-		if (i < s->probes) {
-			probe(i, L, z);
-			for (int j = 0; j < dim; j++)
-				x[j] = z[j];
-		} else {
-			cm_bo_suggest(bo, x); /* a failed fit still yields a usable random point */
-			cm_bo_binary(x, dim, z);
-		}
-		if ((rc = evaluate(h, ctx, s, z, &r)))
+	}
+	if ((rc = cm_journal_open(h, ctx, s, &j)))
+		goto out;
+	/* A resumed search draws its later points from another stream than an
+	 * uninterrupted one would (replaying the draws would cost every past
+	 * acquisition again); the observations it builds on are the same. */
+	o.seed += (uint64_t)j.n * 0x9e3779b97f4a7c15ull;
+	if (!(bo = cm_bo_new(&o))) {
+		rc = SKIPPER_POLICY_NOMEM;
+		goto out;
+	}
+	int resumed = j.n; /* j.n grows with every evaluation from here on */
+	if (resumed > total)
+		total = resumed;
+	/* the bar to clear, measured first and again every ar_every trials */
+	if ((rc = cm_measure(h, ctx, s, NULL, &ar, &m)))
+		goto out;
+	res->ar_trials++;
+	if (!resumed)
+		report(s, 0, total, 0, cm_ar_ref_speed(&ar));
+	for (int i = 0; i < total; i++) {
+		if ((rc = next_point(h, ctx, s, bo, &j, i, x, z, &y, &replayed)))
 			goto out;
-		double y = s->objective == CM_OBJ_EXPECTED ? expected_speedup(&r, z, dim) : r.tokens_per_s;
+		if (!replayed) {
+			if ((rc = cm_measure(h, ctx, s, z, &ar, &m)))
+				goto out;
+			y = objective(s, &m, z, dim);
+			res->stopped_early += m.stopped > 0;
+			if ((rc = cm_journal_add(h, ctx, &j, x, dim, y)))
+				goto out;
+		}
 		if (cm_bo_observe(bo, x, y)) {
 			rc = SKIPPER_POLICY_NOMEM;
 			goto out;
 		}
 		if (res->evaluations == 0 || y > best) {
 			best = y;
-			res->tokens_per_s = r.tokens_per_s;
-			res->alpha = r.alpha;
-			res->mean_accepted = r.mean_accepted;
+			memcpy(zbest, z, (size_t)dim);
+			if (!replayed) {
+				res->tokens_per_s = m.tokens_per_s;
+				res->alpha = m.r.alpha;
+				res->mean_accepted = m.r.mean_accepted;
+			} else {
+				res->tokens_per_s = s->objective == CM_OBJ_TIME ? y : 0;
+				res->alpha = res->mean_accepted = 0; /* not in the journal; decide() measures them */
+			}
 		}
 		res->evaluations++;
-		report(s, i + 2, total, best);
+		res->resumed += replayed;
+		if (!replayed && s->ar_every > 0 && (i + 1 - resumed) % s->ar_every == 0 && i + 1 < total) {
+			if ((rc = cm_measure(h, ctx, s, NULL, &ar, &m)))
+				goto out;
+			res->ar_trials++;
+		}
+		if (!replayed || i + 1 == resumed)
+			report(s, i + 1, total, best, cm_ar_ref_speed(&ar));
 	}
-	if (cm_bo_best(bo, x, &res->objective) == 0) {
-		cm_bo_binary(x, dim, z);
-		memcpy(attn, z, (size_t)L);
-		memcpy(mlp, z + L, (size_t)L);
-	} else {
-		memset(attn, 0, (size_t)L);
-		memset(mlp, 0, (size_t)L);
+	res->objective = best;
+	res->ar_tokens_per_s = cm_ar_ref_speed(&ar);
+	if (res->evaluations == 0) {
+		h->set_error(ctx, "calibrate: no evaluation to choose from (iterations and probes are 0)");
+		rc = SKIPPER_POLICY_ERROR;
+		goto out;
 	}
+	memcpy(attn, zbest, (size_t)L);
+	memcpy(mlp, zbest + L, (size_t)L);
+	rc = decide(h, ctx, s, zbest, &ar, res);
 out:
 	res->seconds = h->now(ctx) - t0;
-	free(x), free(z), cm_bo_free(bo);
+	cm_journal_close(h, ctx, &j);
+	cm_ar_ref_free(&ar);
+	free(x), free(z), free(zbest), cm_bo_free(bo);
 	return rc;
 }
 
@@ -143,6 +242,10 @@ void cm_mask_search_setup(struct cm_mask_search *s, const struct cm_ssd_keys *k,
 	s->beta2 = k->beta2;
 	s->objective = k->objective;
 	s->seed = c->seed;
+	s->early_stop = k->early_stop;
+	s->ar_every = k->ar_every;
+	s->confirm = k->confirm;
+	s->min_speedup = k->min_speedup;
 	s->n_random = k->acq_samples;
 	s->n_starts = k->acq_starts;
 	s->progress = c->progress;

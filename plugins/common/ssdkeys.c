@@ -1,21 +1,13 @@
 #include <string.h>
 
+#include "keys.h"
 #include "ssdkeys.h"
-
-static int int_key(const struct skipper_host *h, void *ctx, const char *v, int lo, int hi, int *out)
-{
-	int64_t i;
-	int rc = h->parse_int(ctx, v, lo, hi, &i);
-	if (rc == 0)
-		*out = (int)i;
-	return rc;
-}
 
 int cm_ssd_keys_config(const struct skipper_host *h, void *ctx, struct cm_ssd_keys *k, const char *key,
                        const char *v)
 {
 	if (!strcmp(key, "max_draft"))
-		return int_key(h, ctx, v, 1, 32, &k->max_draft);
+		return cm_parse_int(h, ctx, v, 1, 32, &k->max_draft);
 	if (!strcmp(key, "threshold"))
 		return h->parse_double(ctx, v, 0.0, 1.0, &k->threshold);
 	if (!strcmp(key, "adaptive"))
@@ -29,21 +21,29 @@ int cm_ssd_keys_config(const struct skipper_host *h, void *ctx, struct cm_ssd_ke
 	if (!strcmp(key, "beta2"))
 		return h->parse_double(ctx, v, 0.0, 1.0, &k->beta2);
 	if (!strcmp(key, "iterations"))
-		return int_key(h, ctx, v, 0, 100000, &k->iterations);
+		return cm_parse_int(h, ctx, v, 0, 100000, &k->iterations);
 	if (!strcmp(key, "probes"))
-		return int_key(h, ctx, v, 0, 3, &k->probes);
+		return cm_parse_int(h, ctx, v, 0, 3, &k->probes);
 	if (!strcmp(key, "calib_prompts"))
-		return int_key(h, ctx, v, 1, 1000, &k->calib_prompts);
+		return cm_parse_int(h, ctx, v, 1, 1000, &k->calib_prompts);
 	if (!strcmp(key, "calib_tokens"))
-		return int_key(h, ctx, v, 1, 4096, &k->calib_tokens);
+		return cm_parse_int(h, ctx, v, 1, 4096, &k->calib_tokens);
 	if (!strcmp(key, "search_max_draft"))
-		return int_key(h, ctx, v, 1, 32, &k->search_max_draft);
+		return cm_parse_int(h, ctx, v, 1, 32, &k->search_max_draft);
 	if (!strcmp(key, "search_threshold"))
 		return h->parse_double(ctx, v, 0.0, 1.0, &k->search_threshold);
 	if (!strcmp(key, "acq_samples"))
-		return int_key(h, ctx, v, 1, 1000000, &k->acq_samples);
+		return cm_parse_int(h, ctx, v, 1, 1000000, &k->acq_samples);
 	if (!strcmp(key, "acq_starts"))
-		return int_key(h, ctx, v, 1, 1000, &k->acq_starts);
+		return cm_parse_int(h, ctx, v, 1, 1000, &k->acq_starts);
+	if (!strcmp(key, "early_stop"))
+		return h->parse_double(ctx, v, 0.0, 1.0, &k->early_stop);
+	if (!strcmp(key, "ar_every"))
+		return cm_parse_int(h, ctx, v, 0, 100000, &k->ar_every);
+	if (!strcmp(key, "confirm"))
+		return cm_parse_int(h, ctx, v, 0, 100, &k->confirm);
+	if (!strcmp(key, "min_speedup"))
+		return h->parse_double(ctx, v, 0.0, 100.0, &k->min_speedup);
 	if (!strcmp(key, "objective")) {
 		if (strcmp(v, "time") && strcmp(v, "expected")) {
 			h->set_error(ctx, "expected time or expected, got '%s'", v);

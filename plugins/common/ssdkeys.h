@@ -18,6 +18,9 @@ struct cm_ssd_keys {
 	double search_threshold;
 	int acq_samples, acq_starts;
 	int objective;          /* CM_OBJ_* of masksearch.h */
+	double early_stop;      /* cm_mask_search's early_stop, ar_every, confirm */
+	int ar_every, confirm;
+	double min_speedup;
 };
 
 /* Parse one key into k. SKIPPER_POLICY_UNKNOWN_KEY if not one of ours. */
@@ -41,6 +44,10 @@ int cm_ssd_keys_config(const struct skipper_host *h, void *ctx, struct cm_ssd_ke
 	"search_threshold = P calibrate: initial threshold while searching\n"                          \
 	"acq_samples = N      calibrate: random candidates scored per BO step\n"                       \
 	"acq_starts = N       calibrate: candidates refined by local search per BO step\n"                \
-	"objective = time|expected  calibrate: measured tokens/s, or the expected-speedup formula\n"
+	"objective = time|expected  calibrate: measured tokens/s, or the expected-speedup formula\n"          \
+	"early_stop = R       calibrate: end a trial below R x plain decoding's speed (0 = off)\n"          \
+	"ar_every = N         calibrate: a plain-decoding trial after every N evaluations\n"              \
+	"confirm = N          calibrate: (plain, best) trial pairs that decide whether drafting pays\n"       \
+	"min_speedup = S      calibrate: drafting is kept only if at least S x faster than plain decoding\n"
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/keys.h"
 #include "skipper/policy.h"
 
 #define FIXED_MAX_DRAFT 32
@@ -53,53 +54,30 @@ static void fixed_destroy(void *state)
 	free(f);
 }
 
-static int set_string(char **dst, const char *value)
-{
-	char *s = strdup(value);
-	if (!s)
-		return SKIPPER_POLICY_NOMEM;
-	free(*dst);
-	*dst = s;
-	return SKIPPER_POLICY_OK;
-}
-
 static int fixed_config(void *state, const char *key, const char *value)
 {
 	struct fixed *f = state;
 	const struct skipper_host *h = f->host;
-	int64_t i;
 	int rc;
 
 	if (strcmp(key, "attn") == 0 || strcmp(key, "mlp") == 0) {
 		/* Syntax and range now, so a typo is reported at its line. */
 		if ((rc = h->parse_layers(f->ctx, value, NULL, h->n_layer)))
 			return rc;
-		return set_string(key[0] == 'a' ? &f->attn_s : &f->mlp_s, value);
+		return cm_set_string(key[0] == 'a' ? &f->attn_s : &f->mlp_s, value);
 	}
 	if (strcmp(key, "profile") == 0)
-		return set_string(&f->profile, value);
+		return cm_set_string(&f->profile, value);
 	if (strcmp(key, "profile_section") == 0)
-		return set_string(&f->section, value);
-	if (strcmp(key, "draft_length") == 0) {
-		if ((rc = h->parse_int(f->ctx, value, 1, FIXED_MAX_DRAFT, &i)))
-			return rc;
-		f->draft_length = (int)i;
-		return SKIPPER_POLICY_OK;
-	}
-	if (strcmp(key, "max_draft") == 0) {
-		if ((rc = h->parse_int(f->ctx, value, 1, FIXED_MAX_DRAFT, &i)))
-			return rc;
-		f->max_draft = (int)i;
-		return SKIPPER_POLICY_OK;
-	}
+		return cm_set_string(&f->section, value);
+	if (strcmp(key, "draft_length") == 0)
+		return cm_parse_int(h, f->ctx, value, 1, FIXED_MAX_DRAFT, &f->draft_length);
+	if (strcmp(key, "max_draft") == 0)
+		return cm_parse_int(h, f->ctx, value, 1, FIXED_MAX_DRAFT, &f->max_draft);
 	if (strcmp(key, "threshold") == 0)
 		return h->parse_double(f->ctx, value, 0.0, 1.0, &f->threshold);
-	if (strcmp(key, "tree") == 0) {
-		if ((rc = h->parse_int(f->ctx, value, 0, FIXED_MAX_TREE, &i)))
-			return rc;
-		f->tree = (int)i;
-		return SKIPPER_POLICY_OK;
-	}
+	if (strcmp(key, "tree") == 0)
+		return cm_parse_int(h, f->ctx, value, 0, FIXED_MAX_TREE, &f->tree);
 	return SKIPPER_POLICY_UNKNOWN_KEY;
 }
 

@@ -94,6 +94,7 @@ struct run {
 	struct skipper_profile *p;
 	float *anchors, *labels;
 	int n_anchors;
+	const char *journal;   /* resume journal (maskjournal.h) */
 };
 
 static int calibrate_domain(struct run *u, int di, const struct domain *d)
@@ -145,48 +146,21 @@ static int calibrate_domain(struct run *u, int di, const struct domain *d)
 	s.prompts = pr;
 	snprintf(label, sizeof label, "domain %s", d->name);
 	s.label = label;
+	section_name(sec, sizeof sec, d->name);
+	s.journal = u->journal;
+	s.journal_section = sec;
 	if ((rc = cm_mask_search_run(h, r->ctx, &s, attn, mlp, &res)))
 		goto out;
-	section_name(sec, sizeof sec, d->name);
-	rc = h->profile_set_mask(r->ctx, u->p, sec, "attn", attn);
+	snprintf(buf, sizeof buf, "%d", n);
+	if ((rc = h->profile_set(r->ctx, u->p, sec, "embedded_prompts", buf)))
+		goto out;
+	rc = cm_mask_record(h, r->ctx, u->p, sec, sec, &s, &res, attn, mlp);
 	if (!rc)
-		rc = h->profile_set_mask(r->ctx, u->p, sec, "mlp", mlp);
-#define REC(key, fmt, val)                                                      \
-	if (!rc) {                                                              \
-		snprintf(buf, sizeof buf, fmt, val);                            \
-		rc = h->profile_set(r->ctx, u->p, sec, key, buf);               \
-	}
-	REC("embedded_prompts", "%d", n)
-	REC("search_prompts", "%d", m)
-	REC("iterations", "%d", s.iterations)
-	REC("objective", "%s", s.objective == CM_OBJ_EXPECTED ? "expected" : "time")
-	REC("objective_value", "%.4f", res.objective)
-	REC("tokens_per_s", "%.2f", res.tokens_per_s)
-	REC("ar_tokens_per_s", "%.2f", res.ar_tokens_per_s)
-	REC("alpha", "%.3f", res.alpha)
-	REC("mean_accepted", "%.3f", res.mean_accepted)
-	REC("seconds", "%.1f", res.seconds)
-#undef REC
-	if (!rc)
-		h->log(r->ctx, SKIPPER_LOG_INFO, "knn-router: domain %s: %d anchors, best %.1f tok/s (autoregressive %.1f) in %.1f s",
+		h->log(r->ctx, SKIPPER_LOG_INFO, "knn-router: domain %s: %d anchors, best %.1f tok/s (plain decoding %.1f) in %.1f s",
 		       d->name, k, res.tokens_per_s, res.ar_tokens_per_s, res.seconds);
 out:
 	free(sel), free(pick), free(emb), free(pr), free(attn), free(mlp);
 	return rc;
-}
-
-/* OUT.ini -> OUT.anchors.safetensors (OUT.anchors.safetensors for any other name). */
-static char *anchors_file(const char *out)
-{
-	size_t n = strlen(out);
-	char *s = malloc(n + 32);
-	if (!s)
-		return NULL;
-	if (n > 4 && !strcmp(out + n - 4, ".ini"))
-		n -= 4;
-	memcpy(s, out, n);
-	strcpy(s + n, ".anchors.safetensors");
-	return s;
 }
 
 int knn_calibrate(void *state, const struct skipper_calibrate *c)
@@ -196,7 +170,7 @@ int knn_calibrate(void *state, const struct skipper_calibrate *c)
 	struct run u = { .r = r, .c = c };
 	struct domain *d = NULL;
 	int nd = 0, rc;
-	char *afile = NULL, buf[32];
+	char *afile = NULL, *jfile = NULL, buf[32];
 
 	if (h->n_layer <= 0 || c->n_prompts <= 0) {
 		h->set_error(r->ctx, "calibrate needs a model and prompts");
@@ -210,8 +184,9 @@ int knn_calibrate(void *state, const struct skipper_calibrate *c)
 		return rc;
 	u.anchors = malloc((size_t)nd * r->anchors_per_domain * (size_t)h->n_embd * sizeof *u.anchors);
 	u.labels = malloc((size_t)nd * r->anchors_per_domain * sizeof *u.labels);
-	afile = anchors_file(c->output);
-	if (!u.anchors || !u.labels || !afile)
+	afile = cm_sibling_path(c->output, ".anchors.safetensors");
+	u.journal = jfile = cm_sibling_path(c->output, ".search");
+	if (!u.anchors || !u.labels || !afile || !jfile)
 		rc = SKIPPER_POLICY_NOMEM;
 	if (!rc)
 		rc = h->profile_new(r->ctx, "knn-router", &u.p);
@@ -238,6 +213,6 @@ int knn_calibrate(void *state, const struct skipper_calibrate *c)
 		h->profile_free(r->ctx, u.p);
 	for (int i = 0; i < nd; i++)
 		free(d[i].idx);
-	free(d), free(u.anchors), free(u.labels), free(afile);
+	free(d), free(u.anchors), free(u.labels), free(afile), free(jfile);
 	return rc;
 }

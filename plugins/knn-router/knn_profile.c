@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/masksearch.h"
 #include "../common/vec.h"
 #include "knn_router.h"
 
@@ -40,6 +41,13 @@ static int load_domains(struct knn_router *r, const struct skipper_profile *p, c
 		if (!nm)
 			return SKIPPER_POLICY_NOMEM;
 		r->masks = nm;
+		int *nk = realloc(r->max_draft, (size_t)(d + 1) * sizeof *nk);
+		if (!nk)
+			return SKIPPER_POLICY_NOMEM;
+		r->max_draft = nk;
+		nk[d] = 32;
+		if ((rc = cm_profile_max_draft(h, r->ctx, p, sec, &nk[d])))
+			return rc;
 		if (!(r->domains[d] = strdup(sec + 7)))
 			return SKIPPER_POLICY_NOMEM;
 		r->n_domains++;

@@ -8,8 +8,10 @@
 #include <string.h>
 
 #include "../common/adaptive.h"
+#include "../common/keys.h"
 #include "../common/vec.h"
 #include "../common/ssdkeys.h"
+#include "../common/ssdrun.h"
 #include "skipper/policy.h"
 #include "knn_calibrate.h"
 #include "knn_router.h"
@@ -24,8 +26,9 @@ static int kr_create(const struct skipper_host *host, void *ctx, void **state)
 	/* reference-code defaults: static exit 0.8, 12 drafts; adaptive exit off */
 	r->k = (struct cm_ssd_keys){
 		.max_draft = 12, .threshold = 0.8, .adaptive = 0, .alpha = 0.9, .eps = 0.01, .beta1 = 0.5,
-		.beta2 = 0.9, .iterations = 1000, .probes = 3, .calib_prompts = 8, .calib_tokens = 32,
+		.beta2 = 0.9, .iterations = 1000, .probes = 3, .calib_prompts = 4, .calib_tokens = 32,
 		.search_max_draft = 12, .search_threshold = 0.8, .acq_samples = 10000, .acq_starts = 10,
+		.early_stop = 0.75, .ar_every = 10, .confirm = 2, .min_speedup = 1.02,
 	};
 	r->anchors_per_domain = 10;
 	r->embed_prompts = 1000;
@@ -42,6 +45,7 @@ static void kr_destroy(void *state)
 	free(r->anchors);
 	free(r->label);
 	free(r->masks);
+	free(r->max_draft);
 	for (int i = 0; i < r->n_domains; i++)
 		free(r->domains[i]);
 	free(r->domains);
@@ -52,29 +56,13 @@ static int kr_config(void *state, const char *key, const char *value)
 {
 	struct knn_router *r = state;
 	const struct skipper_host *h = r->host;
-	int64_t i;
-	int rc;
 
-	if (!strcmp(key, "profile")) {
-		char *s = strdup(value);
-		if (!s)
-			return SKIPPER_POLICY_NOMEM;
-		free(r->profile);
-		r->profile = s;
-		return SKIPPER_POLICY_OK;
-	}
-	if (!strcmp(key, "anchors_per_domain")) {
-		if ((rc = h->parse_int(r->ctx, value, 1, 1000, &i)))
-			return rc;
-		r->anchors_per_domain = (int)i;
-		return SKIPPER_POLICY_OK;
-	}
-	if (!strcmp(key, "embed_prompts")) {
-		if ((rc = h->parse_int(r->ctx, value, 1, 100000, &i)))
-			return rc;
-		r->embed_prompts = (int)i;
-		return SKIPPER_POLICY_OK;
-	}
+	if (!strcmp(key, "profile"))
+		return cm_set_string(&r->profile, value);
+	if (!strcmp(key, "anchors_per_domain"))
+		return cm_parse_int(h, r->ctx, value, 1, 1000, &r->anchors_per_domain);
+	if (!strcmp(key, "embed_prompts"))
+		return cm_parse_int(h, r->ctx, value, 1, 100000, &r->embed_prompts);
 	return cm_ssd_keys_config(h, r->ctx, &r->k, key, value);
 }
 
@@ -120,30 +108,21 @@ static int kr_begin(void *state, const struct skipper_request *req)
 static int kr_select_draft(void *state, struct skipper_plan *plan)
 {
 	struct knn_router *r = state;
-	int L = r->n_layer;
-	if (plan->n_layer != L) {
-		r->host->set_error(r->ctx, "plan for %d layers, profile has %d", plan->n_layer, L);
-		return SKIPPER_POLICY_ERROR;
-	}
-	memcpy(plan->skip_attn, r->masks + (size_t)r->route * 2 * L, (size_t)L);
-	memcpy(plan->skip_mlp, r->masks + (size_t)r->route * 2 * L + L, (size_t)L);
-	if (plan->max_draft > r->k.max_draft)
-		plan->max_draft = r->k.max_draft;
-	return SKIPPER_POLICY_OK;
+	const uint8_t *m = r->masks + (size_t)r->route * 2 * r->n_layer;
+	return cm_ssd_plan(r->host, r->ctx, plan, r->n_layer, m, m + r->n_layer, r->k.max_draft,
+	                   r->max_draft[r->route]);
 }
 
 static int kr_should_exit(void *state, const struct skipper_step *step)
 {
 	struct knn_router *r = state;
-	double th = r->k.adaptive ? r->ad.gamma : r->k.threshold;
-	return step->top_probs[0] < th ? SKIPPER_DRAFT_STOP : SKIPPER_DRAFT_CONTINUE;
+	return cm_ssd_should_exit(&r->k, &r->ad, step);
 }
 
 static int kr_on_accept(void *state, const struct skipper_verdict *v)
 {
 	struct knn_router *r = state;
-	if (r->k.adaptive)
-		cm_adaptive_update(&r->ad, v->n_accepted, v->n_drafted);
+	cm_ssd_on_accept(&r->k, &r->ad, v);
 	return SKIPPER_POLICY_OK;
 }
 

@@ -19,6 +19,7 @@ struct knn_router {
 	int n_domains;
 	char **domains;          /* [n_domains] owned names */
 	uint8_t *masks;          /* [n_domains][2][n_layer]: attn then mlp */
+	int *max_draft;          /* [n_domains] profile cap (32 = none; 0 = drafting does not pay) */
 	int n_anchors;
 	float *anchors;          /* [n_anchors][n_embd], unit length */
 	int *label;              /* [n_anchors] domain index */

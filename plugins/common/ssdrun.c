@@ -1,0 +1,31 @@
+#include <string.h>
+
+#include "ssdrun.h"
+
+int cm_ssd_plan(const struct skipper_host *h, void *ctx, struct skipper_plan *plan, int n_layer, const uint8_t *attn,
+                const uint8_t *mlp, int k_max, int prof_max)
+{
+	if (plan->n_layer != n_layer) {
+		h->set_error(ctx, "plan for %d layers, profile has %d", plan->n_layer, n_layer);
+		return SKIPPER_POLICY_ERROR;
+	}
+	memcpy(plan->skip_attn, attn, (size_t)n_layer);
+	memcpy(plan->skip_mlp, mlp, (size_t)n_layer);
+	if (plan->max_draft > k_max)
+		plan->max_draft = k_max;
+	if (plan->max_draft > prof_max)
+		plan->max_draft = prof_max; /* calibration found plain decoding faster */
+	return SKIPPER_POLICY_OK;
+}
+
+int cm_ssd_should_exit(const struct cm_ssd_keys *k, const struct cm_adaptive *ad, const struct skipper_step *step)
+{
+	double gamma = k->adaptive ? ad->gamma : k->threshold;
+	return step->top_probs[0] < gamma ? SKIPPER_DRAFT_STOP : SKIPPER_DRAFT_CONTINUE;
+}
+
+void cm_ssd_on_accept(const struct cm_ssd_keys *k, struct cm_adaptive *ad, const struct skipper_verdict *v)
+{
+	if (k->adaptive)
+		cm_adaptive_update(ad, v->n_accepted, v->n_drafted);
+}
