@@ -357,3 +357,16 @@ int skipper_test_model_write(const char *path, const struct skipper_test_model_o
 	vfree(&v);
 	return rc ? -1 : 0;
 }
+
+const char *skipper_test_smollm2_path(char *buf, size_t n)
+{
+	const char *p = getenv("SKIPPER_TEST_MODEL");
+	if (p && *p)
+		return p;
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	if (xdg && *xdg)
+		snprintf(buf, n, "%s/skipper/models/SmolLM2-135M-Instruct.Q4_1.gguf", xdg);
+	else
+		snprintf(buf, n, "%s/.cache/skipper/models/SmolLM2-135M-Instruct.Q4_1.gguf", home ? home : "");
+	return buf;
+}
