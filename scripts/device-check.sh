@@ -16,14 +16,15 @@
 # them. `stash` keeps a carried half in /var/tmp/skipper-device for the
 # next call on the same machine; once both halves are there they are
 # joined, checked against .device/model.sha256 and put in the model cache.
-# SKIPPER_MODEL=PATH names a SmolLM2 file directly. See kernels/bench/README.
+# SKIPPER_MODEL=PATH names a SmolLM2 file directly; DEVICE_TESTS="t1 t2"
+# limits `check` to those tests. See kernels/bench/README.
 set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
 cd "$src" || exit 1
 out=${OUT:-$src/device-out}
 b=$src/build-device
-stash=/var/tmp/skipper-device
-deps=/opt/skipper-deps
+stash=${DEVICE_STASH:-/var/tmp/skipper-device}
+deps=${DEVICE_DEPS_DIR:-/opt/skipper-deps}
 jobs=$(nproc 2>/dev/null || echo 4)
 step_limit=${DEVICE_STEP_TIMEOUT:-560}
 mkdir -p "$out" "$stash"
@@ -104,14 +105,18 @@ dep_flags() {
 		cfg_env="$cfg_env INIH_CFLAGS=-I$deps/usr/include INIH_LIBS=-L$lib\ -linih"
 	pkg-config --exists jansson 2>/dev/null ||
 		cfg_env="$cfg_env JANSSON_CFLAGS=-I$deps/usr/include JANSSON_LIBS=-L$lib\ -ljansson"
-	# libcurl and libcrypto: headers from the package, the image's own library
+	# libcurl and libcrypto: headers from the package, the image's own
+	# library under the link name the -dev package would have given it
+	inc="-I$deps/usr/include/x86_64-linux-gnu\\ -I$deps/usr/include"
 	if ! pkg-config --exists libcurl 2>/dev/null; then
 		so=$(ls /usr/lib/x86_64-linux-gnu/libcurl.so.4 /usr/lib64/libcurl.so.4 2>/dev/null | head -n 1)
-		cfg_env="$cfg_env CURL_CFLAGS=-I$deps/usr/include/x86_64-linux-gnu\ -I$deps/usr/include CURL_LIBS=${so:-NO-libcurl.so.4-on-this-machine}"
+		[ -n "$so" ] && mkdir -p "$lib" && ln -sf "$so" "$lib/libcurl.so"
+		cfg_env="$cfg_env CURL_CFLAGS=$inc CURL_LIBS=-L$lib\ -lcurl"
 	fi
 	if ! pkg-config --exists 'libcrypto >= 3.0' 2>/dev/null; then
 		so=$(ls /usr/lib/x86_64-linux-gnu/libcrypto.so.3 /usr/lib64/libcrypto.so.3 2>/dev/null | head -n 1)
-		cfg_env="$cfg_env OPENSSL_CFLAGS=-I$deps/usr/include/x86_64-linux-gnu\ -I$deps/usr/include OPENSSL_LIBS=${so:-NO-libcrypto.so.3-on-this-machine}"
+		[ -n "$so" ] && mkdir -p "$lib" && ln -sf "$so" "$lib/libcrypto.so"
+		cfg_env="$cfg_env OPENSSL_CFLAGS=$inc OPENSSL_LIBS=-L$lib\ -lcrypto"
 	fi
 	echo "$cfg_env"
 }
@@ -157,7 +162,8 @@ do_check() {
 	else
 		note "- check: nvidia-smi lists no GPU: the GPU tests will skip"
 	fi
-	timeout "$step_limit" make -C "$b" -j"$jobs" check >"$out/check.log" 2>&1
+	# DEVICE_TESTS: only these tests (e.g. to rerun the GPU ones)
+	timeout "$step_limit" make -C "$b" -j"$jobs" check ${DEVICE_TESTS:+TESTS="$DEVICE_TESTS"} >"$out/check.log" 2>&1
 	rc=$?
 	# the failing tests' own logs
 	for r in $(grep -lE '^:test-result: (FAIL|ERROR)' "$b"/tests/*.trs "$b"/tests/*/*.trs 2>/dev/null); do
