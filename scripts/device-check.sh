@@ -38,7 +38,7 @@ env_report() {
 		uname -a
 		cat /etc/os-release 2>/dev/null | head -n 2
 		nvidia-smi 2>&1 | head -n 15
-		for t in nvcc gcc make autoreconf automake libtool pkg-config python3 dpkg apt-get; do
+		for t in nvcc gcc make autoreconf automake libtoolize pkg-config python3 dpkg apt-get; do
 			printf '%-11s %s\n' "$t" "$(command -v $t || echo MISSING)"
 		done
 		nvcc --version 2>&1 | tail -n 2
