@@ -18,37 +18,6 @@ static struct cpu_backend *cpu(struct skipper_backend *be)
 	return (struct cpu_backend *)be;
 }
 
-/* ---------- RoPE frequencies ---------- */
-
-static void rope_freqs(const struct skipper_model *m, int rope_dim, double *f)
-{
-	const struct skipper_hparams *hp = &m->hp;
-	double factor = hp->rope_factor > 0.0f ? hp->rope_factor : 1.0;
-	for (int i = 0; i < rope_dim / 2; i++) {
-		double fr = pow((double)hp->rope_theta, -2.0 * i / rope_dim);
-		/* per-pair factors from the file or the loader (llama3 included) */
-		if (m->rope_freqs)
-			fr /= m->rope_freqs[i];
-		if (hp->rope_scaling == SKIPPER_ROPE_SCALING_LINEAR) {
-			fr /= factor;
-		} else if (hp->rope_scaling == SKIPPER_ROPE_SCALING_LLAMA3 && !m->rope_freqs) {
-			/* Llama-3.1: keep high frequencies, divide low ones by the
-			 * factor, interpolate smoothly in between */
-			double lo = hp->rope_low_freq_factor > 0 ? hp->rope_low_freq_factor : 1.0;
-			double hi = hp->rope_high_freq_factor > 0 ? hp->rope_high_freq_factor : 4.0;
-			double orig = hp->rope_orig_ctx > 0 ? hp->rope_orig_ctx : 8192;
-			double wavelen = 2.0 * M_PI / fr;
-			if (wavelen > orig / lo) {
-				fr /= factor;
-			} else if (wavelen >= orig / hi && hi != lo) {
-				double smooth = (orig / wavelen - lo) / (hi - lo);
-				fr = (1.0 - smooth) * fr / factor + smooth * fr;
-			}
-		}
-		f[i] = fr;
-	}
-}
-
 /* ---------- creation ---------- */
 
 static void cpu_destroy(struct skipper_backend *base)
@@ -225,7 +194,7 @@ int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipp
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "cpu backend: out of memory (n_ctx %d)",
 		                    o->n_ctx);
 	}
-	rope_freqs(m, be->rope_dim, be->rope_freq);
+	skipper_rope_freqs(m, be->rope_dim, be->rope_freq);
 	for (int l = 0; l < be->n_layer; l++) {
 		cpu_row_to_f32(m->layers[l].attn_norm.type, m->layers[l].attn_norm.data,
 		               be->norm_attn + l * ne, (int64_t)ne);

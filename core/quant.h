@@ -6,14 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum skipper_dtype {
-	SKIPPER_F32 = 0,
-	SKIPPER_F16 = 1,
-	SKIPPER_Q4_0 = 2,
-	SKIPPER_Q4_1 = 3,
-	SKIPPER_Q8_0 = 8,
-	SKIPPER_BF16 = 30,
-};
+/* enum skipper_dtype lives in the backend ABI header (the CUDA module needs it). */
+#include "skipper/backend_abi.h"
 
 #define SKIPPER_QK 32 /* elements per block of Q4_0, Q4_1, Q8_0 */
 

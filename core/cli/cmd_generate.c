@@ -205,13 +205,16 @@ int cmd_generate(int argc, char **argv)
 		goto out;
 	}
 	if (json) {
-		json_t *j = json_pack("{s:s, s:s, s:o}", "text", o.text ? o.text : "", "policy",
-		                      skipper_config_get(s.cfg, "policy", "name"), "stats", cli_stats_json(&st));
+		json_t *j = json_pack("{s:s, s:s, s:s, s:o}", "text", o.text ? o.text : "", "policy",
+		                      skipper_config_get(s.cfg, "policy", "name"), "backend",
+		                      s.be->ops->name, "stats", cli_stats_json(&st));
 		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
 		fputc('\n', stdout);
 		json_decref(j);
 	} else if (stats) {
 		cli_print_stats(stderr, &st);
+		fprintf(stderr, "backend            %s%s%s%s\n", s.be->ops->name, s.be->device ? " (" : "",
+		        s.be->device ? s.be->device : "", s.be->device ? ")" : "");
 	}
 	rc = cli_interrupted ? EXIT_INTERRUPTED : EXIT_OK;
 out:

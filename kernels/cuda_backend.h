@@ -1,0 +1,158 @@
+/* Internal state of the CUDA backend module, shared by its host-side files:
+ * cuda_backend.c (entry, creation, weights), cuda_forward.c (forward, head,
+ * CUDA graphs), cuda_services.c (K/V, sub-layer, head argmax, timing).
+ *
+ * Everything lives on one device and one stream. Every buffer is allocated
+ * at create for a chunk of CUDA_CHUNK rows; a forward call allocates nothing
+ * on the device except when a read-only batch outgrows the scratch K/V or a
+ * capture request outgrows the pinned capture buffer (grown once, kept). */
+#ifndef SKIPPER_CUDA_BACKEND_H
+#define SKIPPER_CUDA_BACKEND_H
+
+#include <stdint.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "cuda_kernels.h"
+#include "skipper/backend_abi.h"
+
+#define CUDA_CHUNK 256     /* rows per pass through the layers */
+#define CUDA_HEAD_CHUNK 64 /* rows per LM-head pass (always the skinny GEMM) */
+#define CUDA_GRAPHS 8      /* cached one-token graphs (one per skip mask) */
+
+/* A BF16 matrix on the device: n rows of k. */
+struct cuda_w {
+	uint16_t *p;
+	int k, n;
+};
+
+struct cuda_layer {
+	struct cuda_w wq, wk, wv, wo, gate, up, down;
+};
+
+struct cuda_graph {
+	cudaGraphExec_t exec; /* NULL = free entry */
+	uint8_t *key;         /* [graph_key_len]: skip masks + head flags */
+	uint64_t used;        /* tick of the last replay, for eviction */
+};
+
+struct cuda_backend {
+	struct skipper_backend base;
+	char device_name[256];
+	int dev;
+	cudaStream_t st;
+	cublasHandle_t blas;
+	cudaEvent_t ev0, ev1;
+
+	int n_embd, n_head, n_kv, hd, q_dim, kv_dim, n_ff, n_layer, n_vocab, rope_dim, pairs;
+	float rms_eps, attn_scale;
+	size_t need_model, need_kv, need_work; /* bytes, for out-of-memory messages */
+	size_t dev_free;
+
+	/* weights (device, owned; out.p == tok.p when embeddings are tied) */
+	struct cuda_layer *L; /* host array [n_layer] */
+	struct cuda_w tok, out;
+	float *norm_attn, *norm_ffn, *norm_out; /* [n_layer][n_embd], [n_embd] */
+	double *freq;                           /* [rope_dim / 2] */
+
+	/* K/V cache, F16: [n_layer][n_ctx][kv_dim]; read-only batches use the
+	 * scratch [n_layer][scr_cap][kv_dim] */
+	uint16_t *k_cache, *v_cache, *k_scr, *v_scr;
+	int scr_cap;
+
+	/* one chunk of rows (device) */
+	float *h;          /* [CHUNK][n_embd] residual stream */
+	float *xn;         /* [CHUNK][xn_w] normed input / MLP activation */
+	uint16_t *xb;      /* [CHUNK][xn_w] BF16 copy of an input for cuBLAS */
+	float *q, *k, *v;  /* [CHUNK][q_dim], [CHUNK][kv_dim] x2 */
+	float *att;        /* [CHUNK][q_dim] */
+	float *gate, *up;  /* [CHUNK][n_ff] */
+	float *hx;         /* [HEAD_CHUNK][n_embd] normed head input */
+	float *logits;     /* [HEAD_CHUNK][n_vocab] */
+	int32_t *top_ids;  /* [HEAD_CHUNK][CUDA_MAX_TOPK] */
+	float *top_probs;  /* [HEAD_CHUNK][CUDA_MAX_TOPK] */
+	float *kvr;        /* [2][kv_dim] kv_read staging */
+	int xn_w;
+
+	/* parameters the kernels read (see cuda_kernels.h): device + pinned mirror */
+	int32_t *prm_d, *prm_h;
+	int32_t *par_d;    /* [par_cap] parents of the call (device) */
+	int par_cap;
+	int32_t *idx_d, *idx_h; /* [2][idx_cap] kv_move slots */
+	int idx_cap;
+	int32_t hidx[CUDA_HEAD_CHUNK]; /* out index of each gathered head row */
+
+	/* pinned host staging */
+	int32_t *top_ids_h;
+	float *top_probs_h;
+	float *logits_h;   /* [HEAD_CHUNK][n_vocab], allocated on first use */
+	float *kvr_h;      /* [2][kv_dim] */
+	float *cap_h;      /* captures, grown on demand */
+	size_t cap_h_size;
+
+	/* one-token CUDA graphs */
+	int graphs_on;
+	size_t graph_key_len;
+	uint8_t *graph_key; /* [graph_key_len] scratch for the current key */
+	struct cuda_graph graphs[CUDA_GRAPHS];
+	uint64_t tick;
+};
+
+/* Where the K/V of a call live and which sub-layers run. */
+struct cuda_batch {
+	int kv_write;
+	const int32_t *parent_d; /* device, NULL = chain */
+	const uint8_t *skip_attn, *skip_mlp;
+};
+
+/* Fill err with "cuda: what: <error string>" and return SKIPPER_ERR_BACKEND. */
+int cuda_fail(struct skipper_error *err, const char *what, cudaError_t e);
+int cuda_failf(struct skipper_error *err, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int cublas_fail(struct skipper_error *err, const char *what, cublasStatus_t s);
+
+#define CU_TRY(call, what)                                  \
+	do {                                                \
+		cudaError_t e_ = (call);                    \
+		if (e_ != cudaSuccess)                      \
+			return cuda_fail(err, (what), e_);  \
+	} while (0)
+
+/* Enqueue one sub-layer on rows [r0, r0 + nr) of the call held in be->h
+ * (params already uploaded). */
+int cuda_attn_block(struct cuda_backend *be, const struct cuda_batch *b, int layer, int r0, int nr,
+                    struct skipper_error *err);
+int cuda_mlp_block(struct cuda_backend *be, int layer, int nr, struct skipper_error *err);
+
+/* Enqueue final norm + LM head + top-k (k = 0: none; probs NULL: argmax)
+ * for m (<= CUDA_HEAD_CHUNK) rows of be->h chosen by rows_d (device, NULL =
+ * rows 0..m-1); results are copied to the pinned buffers (and logits to
+ * logits_h when want_logits). */
+int cuda_head(struct cuda_backend *be, const int32_t *rows_d, int m, int k, int want_probs,
+              int want_logits, struct skipper_error *err);
+
+/* Make the read-only scratch hold n rows (grows once, drops cached graphs). */
+int cuda_grow_scratch(struct cuda_backend *be, int n, struct skipper_error *err);
+
+/* Device-side buffers with errors that say how much memory the model needs. */
+int cuda_dalloc(struct cuda_backend *be, void **p, size_t bytes, const char *what,
+                struct skipper_error *err);
+
+void cuda_graphs_clear(struct cuda_backend *be);
+
+int cuda_be_forward(struct skipper_backend *base, const struct skipper_forward *fw,
+                 struct skipper_error *err);
+int cuda_be_kv_move(struct skipper_backend *base, const int32_t *src, const int32_t *dst, int n,
+                 struct skipper_error *err);
+int cuda_be_kv_read(struct skipper_backend *base, int layer, int slot, float *k, float *v,
+                 struct skipper_error *err);
+int cuda_be_sublayer(struct skipper_backend *base, int kind, int layer, int n, float *states,
+                  const int32_t *pos, int n_past, struct skipper_error *err);
+int cuda_be_head_argmax(struct skipper_backend *base, int n, const float *states, int32_t *ids,
+                     struct skipper_error *err);
+int cuda_be_time_sublayer(struct skipper_backend *base, int kind, int layer, int ctx_len,
+                       double *seconds, struct skipper_error *err);
+int cuda_d2d_bandwidth(int device, size_t bytes, double *bytes_per_s, struct skipper_error *err);
+
+#endif
