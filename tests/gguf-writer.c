@@ -23,15 +23,25 @@ static void put(struct buf *b, const void *p, size_t n)
 		b->cap = (b->n + n) * 2 + 64;
 		b->p = xrealloc(b->p, b->cap);
 	}
-	if (n)
+	if (n && p)
 		memcpy(b->p + b->n, p, n);
+	else if (n)
+		memset(b->p + b->n, 0, n); /* room that a generated tensor fills */
 	b->n += n;
 }
 static void put32(struct buf *b, uint32_t v) { put(b, &v, 4); }
 static void put64(struct buf *b, uint64_t v) { put(b, &v, 8); }
 static void putstr(struct buf *b, const char *s) { put64(b, strlen(s)); put(b, s, strlen(s)); }
 
-struct gw_t { char *name; int type, n_dims; int64_t ne[4]; uint8_t *data; uint64_t nbytes; };
+struct gw_t {
+	char *name;
+	int type, n_dims;
+	int64_t ne[4];
+	uint8_t *data;    /* NULL for a generated tensor */
+	uint64_t nbytes, rows, row_bytes;
+	gw_fill_fn fill;  /* generated: bytes made at build/write time */
+	void *ctx;
+};
 
 struct gw {
 	uint32_t version, alignment;
@@ -59,6 +69,7 @@ void gw_free(struct gw *w)
 	for (size_t i = 0; i < w->n_t; i++) {
 		free(w->t[i].name);
 		free(w->t[i].data);
+		free(w->t[i].ctx);
 	}
 	free(w->t);
 	free(w->kv.p);
@@ -130,28 +141,43 @@ void gw_arr(struct gw *w, const char *key, int elem_type, const void *data, size
 	w->n_kv++;
 }
 
-void gw_tensor(struct gw *w, const char *name, int type, int n_dims, const int64_t *ne, const void *data)
+static struct gw_t *add_tensor(struct gw *w, const char *name, int type, int n_dims, const int64_t *ne)
 {
 	struct gw_t t = { 0 };
-	uint64_t rows = 1;
 	t.name = strdup(name);
 	if (!t.name)
 		abort();
 	t.type = type;
 	t.n_dims = n_dims;
+	t.rows = 1;
 	for (int d = 0; d < 4; d++) {
 		t.ne[d] = d < n_dims ? ne[d] : 1;
 		if (d > 0)
-			rows *= (uint64_t)t.ne[d];
+			t.rows *= (uint64_t)t.ne[d];
 	}
-	t.nbytes = skipper_dtype_row_bytes(type, t.ne[0]) * rows;
-	t.data = calloc(1, t.nbytes ? t.nbytes : 1);
-	if (!t.data)
+	t.row_bytes = skipper_dtype_row_bytes(type, t.ne[0]);
+	t.nbytes = t.row_bytes * t.rows;
+	w->t = xrealloc(w->t, (w->n_t + 1) * sizeof *w->t);
+	w->t[w->n_t] = t;
+	return &w->t[w->n_t++];
+}
+
+void gw_tensor(struct gw *w, const char *name, int type, int n_dims, const int64_t *ne, const void *data)
+{
+	struct gw_t *t = add_tensor(w, name, type, n_dims, ne);
+	t->data = calloc(1, t->nbytes ? t->nbytes : 1);
+	if (!t->data)
 		abort();
 	if (data)
-		memcpy(t.data, data, t.nbytes);
-	w->t = xrealloc(w->t, (w->n_t + 1) * sizeof *w->t);
-	w->t[w->n_t++] = t;
+		memcpy(t->data, data, t->nbytes);
+}
+
+void gw_tensor_gen(struct gw *w, const char *name, int type, int n_dims, const int64_t *ne, gw_fill_fn fill,
+                   void *ctx)
+{
+	struct gw_t *t = add_tensor(w, name, type, n_dims, ne);
+	t->fill = fill;
+	t->ctx = ctx;
 }
 
 static void pad_to(struct buf *b, uint64_t a)
@@ -163,7 +189,8 @@ static void pad_to(struct buf *b, uint64_t a)
 	}
 }
 
-void gw_build(struct gw *w, uint8_t **out, size_t *len)
+/* Everything before the data section; fills the layout, size included. */
+static struct buf build_header(struct gw *w)
 {
 	struct buf b = { 0 };
 	struct gw_layout *L = &w->lay;
@@ -204,12 +231,24 @@ void gw_build(struct gw *w, uint8_t **out, size_t *len)
 	}
 	pad_to(&b, w->alignment);
 	L->data_start = b.n;
+	L->size = w->n_t ? L->data_start + L->t[w->n_t - 1].data_off + w->t[w->n_t - 1].nbytes : b.n;
+	return b;
+}
+
+void gw_build(struct gw *w, uint8_t **out, size_t *len)
+{
+	struct buf b = build_header(w);
 	for (size_t i = 0; i < w->n_t; i++) {
-		put(&b, w->t[i].data, w->t[i].nbytes);
+		struct gw_t *t = &w->t[i];
+		if (t->fill) {
+			put(&b, NULL, t->nbytes);
+			t->fill(t->ctx, b.p + b.n - t->nbytes, 0, (int64_t)t->rows);
+		} else {
+			put(&b, t->data, t->nbytes);
+		}
 		if (i + 1 < w->n_t)
 			pad_to(&b, w->alignment);
 	}
-	L->size = b.n;
 	*out = b.p;
 	*len = b.n;
 }
@@ -227,12 +266,45 @@ int gw_dump(const char *path, const void *buf, size_t len)
 	return 0;
 }
 
+/* Streams: the header, then each tensor's bytes (generated ones a block of
+ * rows at a time), so a file far larger than memory can be written. */
 int gw_write_file(struct gw *w, const char *path)
 {
-	uint8_t *buf;
-	size_t len;
-	gw_build(w, &buf, &len);
-	int rc = gw_dump(path, buf, len);
-	free(buf);
+	static const uint8_t zero[64];
+	struct buf b = build_header(w);
+	FILE *f = fopen(path, "wb");
+	size_t cap = 64u << 20;
+	uint8_t *chunk = NULL;
+	int rc = f && fwrite(b.p, 1, b.n, f) == b.n ? 0 : -1;
+	uint64_t at = b.n;
+
+	free(b.p);
+	for (size_t i = 0; i < w->n_t && rc == 0; i++) {
+		struct gw_t *t = &w->t[i];
+		if (!t->fill) {
+			rc = fwrite(t->data, 1, t->nbytes, f) == t->nbytes ? 0 : -1;
+		} else {
+			uint64_t per = t->row_bytes && t->row_bytes < cap ? cap / t->row_bytes : 1;
+			if (!chunk)
+				chunk = xrealloc(NULL, cap > t->row_bytes ? cap : t->row_bytes);
+			else if (t->row_bytes > cap)
+				chunk = xrealloc(chunk, t->row_bytes);
+			for (uint64_t r = 0; r < t->rows && rc == 0; r += per) {
+				uint64_t k = t->rows - r < per ? t->rows - r : per;
+				t->fill(t->ctx, chunk, (int64_t)r, (int64_t)k);
+				rc = fwrite(chunk, 1, k * t->row_bytes, f) == k * t->row_bytes ? 0 : -1;
+			}
+		}
+		at += t->nbytes;
+		while (rc == 0 && i + 1 < w->n_t && at % w->alignment) {
+			size_t k = w->alignment - at % w->alignment;
+			k = k > sizeof zero ? sizeof zero : k;
+			rc = fwrite(zero, 1, k, f) == k ? 0 : -1;
+			at += k;
+		}
+	}
+	free(chunk);
+	if (f && fclose(f) != 0)
+		rc = -1;
 	return rc;
 }

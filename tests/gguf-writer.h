@@ -55,11 +55,21 @@ void gw_raw(struct gw *w, const char *key, uint32_t type, const void *val, size_
  * (row bytes x rows) is copied; NULL data writes zeros. */
 void gw_tensor(struct gw *w, const char *name, int type, int n_dims, const int64_t *ne, const void *data);
 
+/* Tensor whose bytes are made when the file is built or written:
+ * fill(ctx, dst, row0, nrows) writes rows [row0, row0 + nrows) (row = ne[0]
+ * elements) to dst. Tensors are filled in the order they were added, so a
+ * generator may share state (a PRNG) between them. gw_write_file streams
+ * them a block of rows at a time: files larger than memory. ctx is the
+ * writer's: gw_free frees it with free(). */
+typedef void (*gw_fill_fn)(void *ctx, void *dst, int64_t row0, int64_t nrows);
+void gw_tensor_gen(struct gw *w, const char *name, int type, int n_dims, const int64_t *ne, gw_fill_fn fill,
+                   void *ctx);
+
 /* Serialise into *buf (malloc'ed, owned by the caller). The layout stays
  * valid until the next gw_build or gw_free. */
 void gw_build(struct gw *w, uint8_t **buf, size_t *len);
 const struct gw_layout *gw_layout(const struct gw *w);
-/* Build and write to path; 0 on success, -1 on I/O error. */
+/* Write to path (streamed, same bytes as gw_build); 0 on success, -1 on I/O error. */
 int gw_write_file(struct gw *w, const char *path);
 /* Write len bytes of buf to path; 0 / -1. */
 int gw_dump(const char *path, const void *buf, size_t len);

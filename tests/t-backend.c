@@ -12,6 +12,7 @@
 #include "error.h"
 #include "tap.h"
 #include "t-backend-model.h"
+#include "t-backend-util.h"
 
 #define NCTX 192
 #define P 5   /* committed prompt */
@@ -29,73 +30,6 @@ static struct skipper_backend *mk(const struct skipper_model *m, int threads)
 		exit(1);
 	}
 	return be;
-}
-
-/* Forward n rows, logits of every row into lg[n][V]. */
-static int fwd(struct skipper_backend *be, const int32_t *tok, int n, int n_past,
-               const int32_t *parent, const int32_t *pos, int kv_write, const uint8_t *sa,
-               const uint8_t *sm, float *lg)
-{
-	int32_t rows[256];
-	struct skipper_error err = { 0 };
-	for (int i = 0; i < n; i++)
-		rows[i] = i;
-	struct skipper_forward fw = {
-		.n = n, .tokens = tok, .pos = pos, .parent = parent, .n_past = n_past,
-		.kv_write = kv_write, .skip_attn = sa, .skip_mlp = sm,
-		.n_out = lg ? n : 0, .out_rows = rows, .logits = lg,
-	};
-	int rc = be->ops->forward(be, &fw, &err);
-	if (rc)
-		printf("# forward: %s\n", err.msg);
-	return rc;
-}
-
-/* One token at a time, committing each. */
-static int seq(struct skipper_backend *be, const int32_t *tok, int n, int n_past,
-               const uint8_t *sa, const uint8_t *sm, float *lg, int V)
-{
-	for (int i = 0; i < n; i++)
-		if (fwd(be, tok + i, 1, n_past + i, NULL, NULL, 1, sa, sm, lg ? lg + (size_t)i * V : NULL))
-			return -1;
-	return 0;
-}
-
-static size_t cache_bytes(struct skipper_backend *be, float **out)
-{
-	const struct skipper_hparams *hp = &be->model->hp;
-	size_t kvd = (size_t)hp->n_head_kv * hp->head_dim, n = (size_t)hp->n_layer * NCTX * kvd * 2;
-	float *c = malloc(n * sizeof *c);
-	for (int l = 0; l < hp->n_layer; l++)
-		for (int s = 0; s < NCTX; s++) {
-			float *p = c + ((size_t)l * NCTX + s) * kvd * 2;
-			be->ops->kv_read(be, l, s, p, p + kvd, NULL);
-		}
-	*out = c;
-	return n * sizeof *c;
-}
-
-/* Compare caches over slots [0, upto) of every layer. */
-static int cache_eq(struct skipper_backend *a, struct skipper_backend *b, int upto)
-{
-	const struct skipper_hparams *hp = &a->model->hp;
-	int kvd = hp->n_head_kv * hp->head_dim;
-	float *ka = malloc(sizeof(float) * kvd * 4), *kb = ka + 2 * kvd;
-	int same = 1;
-	for (int l = 0; l < hp->n_layer && same; l++)
-		for (int s = 0; s < upto && same; s++) {
-			a->ops->kv_read(a, l, s, ka, ka + kvd, NULL);
-			b->ops->kv_read(b, l, s, kb, kb + kvd, NULL);
-			same = memcmp(ka, kb, sizeof(float) * kvd * 2) == 0;
-		}
-	free(ka);
-	return same;
-}
-
-static void rand_tokens(struct tm_rng *r, int32_t *t, int n, int V)
-{
-	for (int i = 0; i < n; i++)
-		t[i] = (int32_t)(tm_unif(r) * V);
 }
 
 static void test_model(const char *label, const struct tm_opts *o)
@@ -350,25 +284,8 @@ static void test_model(const char *label, const struct tm_opts *o)
 		fwd(b, tok, P, 0, NULL, NULL, 1, NULL, NULL, NULL);
 		int rc = b->ops->forward(b, &fw, &err);
 		int good = rc == 0;
-		for (int o2 = 0; o2 < 2 && good; o2++) {
-			const float *lg = got + (size_t)o2 * V;
-			double mx = -INFINITY, z = 0;
-			for (int v = 0; v < V; v++)
-				mx = fmax(mx, lg[v]);
-			for (int v = 0; v < V; v++)
-				z += exp(lg[v] - mx);
-			for (int k = 0; k < 10; k++) {
-				int32_t id = ids[o2 * 10 + k];
-				good &= fabs(pr[o2 * 10 + k] - exp(lg[id] - mx) / z) < 1e-5;
-				if (k > 0)
-					good &= lg[ids[o2 * 10 + k - 1]] >= lg[id];
-				/* nothing outside the list beats the last one */
-			}
-			int cnt = 0;
-			for (int v = 0; v < V; v++)
-				cnt += lg[v] > lg[ids[o2 * 10 + 9]];
-			good &= cnt <= 9;
-		}
+		for (int o2 = 0; o2 < 2 && good; o2++)
+			good &= topk_consistent(got + (size_t)o2 * V, V, ids + o2 * 10, pr + o2 * 10, 10, 1e-5);
 		ok(good, "%s: top-k descending, probabilities = softmax, nothing better left out", label);
 	}
 

@@ -3,7 +3,9 @@
  *    lengths, chain and tree verification;
  *  - after generation the committed KV cache is bitwise the AR cache;
  *  - speculative sampling (chain and tree) reproduces the exact sequence
- *    distribution of the model (chi-square). */
+ *    distribution of the model (chi-square).
+ * On the backend SKIPPER_TEST_BACKEND names (testbackend.h): t-engine-cuda.sh
+ * runs the same checks on the GPU, or skips where there is none. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 #include "policy_host.h"
 #include "quant.h"
 #include "tap.h"
+#include "testbackend.h"
 #include "testmodel.h"
 #include "tokenizer.h"
 
@@ -145,10 +148,8 @@ struct run {
 
 static void run_open(struct run *r, const struct tp_state *policy)
 {
-	struct skipper_backend_opts bo = { .n_ctx = 256, .n_threads = 1 }; /* thread counts: t-backend */
 	memset(r, 0, sizeof *r);
-	if (skipper_backend_cpu_create(model, &bo, &r->be, &err))
-		BAIL(err.msg);
+	r->be = test_backend_open(model, test_backend_kind(), 256, 1); /* thread counts: t-backend */
 	if (policy) {
 		tp_cfg = *policy;
 		r->env.n_layer = model->hp.n_layer;
@@ -502,7 +503,8 @@ int main(void)
 			BAIL(err.msg);
 		if (skipper_tokenize(tok, "The quick brown fox", 19, 0, 0, &prompt, &n_prompt, &err))
 			BAIL(err.msg);
-		diag("model dtype %s, prompt %zu tokens", skipper_dtype_name(o.dtype), n_prompt);
+		diag("model dtype %s, prompt %zu tokens, backend %s", skipper_dtype_name(o.dtype), n_prompt,
+		     test_backend_name(test_backend_kind()));
 		greedy_lossless(prompt, (int)n_prompt);
 		state_captures(prompt, (int)n_prompt);
 		if (d == 0) {

@@ -3,7 +3,9 @@
 # decoding token for token: 20 Spec-Bench prompts, `fixed` with light, heavy,
 # threshold-exit and tree-verification configurations. `skipper bench`
 # compares every output with `none`'s and exits 1 on any difference.
+# SKIPPER_TEST_BACKEND=cuda runs it on the GPU (t-lossless-cuda.sh).
 set -u
+backend=${SKIPPER_TEST_BACKEND:-cpu}
 model="${SKIPPER_TEST_MODEL:-${XDG_CACHE_HOME:-$HOME/.cache}/skipper/models/SmolLM2-135M-Instruct.Q4_1.gguf}"
 if [ ! -f "$model" ]; then
 	echo "1..0 # SKIP $model not found (scripts/fetch-model.sh fetches it)"
@@ -15,7 +17,8 @@ trap 'rm -rf "$out"' EXIT
 echo "1..6"
 "$top_builddir/skipper" bench --data "$d/specbench-20.jsonl" --max-tokens 32 --warmup 0 \
 	--policies "none,$d/policies/light.ini,$d/policies/heavy.ini,$d/policies/threshold.ini,$d/policies/tree.ini" \
-	--set model.path="$model" --set model.threads=2 --out "$out/r" >"$out/table" 2>"$out/err"
+	--set model.path="$model" --set model.threads=2 --set model.backend="$backend" --out "$out/r" \
+	>"$out/table" 2>"$out/err"
 rc=$?
 sed 's/^/# /' "$out/table" "$out/err"
 [ "$rc" = 0 ] && echo "ok 1 - bench ran, no output differs from none's" || echo "not ok 1 - bench exit $rc"

@@ -28,28 +28,15 @@
 #include "error.h"
 #include "model.h"
 #include "tap.h"
+#include "testmodel.h"
 
 #define LOGIT_TOL 1.5
 #define NEAR_TIE 0.5
 
-static const char *model_path(char *buf, size_t n)
-{
-	const char *p = getenv("SKIPPER_TEST_MODEL");
-	if (p && *p)
-		return p;
-	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	if (xdg && *xdg)
-		snprintf(buf, n, "%s/skipper/models/SmolLM2-135M-Instruct.Q4_1.gguf", xdg);
-	else
-		snprintf(buf, n, "%s/.cache/skipper/models/SmolLM2-135M-Instruct.Q4_1.gguf",
-		         home ? home : "");
-	return buf;
-}
-
 int main(void)
 {
 	char buf[4096], ref_path[4096];
-	const char *path = model_path(buf, sizeof buf);
+	const char *path = skipper_test_smollm2_path(buf, sizeof buf);
 	const char *srcdir = getenv("top_srcdir");
 	struct skipper_error err = { 0 };
 	struct skipper_model *m;

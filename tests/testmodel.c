@@ -196,42 +196,62 @@ static const char llama2_template[] =
 
 /* ---- weights ---------------------------------------------------------------- */
 
+/* Generated tensors draw from the one PRNG stream in file order (the
+ * writer fills them in that order), so a model far larger than memory is
+ * streamed to disk and still has the same bytes as when built in memory. */
+struct gen { int dtype; int64_t cols; float a; uint64_t *rng; };
+
+/* rows of a matrix: uniform with variance scale^2 / fan_in, quantised */
+static void fill_matrix(void *ctx, void *dst, int64_t row0, int64_t nrows)
+{
+	struct gen *g = ctx;
+	size_t rb = skipper_dtype_row_bytes(g->dtype, g->cols);
+	float *row = malloc((size_t)g->cols * sizeof *row);
+	if (!row)
+		abort();
+	for (int64_t r = 0; r < nrows; r++) {
+		for (int64_t c = 0; c < g->cols; c++)
+			row[c] = g->a * unif(g->rng);
+		skipper_quantize_row(g->dtype, row, (uint8_t *)dst + (size_t)r * rb, g->cols);
+	}
+	free(row);
+}
+
+/* a norm vector: 1 + 0.1 * U(-1, 1), F32 */
+static void fill_norm(void *ctx, void *dst, int64_t row0, int64_t nrows)
+{
+	struct gen *g = ctx;
+	float *v = dst;
+	for (int64_t i = 0; i < g->cols; i++)
+		v[i] = 1.0f + 0.1f * unif(g->rng);
+}
+
+static struct gen *gen_new(int dtype, int64_t cols, float a, uint64_t *rng)
+{
+	struct gen *g = malloc(sizeof *g);
+	if (!g)
+		abort();
+	*g = (struct gen){ dtype, cols, a, rng };
+	return g;
+}
+
 /* rows x cols matrix (cols = row length = fan-in), uniform with variance
  * scale^2 / fan_in, quantised to dtype. */
 static int add_matrix(struct gw *w, const char *name, int dtype, int64_t cols, int64_t rows, float scale, uint64_t *rng)
 {
-	size_t rb = skipper_dtype_row_bytes(dtype, cols);
-	if (!rb) {
+	if (!skipper_dtype_row_bytes(dtype, cols)) {
 		fprintf(stderr, "gen-model: %s: row length %lld is not a multiple of the %s block\n", name,
 		        (long long)cols, skipper_dtype_name(dtype));
 		return -1;
 	}
-	float *row = malloc((size_t)cols * sizeof *row);
-	uint8_t *data = malloc(rb * (size_t)rows);
-	if (!row || !data)
-		abort();
-	float a = scale * sqrtf(3.0f / (float)cols);
-	for (int64_t r = 0; r < rows; r++) {
-		for (int64_t c = 0; c < cols; c++)
-			row[c] = a * unif(rng);
-		skipper_quantize_row(dtype, row, data + r * rb, cols);
-	}
 	int64_t ne[2] = { cols, rows };
-	gw_tensor(w, name, dtype, 2, ne, data);
-	free(row);
-	free(data);
+	gw_tensor_gen(w, name, dtype, 2, ne, fill_matrix, gen_new(dtype, cols, scale * sqrtf(3.0f / (float)cols), rng));
 	return 0;
 }
 
 static void add_norm(struct gw *w, const char *name, int64_t n, uint64_t *rng)
 {
-	float *v = malloc((size_t)n * sizeof *v);
-	if (!v)
-		abort();
-	for (int64_t i = 0; i < n; i++)
-		v[i] = 1.0f + 0.1f * unif(rng);
-	gw_tensor(w, name, SKIPPER_F32, 1, &n, v);
-	free(v);
+	gw_tensor_gen(w, name, SKIPPER_F32, 1, &n, fill_norm, gen_new(SKIPPER_F32, n, 0, rng));
 }
 
 int skipper_test_model_write(const char *path, const struct skipper_test_model_opts *o)
@@ -356,4 +376,17 @@ int skipper_test_model_write(const char *path, const struct skipper_test_model_o
 	gw_free(w);
 	vfree(&v);
 	return rc ? -1 : 0;
+}
+
+const char *skipper_test_smollm2_path(char *buf, size_t n)
+{
+	const char *p = getenv("SKIPPER_TEST_MODEL");
+	if (p && *p)
+		return p;
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	if (xdg && *xdg)
+		snprintf(buf, n, "%s/skipper/models/SmolLM2-135M-Instruct.Q4_1.gguf", xdg);
+	else
+		snprintf(buf, n, "%s/.cache/skipper/models/SmolLM2-135M-Instruct.Q4_1.gguf", home ? home : "");
+	return buf;
 }

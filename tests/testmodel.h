@@ -5,6 +5,7 @@
 #ifndef SKIPPER_TESTMODEL_H
 #define SKIPPER_TESTMODEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define SKIPPER_TEST_MAX_LAYERS 64
@@ -39,5 +40,9 @@ int skipper_test_model_parse_layers(struct skipper_test_model_opts *o, const cha
 /* Write the model to path. 0 on success; -1 with a message on stderr (test
  * code) for bad options or I/O errors. */
 int skipper_test_model_write(const char *path, const struct skipper_test_model_opts *o);
+
+/* Where the SmolLM2-135M test model is: $SKIPPER_TEST_MODEL, else the model
+ * cache scripts/fetch-model.sh fills. Returns buf or the variable. */
+const char *skipper_test_smollm2_path(char *buf, size_t n);
 
 #endif
