@@ -10,6 +10,7 @@
 
 #include "clasp_dp.h"
 #include "skipper/policy.h"
+#include "../common/keys.h"
 
 #define CLASP_MAX_DRAFT 32
 
@@ -68,30 +69,21 @@ static void clasp_destroy(void *state)
 	free(c);
 }
 
-static int get_int(struct clasp *c, const char *v, int64_t lo, int64_t hi, int *out)
-{
-	int64_t i;
-	int rc = c->host->parse_int(c->ctx, v, lo, hi, &i);
-	if (!rc)
-		*out = (int)i;
-	return rc;
-}
-
 static int clasp_config(void *state, const char *key, const char *value)
 {
 	struct clasp *c = state;
 	const struct skipper_host *h = c->host;
 
 	if (!strcmp(key, "skip_layers"))
-		return get_int(c, value, 1, 4096, &c->m_layers);
+		return cm_parse_int(h, c->ctx, value, 1, 4096, &c->m_layers);
 	if (!strcmp(key, "skip_ratio"))
 		return h->parse_double(c->ctx, value, 0.01, 0.99, &c->skip_ratio);
 	if (!strcmp(key, "interval"))
-		return get_int(c, value, 1, 1000000, &c->interval);
+		return cm_parse_int(h, c->ctx, value, 1, 1000000, &c->interval);
 	if (!strcmp(key, "threshold"))
 		return h->parse_double(c->ctx, value, 0.0, 1.0, &c->threshold);
 	if (!strcmp(key, "max_draft"))
-		return get_int(c, value, 1, CLASP_MAX_DRAFT, &c->max_draft);
+		return cm_parse_int(h, c->ctx, value, 1, CLASP_MAX_DRAFT, &c->max_draft);
 	if (!strcmp(key, "pin_first"))
 		return h->parse_bool(c->ctx, value, &c->pin_first);
 	if (!strcmp(key, "pin_last"))

@@ -20,6 +20,7 @@
 #include "knap_latency.h"
 #include "knap_pick.h"
 #include "skipper/policy.h"
+#include "../common/keys.h"
 
 #define KS_MAX_DRAFT 32
 #define KS_MAX_ROWS 128
@@ -112,25 +113,6 @@ static void ks_destroy(void *state)
 	free(k);
 }
 
-static int get_int(struct knapspec *k, const char *v, int64_t lo, int64_t hi, int *out)
-{
-	int64_t i;
-	int rc = k->host->parse_int(k->ctx, v, lo, hi, &i);
-	if (!rc)
-		*out = (int)i;
-	return rc;
-}
-
-static int set_string(char **dst, const char *v)
-{
-	char *s = strdup(v);
-	if (!s)
-		return SKIPPER_POLICY_NOMEM;
-	free(*dst);
-	*dst = s;
-	return SKIPPER_POLICY_OK;
-}
-
 static int ks_config(void *state, const char *key, const char *value)
 {
 	struct knapspec *k = state;
@@ -139,25 +121,25 @@ static int ks_config(void *state, const char *key, const char *value)
 	if (!strcmp(key, "tau"))
 		return h->parse_double(k->ctx, value, -1.0, 1.0, &k->tau);
 	if (!strcmp(key, "steps"))
-		return get_int(k, value, 1, 64, &k->m_steps);
+		return cm_parse_int(h, k->ctx, value, 1, 64, &k->m_steps);
 	if (!strcmp(key, "max_rows"))
-		return get_int(k, value, 1, KS_MAX_ROWS, &k->max_rows);
+		return cm_parse_int(h, k->ctx, value, 1, KS_MAX_ROWS, &k->max_rows);
 	if (!strcmp(key, "prefill_rows"))
-		return get_int(k, value, 0, KS_MAX_ROWS, &k->prefill_rows);
+		return cm_parse_int(h, k->ctx, value, 0, KS_MAX_ROWS, &k->prefill_rows);
 	if (!strcmp(key, "max_draft"))
-		return get_int(k, value, 1, KS_MAX_DRAFT, &k->max_draft);
+		return cm_parse_int(h, k->ctx, value, 1, KS_MAX_DRAFT, &k->max_draft);
 	if (!strcmp(key, "threshold"))
 		return h->parse_double(k->ctx, value, 0.0, 1.0, &k->threshold);
 	if (!strcmp(key, "interval"))
-		return get_int(k, value, 1, 1000000, &k->interval);
+		return cm_parse_int(h, k->ctx, value, 1, 1000000, &k->interval);
 	if (!strcmp(key, "restart"))
 		return h->parse_bool(k->ctx, value, &k->restart);
 	if (!strcmp(key, "pin_ends"))
 		return h->parse_bool(k->ctx, value, &k->pin_ends);
 	if (!strcmp(key, "weight_cap"))
-		return get_int(k, value, 0, 1000, &k->weight_cap);
+		return cm_parse_int(h, k->ctx, value, 0, 1000, &k->weight_cap);
 	if (!strcmp(key, "calibrate_points"))
-		return get_int(k, value, 2, 256, &k->calib_points);
+		return cm_parse_int(h, k->ctx, value, 2, 256, &k->calib_points);
 	if (!strcmp(key, "device")) {
 		for (const char *p = value; *p; p++)
 			if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
@@ -169,10 +151,10 @@ static int ks_config(void *state, const char *key, const char *value)
 			h->set_error(k->ctx, "device must not be empty");
 			return SKIPPER_POLICY_ERROR;
 		}
-		return set_string(&k->device, value);
+		return cm_set_string(&k->device, value);
 	}
 	if (!strcmp(key, "profile"))
-		return set_string(&k->profile, value);
+		return cm_set_string(&k->profile, value);
 	return SKIPPER_POLICY_UNKNOWN_KEY;
 }
 

@@ -15,6 +15,7 @@
 
 #include "skipper/policy.h"
 #include "swift_search.h"
+#include "../common/keys.h"
 
 #define SWIFT_MAX_DRAFT 32
 #define SWIFT_ALPHA_WINDOW 50
@@ -87,15 +88,6 @@ static void sw_destroy(void *state)
 	free(w);
 }
 
-static int get_int(struct swift *w, const char *v, int64_t lo, int64_t hi, int *out)
-{
-	int64_t i;
-	int rc = w->host->parse_int(w->ctx, v, lo, hi, &i);
-	if (!rc)
-		*out = (int)i;
-	return rc;
-}
-
 static int sw_config(void *state, const char *key, const char *value)
 {
 	struct swift *w = state;
@@ -104,25 +96,25 @@ static int sw_config(void *state, const char *key, const char *value)
 	if (!strcmp(key, "skip_ratio"))
 		return h->parse_double(w->ctx, value, 0.0, 1.0, &w->ratio);
 	if (!strcmp(key, "gamma"))
-		return get_int(w, value, 1, 1024, &w->gamma);
+		return cm_parse_int(h, w->ctx, value, 1, 1024, &w->gamma);
 	if (!strcmp(key, "max_draft"))
-		return get_int(w, value, 1, SWIFT_MAX_DRAFT, &w->max_draft);
+		return cm_parse_int(h, w->ctx, value, 1, SWIFT_MAX_DRAFT, &w->max_draft);
 	if (!strcmp(key, "threshold"))
 		return h->parse_double(w->ctx, value, 0.0, 1.0, &w->threshold);
 	if (!strcmp(key, "max_steps"))
-		return get_int(w, value, 0, 1000000, &w->s.max_steps);
+		return cm_parse_int(h, w->ctx, value, 0, 1000000, &w->s.max_steps);
 	if (!strcmp(key, "bo_interval"))
-		return get_int(w, value, 1, 1000000, &w->s.beta);
+		return cm_parse_int(h, w->ctx, value, 1, 1000000, &w->s.beta);
 	if (!strcmp(key, "bayes"))
 		return h->parse_bool(w->ctx, value, &w->s.bayes);
 	if (!strcmp(key, "bo_candidates"))
-		return get_int(w, value, 1, 10000000, &w->s.n_cand);
+		return cm_parse_int(h, w->ctx, value, 1, 10000000, &w->s.n_cand);
 	if (!strcmp(key, "gp_window"))
-		return get_int(w, value, 2, 4096, &w->s.gp_window);
+		return cm_parse_int(h, w->ctx, value, 2, 4096, &w->s.gp_window);
 	if (!strcmp(key, "kappa"))
 		return h->parse_double(w->ctx, value, 0.0, 100.0, &w->s.kappa);
 	if (!strcmp(key, "max_tol"))
-		return get_int(w, value, 0, 1000000, &w->s.max_tol);
+		return cm_parse_int(h, w->ctx, value, 0, 1000000, &w->s.max_tol);
 	if (!strcmp(key, "max_score"))
 		return h->parse_double(w->ctx, value, 0.0, 1.0, &w->s.max_score);
 	if (!strcmp(key, "rearm"))
