@@ -387,22 +387,16 @@ static void exact_next(struct skipper_backend *be, const int32_t *seq, int n, fl
 	free(scratch);
 }
 
-struct cell {
-	int32_t t[SEQ];
-	double p;
-	int count;
-};
-
 static void sampling_distribution(int32_t *prompt, int n_prompt, int width)
 {
 	int nv = model->hp.n_vocab, n_cells = 0, N = 4000, L = model->hp.n_layer;
-	struct cell cells[64];
+	struct skipper_test_cell cells[64];
 	float *p1 = malloc(nv * sizeof *p1), *p2 = malloc(nv * sizeof *p2), *p3 = malloc(nv * sizeof *p3);
 	int32_t seq[300];
 	struct run ex, ssd;
 	struct tp_state pol = { .n_layer = L, .k = 2, .width = width };
-	double chi = 0, other_p = 0;
-	int other_n = 0, df = -1, outside = 0;
+	double chi;
+	int df, outside = 0;
 
 	mask_set(pol.attn, "1", L); /* a poor draft: many rejections */
 	mask_set(pol.mlp, "01", L);
@@ -415,7 +409,7 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width)
 		if (p1[a] <= 0)
 			continue;
 		if (skipper_tokenizer_is_eog(tok, a)) {
-			cells[n_cells++] = (struct cell){ { a, -1, -1 }, p1[a], 0 };
+			cells[n_cells++] = (struct skipper_test_cell){ { a, -1, -1 }, p1[a], 0 };
 			continue;
 		}
 		seq[n_prompt] = a;
@@ -424,14 +418,14 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width)
 			if (p2[b] <= 0)
 				continue;
 			if (skipper_tokenizer_is_eog(tok, b)) {
-				cells[n_cells++] = (struct cell){ { a, b, -1 }, (double)p1[a] * p2[b], 0 };
+				cells[n_cells++] = (struct skipper_test_cell){ { a, b, -1 }, (double)p1[a] * p2[b], 0 };
 				continue;
 			}
 			seq[n_prompt + 1] = b;
 			exact_next(ex.be, seq, n_prompt + 2, p3);
 			for (int c = 0; c < nv; c++)
 				if (p3[c] > 0 && n_cells < 64)
-					cells[n_cells++] = (struct cell){ { a, b, c }, (double)p1[a] * p2[b] * p3[c], 0 };
+					cells[n_cells++] = (struct skipper_test_cell){ { a, b, c }, (double)p1[a] * p2[b] * p3[c], 0 };
 		}
 	}
 	run_close(&ex);
@@ -455,21 +449,7 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width)
 		outside += !found; /* EOS ends early or a token outside top-k */
 	}
 	run_close(&ssd);
-	/* Pool cells expected below 5 (chi-square needs that). */
-	for (int c = 0; c < n_cells; c++) {
-		double e = cells[c].p * N;
-		if (e < 5) {
-			other_p += cells[c].p;
-			other_n += cells[c].count;
-			continue;
-		}
-		chi += (cells[c].count - e) * (cells[c].count - e) / e;
-		df++;
-	}
-	if (other_p * N >= 5) {
-		chi += (other_n - other_p * N) * (other_n - other_p * N) / (other_p * N);
-		df++;
-	}
+	chi = skipper_test_chi_square(cells, n_cells, N, &df);
 	diag("%s sampling: %d cells, df %d, chi-square %.2f, %d outside", width > 1 ? "tree" : "chain", n_cells, df,
 	     chi, outside);
 	/* 0.1% critical value ~ df + 3.1*sqrt(2 df) + 2 (Wilson-Hilferty bound is

@@ -207,11 +207,11 @@ static void sampling(struct skipper_model *model, struct skipper_tokenizer *tok,
 {
 	struct skipper_backend_opts bo = { .n_ctx = 64, .n_threads = 1 };
 	struct skipper_backend *ex;
-	int nv = model->hp.n_vocab, n_cells = 0, N = 2000, df = -1, outside = 0, other_n = 0, trees = 0;
-	struct { int32_t t[SEQ]; double p; int count; } cells[64];
+	int nv = model->hp.n_vocab, n_cells = 0, N = 2000, df, outside = 0, trees = 0;
+	struct skipper_test_cell cells[64];
 	float *p1 = malloc((size_t)nv * 4), *p2 = malloc((size_t)nv * 4), *p3 = malloc((size_t)nv * 4);
 	int32_t seq[128];
-	double chi = 0, other_p = 0;
+	double chi;
 
 	if (skipper_backend_cpu_create(model, &bo, &ex, &err))
 		BAIL(err.msg);
@@ -253,20 +253,7 @@ static void sampling(struct skipper_model *model, struct skipper_tokenizer *tok,
 			}
 		outside += !found;
 	}
-	for (int c = 0; c < n_cells; c++) {
-		double e = cells[c].p * N;
-		if (e < 5) {
-			other_p += cells[c].p;
-			other_n += cells[c].count;
-			continue;
-		}
-		chi += (cells[c].count - e) * (cells[c].count - e) / e;
-		df++;
-	}
-	if (other_p * N >= 5) {
-		chi += (other_n - other_p * N) * (other_n - other_p * N) / (other_p * N);
-		df++;
-	}
+	chi = skipper_test_chi_square(cells, n_cells, N, &df);
 	diag("swift tree sampling: %d cells, df %d, chi-square %.2f, %d outside, %d runs drafted", n_cells, df, chi,
 	     outside, trees);
 	ok(df >= 3 && chi < df + 3.3 * sqrt(2.0 * df) + 3 && outside == 0 && trees > N / 2,

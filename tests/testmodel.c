@@ -390,3 +390,27 @@ const char *skipper_test_smollm2_path(char *buf, size_t n)
 		snprintf(buf, n, "%s/.cache/skipper/models/SmolLM2-135M-Instruct.Q4_1.gguf", home ? home : "");
 	return buf;
 }
+
+double skipper_test_chi_square(const struct skipper_test_cell *c, int n_cells, int n_draws, int *df)
+{
+	double chi = 0, other_p = 0;
+	int other_n = 0;
+
+	*df = -1;
+	for (int i = 0; i < n_cells; i++) {
+		double e = c[i].p * n_draws;
+		if (e < 5) {
+			other_p += c[i].p;
+			other_n += c[i].count;
+			continue;
+		}
+		chi += (c[i].count - e) * (c[i].count - e) / e;
+		(*df)++;
+	}
+	if (other_p * n_draws >= 5) {
+		double e = other_p * n_draws;
+		chi += (other_n - e) * (other_n - e) / e;
+		(*df)++;
+	}
+	return chi;
+}

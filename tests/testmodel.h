@@ -45,4 +45,17 @@ int skipper_test_model_write(const char *path, const struct skipper_test_model_o
  * cache scripts/fetch-model.sh fills. Returns buf or the variable. */
 const char *skipper_test_smollm2_path(char *buf, size_t n);
 
+/* Sampling tests: a 3-token sequence, its exact probability under the
+ * model and how often it was drawn. */
+struct skipper_test_cell {
+	int32_t t[3];
+	double p;
+	int count;
+};
+
+/* Pearson chi-square of the counts against n_draws * p. Cells expected
+ * below 5 are pooled into one cell (kept when that pool is expected at 5
+ * or more), as the test needs; *df = cells used - 1. */
+double skipper_test_chi_square(const struct skipper_test_cell *c, int n_cells, int n_draws, int *df);
+
 #endif
