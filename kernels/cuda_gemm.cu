@@ -115,6 +115,8 @@ k_skinny(const uint4 *__restrict__ W, int k, int n, const float *__restrict__ X,
 		for (int cc = 0; cc < COLS; cc++)
 #pragma unroll
 			for (int r = 0; r < SK_ROWS; r++) {
+				if (r >= rn)
+					continue; /* rn is the same in every lane: no shuffle is split */
 				float s = acc[cc][r];
 				/* fixed tree: lane l ends with the same sum for every l */
 				s += __shfl_xor_sync(0xffffffffu, s, 16);
@@ -122,7 +124,7 @@ k_skinny(const uint4 *__restrict__ W, int k, int n, const float *__restrict__ X,
 				s += __shfl_xor_sync(0xffffffffu, s, 4);
 				s += __shfl_xor_sync(0xffffffffu, s, 2);
 				s += __shfl_xor_sync(0xffffffffu, s, 1);
-				if (lane == 0 && r < rn && cc < ncol) {
+				if (lane == 0 && cc < ncol) {
 					float *y = Y + (size_t)(r0 + r) * ldy + j0 + cc;
 					*y = accumulate ? *y + s : s;
 				}
