@@ -215,6 +215,61 @@ static inline struct tm_model *tm_build(const struct tm_opts *o)
 	return t;
 }
 
+/* w's values rounded to BF16 (dequantised first): the matrix the CUDA
+ * backend uploads. Returns w itself for F32 vectors (norms stay F32). */
+static inline void tm_bf16_weight(struct tm_model *t, const struct skipper_weight *w, struct skipper_weight *out)
+{
+	*out = *w;
+	if (w->ne1 == 1 && w->type == SKIPPER_F32)
+		return;
+	float *row = malloc((size_t)w->ne0 * sizeof *row);
+	uint16_t *data = malloc((size_t)w->ne0 * (size_t)w->ne1 * 2);
+	for (int64_t j = 0; j < w->ne1; j++) {
+		skipper_dequant_row(w->type, (const char *)w->data + (size_t)j * w->row_bytes, row, w->ne0);
+		for (int64_t i = 0; i < w->ne0; i++)
+			data[j * w->ne0 + i] = skipper_f32_to_bf16(row[i]);
+	}
+	free(row);
+	out->type = SKIPPER_BF16;
+	out->row_bytes = (size_t)w->ne0 * 2;
+	out->data = data;
+	t->bufs[t->nbufs++] = data;
+}
+
+/* The model the CUDA backend computes with: src with every matrix in BF16.
+ * The CPU backend running it differs from the GPU only in arithmetic order,
+ * which is what a parity test should look at; src's own dtype adds the
+ * (by design) rounding of weights to BF16 on top. */
+static inline struct tm_model *tm_bf16_twin(const struct tm_model *src)
+{
+	struct tm_model *t = calloc(1, sizeof *t);
+	struct skipper_model *m = &t->m;
+	const struct skipper_model *s = &src->m;
+	int L = s->hp.n_layer;
+
+	*m = *s;
+	tm_bf16_weight(t, &s->tok_embd, &m->tok_embd);
+	if (s->tied_embeddings)
+		m->output = m->tok_embd;
+	else
+		tm_bf16_weight(t, &s->output, &m->output);
+	m->layers = calloc((size_t)L, sizeof *m->layers);
+	t->bufs[t->nbufs++] = m->layers;
+	for (int l = 0; l < L; l++) {
+		const struct skipper_layer *a = &s->layers[l];
+		struct skipper_layer *b = &m->layers[l];
+		*b = *a;
+		tm_bf16_weight(t, &a->wq, &b->wq);
+		tm_bf16_weight(t, &a->wk, &b->wk);
+		tm_bf16_weight(t, &a->wv, &b->wv);
+		tm_bf16_weight(t, &a->wo, &b->wo);
+		tm_bf16_weight(t, &a->w_gate, &b->w_gate);
+		tm_bf16_weight(t, &a->w_up, &b->w_up);
+		tm_bf16_weight(t, &a->w_down, &b->w_down);
+	}
+	return t;
+}
+
 static inline void tm_free(struct tm_model *t)
 {
 	for (int i = 0; i < t->nbufs; i++)

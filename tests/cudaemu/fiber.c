@@ -70,8 +70,9 @@ static struct {
 } S;
 
 #if defined(__x86_64__)
-/* cudaemu_swap(&save_sp, new_sp): push the callee-saved registers, MXCSR
- * and the x87 control word, switch stacks, pop the other side's. */
+/* cudaemu_swap(&save_sp, new_sp): push the callee-saved registers, switch
+ * stacks, pop the other side's. MXCSR and the x87 control word are left
+ * alone: nothing here changes rounding modes. */
 void cudaemu_swap(void **save_sp, void *new_sp) __attribute__((visibility("hidden")));
 __asm__(".text\n"
         ".globl cudaemu_swap\n"
@@ -79,10 +80,8 @@ __asm__(".text\n"
         ".type cudaemu_swap,@function\n"
         "cudaemu_swap:\n"
         "\tpushq %rbp\n\tpushq %rbx\n\tpushq %r12\n\tpushq %r13\n\tpushq %r14\n\tpushq %r15\n"
-        "\tsubq $8, %rsp\n\tstmxcsr (%rsp)\n\tfnstcw 4(%rsp)\n"
         "\tmovq %rsp, (%rdi)\n"
         "\tmovq %rsi, %rsp\n"
-        "\tldmxcsr (%rsp)\n\tfldcw 4(%rsp)\n\taddq $8, %rsp\n"
         "\tpopq %r15\n\tpopq %r14\n\tpopq %r13\n\tpopq %r12\n\tpopq %rbx\n\tpopq %rbp\n"
         "\tret\n"
         ".size cudaemu_swap, .-cudaemu_swap\n");
@@ -118,19 +117,18 @@ static void jump(struct ctx *from, const struct ctx *to, int exiting)
  * passed with no fiber getting anywhere (a deadlock). */
 static struct fiber *next_fiber(void)
 {
-	unsigned i = (unsigned)(S.cur - S.f);
-	for (unsigned k = 1; k <= S.n; k++) {
-		unsigned j = (i + k) % S.n;
-		if (S.f[j].done)
-			continue;
-		if (j <= i) { /* a new round */
+	struct fiber *f = S.cur, *end = S.f + S.n;
+	for (unsigned k = 0; k < S.n; k++) {
+		if (++f == end) { /* a new round */
+			f = S.f;
 			if (S.progress == S.progress_at_wrap) {
 				S.deadlock = 1;
 				return NULL;
 			}
 			S.progress_at_wrap = S.progress;
 		}
-		return &S.f[j];
+		if (!f->done)
+			return f;
 	}
 	return NULL;
 }
@@ -180,7 +178,6 @@ static void fiber_init(struct fiber *f)
 	*--sp = (uint64_t)(uintptr_t)fiber_main; /* where cudaemu_swap's ret goes */
 	for (int i = 0; i < 6; i++)
 		*--sp = 0;                  /* rbp rbx r12 r13 r14 r15 */
-	*--sp = 0x1f80u | ((uint64_t)0x037f << 32); /* default MXCSR, x87 control word */
 	f->ctx.sp = sp;
 #else
 	getcontext(&f->ctx.uc);

@@ -283,8 +283,25 @@ void call_body(void *p)
 	(*static_cast<std::function<void()> *>(p))();
 }
 
+/* SKIPPER_CUDAEMU_PROFILE=1: seconds and launches per kernel, at exit */
+std::map<std::string, std::pair<long, double>> profile;
+
+void print_profile()
+{
+	for (const auto &k : profile)
+		fprintf(stderr, "cudaemu: %-16s %8ld launches %9.3f s\n", k.first.c_str(), k.second.first,
+		        k.second.second);
+}
+
 void run_kernel(const std::string &name, dim3 grid, dim3 block, std::function<void()> &body)
 {
+	static int prof = -1;
+	if (prof < 0) {
+		const char *v = getenv("SKIPPER_CUDAEMU_PROFILE");
+		if ((prof = v && *v == '1'))
+			atexit(print_profile);
+	}
+	double t0 = prof ? now() : 0.0;
 	struct cudaemu_block b;
 	char why[256];
 	b.block_dim = block;
@@ -302,6 +319,10 @@ void run_kernel(const std::string &name, dim3 grid, dim3 block, std::function<vo
 					return;
 				}
 			}
+	if (prof) {
+		profile[name].first++;
+		profile[name].second += now() - t0;
+	}
 }
 
 } /* namespace */
