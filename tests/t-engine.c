@@ -26,7 +26,9 @@ static struct skipper_model *model;
 
 /* SKIPPER_TEST_QUICK=1 (t-cudaemu-engine.sh: emulated kernels are slow)
  * trims the greedy grid to a fixed and a random mask at two draft lengths
- * and the sampling test to fewer samples; every kind of check still runs. */
+ * and leaves out the sampling test (thousands of generations; the device's
+ * top-k probabilities are checked by t-cuda-backend, the sampling logic
+ * does not depend on the backend and is checked on the CPU). */
 static int quick(void)
 {
 	const char *q = getenv("SKIPPER_TEST_QUICK");
@@ -400,7 +402,7 @@ static void exact_next(struct skipper_backend *be, const int32_t *seq, int n, fl
 
 static void sampling_distribution(int32_t *prompt, int n_prompt, int width)
 {
-	int nv = model->hp.n_vocab, n_cells = 0, N = quick() ? 600 : 4000, L = model->hp.n_layer;
+	int nv = model->hp.n_vocab, n_cells = 0, N = 4000, L = model->hp.n_layer;
 	struct skipper_test_cell cells[64];
 	float *p1 = malloc(nv * sizeof *p1), *p2 = malloc(nv * sizeof *p2), *p3 = malloc(nv * sizeof *p3);
 	int32_t seq[300];
@@ -498,7 +500,9 @@ int main(void)
 		     test_backend_name(test_backend_kind()));
 		greedy_lossless(prompt, (int)n_prompt);
 		state_captures(prompt, (int)n_prompt);
-		if (d == 0) {
+		if (d == 0 && quick()) {
+			diag("SKIPPER_TEST_QUICK: sampling distribution not tested");
+		} else if (d == 0) {
 			sampling_distribution(prompt, (int)n_prompt, 1);
 			sampling_distribution(prompt, (int)n_prompt, 3);
 		}
