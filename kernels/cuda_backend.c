@@ -51,8 +51,8 @@ int cuda_dalloc(struct cuda_backend *be, void **p, size_t bytes, const char *wha
 	*p = NULL;
 	cudaGetLastError(); /* not sticky, but keep it out of later checks */
 	return cuda_failf(err, e == cudaErrorMemoryAllocation ? SKIPPER_ERR_NOMEM : SKIPPER_ERR_BACKEND,
-	                  "cuda: cudaMalloc %s (%.1f MiB): %s; model needs %.0f MiB + KV %.0f MiB + "
-	                  "work %.0f MiB, device had %.0f MiB free",
+	                  "cuda: cudaMalloc %s (%.1f MiB): %s; model needs %.1f MiB + KV %.1f MiB + "
+	                  "work %.1f MiB, device had %.1f MiB free",
 	                  what, MIB(bytes), cudaGetErrorString(e), MIB(be->need_model),
 	                  MIB(be->need_kv), MIB(be->need_work), MIB(be->dev_free));
 }
@@ -435,8 +435,8 @@ static int cuda_create(const struct skipper_model *m, const struct skipper_backe
 	}
 	if (be->need_model + be->need_kv + be->need_work > be->dev_free) {
 		rc = cuda_failf(err, SKIPPER_ERR_NOMEM,
-		                "cuda backend: model needs %.0f MiB + KV %.0f MiB (n_ctx %d) + work %.0f "
-		                "MiB, device %s has %.0f MiB free",
+		                "cuda backend: model needs %.1f MiB + KV %.1f MiB (n_ctx %d) + work %.1f "
+		                "MiB, device %s has %.1f MiB free",
 		                MIB(be->need_model), MIB(be->need_kv), o->n_ctx, MIB(be->need_work),
 		                be->device_name, MIB(be->dev_free));
 		cuda_destroy(&be->base);

@@ -158,6 +158,8 @@ struct tm_opts {
 	int rope_scaling;
 	int n_layer;
 	uint64_t seed;
+	/* 0: the tiny defaults (64 wide, 96 FF, 4 heads of 16 over 2 KV heads) */
+	int n_embd, n_ff, n_head, n_head_kv, head_dim;
 };
 
 static inline struct tm_model *tm_build(const struct tm_opts *o)
@@ -170,17 +172,17 @@ static inline struct tm_model *tm_build(const struct tm_opts *o)
 	strcpy(m->arch, "llama");
 	strcpy(m->name, "tiny");
 	hp->n_vocab = 160;
-	hp->n_embd = 64;
+	hp->n_embd = o->n_embd ? o->n_embd : 64;
 	hp->n_layer = o->n_layer;
-	hp->n_head = 4;
-	hp->n_head_kv = 2;
-	hp->head_dim = 16;
-	hp->n_ff = 96;
+	hp->n_head = o->n_head ? o->n_head : 4;
+	hp->n_head_kv = o->n_head_kv ? o->n_head_kv : 2;
+	hp->head_dim = o->head_dim ? o->head_dim : 16;
+	hp->n_ff = o->n_ff ? o->n_ff : 96;
 	hp->n_ctx_train = 512;
 	hp->rope_theta = 10000.0f;
 	hp->rms_eps = 1e-5f;
 	hp->rope_style = o->rope_style;
-	hp->rope_dim = 16;
+	hp->rope_dim = hp->head_dim;
 	hp->rope_scaling = o->rope_scaling;
 	hp->rope_factor = 8.0f;
 	hp->rope_low_freq_factor = 1.0f;

@@ -398,10 +398,12 @@ static void test_model(const char *label, const struct tm_opts *o)
 	int32_t tok[P + NCHUNK];
 	float *ref = malloc(sizeof(float) * V * NCHUNK), *got = malloc(sizeof(float) * V * NCHUNK);
 	float *cref = malloc(sizeof(float) * V * NCHUNK);
-	/* the CPU runs the weights the GPU holds (see the tolerance note) */
+	/* the CPU runs the weights the GPU holds (see the tolerance note); so
+	 * does a CPU standing in for the GPU */
 	struct tm_model *twin = tm_bf16_twin(tm);
+	const struct skipper_model *gm = test_cuda_standin() ? &twin->m : m;
 	/* CUDA first: where there is none, nothing has been printed yet and the file skips */
-	struct skipper_backend *a = cuda(m), *b = cuda(m), *c = cpu(&twin->m);
+	struct skipper_backend *a = cuda(gm), *b = cuda(gm), *c = cpu(&twin->m);
 	struct skipper_error err = { 0 };
 
 	rand_tokens(&r, tok, P + NCHUNK, V);
@@ -553,6 +555,12 @@ int main(void)
 		}
 		test_model(types[i].name, &o);
 	}
+	/* wider, one layer: K = 1824 runs the skinny GEMM's unrolled main loops
+	 * (the tiny models' K of 64 and 96 reach only its tail loop), K > 256
+	 * every level of its shuffle tree, head_dim 128 as Llama's */
+	struct tm_opts w = { .type = SKIPPER_BF16, .n_layer = 1, .seed = 97, .rope_style = SKIPPER_ROPE_HALVES,
+	                     .n_embd = 256, .n_ff = 1824, .n_head = 2, .n_head_kv = 1, .head_dim = 128 };
+	test_model("wide bf16", &w);
 	test_smollm2();
 	return tap_done();
 }

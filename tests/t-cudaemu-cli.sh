@@ -55,4 +55,4 @@ refused $? "no driver" "no NVIDIA driver: libcuda.so cannot be loaded"
 SKIPPER_CUDAEMU_DRIVER=12020 gen
 refused $? "driver older than the runtime" "NVIDIA driver (CUDA 12.2) is older than the CUDA runtime"
 SKIPPER_CUDAEMU_MEM_MIB=40 gen
-refused $? "model does not fit" "model needs [0-9]* MiB + KV [0-9]* MiB (n_ctx [0-9]*) + work [0-9]* MiB, device .* has 40 MiB free"
+refused $? "model does not fit" "model needs [0-9.]* MiB + KV [0-9.]* MiB (n_ctx [0-9]*) + work [0-9.]* MiB, device .* has 40.0 MiB free"

@@ -35,13 +35,19 @@ static inline const char *test_backend_name(int kind)
 	return kind == SKIPPER_BACKEND_CUDA ? "cuda" : "cpu";
 }
 
+/* Is "CUDA" a second CPU backend (SKIPPER_TEST_CUDA_STANDIN=cpu)? */
+static inline int test_cuda_standin(void)
+{
+	const char *standin = getenv("SKIPPER_TEST_CUDA_STANDIN");
+	return standin && !strcmp(standin, "cpu");
+}
+
 /* Create a backend of the given kind or end the test file: SKIP (CUDA
  * unsupported, nothing reported yet) or Bail out (anything else). */
 static inline struct skipper_backend *test_backend_open(const struct skipper_model *m, int kind, int n_ctx,
                                                         int n_threads)
 {
-	const char *standin = getenv("SKIPPER_TEST_CUDA_STANDIN");
-	if (kind == SKIPPER_BACKEND_CUDA && standin && !strcmp(standin, "cpu"))
+	if (kind == SKIPPER_BACKEND_CUDA && test_cuda_standin())
 		kind = SKIPPER_BACKEND_CPU;
 	struct skipper_backend_opts o = { .n_ctx = n_ctx, .n_threads = n_threads, .kind = kind };
 	struct skipper_backend *be = NULL;
