@@ -175,6 +175,11 @@ static void fiber_init(struct fiber *f)
 	/* stacks are STACK_BYTES apart, which would put every fiber's top
 	 * frames in the same cache sets: start each a few lines lower */
 	size_t color = (size_t)(f - S.f) % 512 * 64;
+#if defined(__SANITIZE_ADDRESS__)
+	/* the last fiber here left its final frames (the switch away) behind,
+	 * poisoned: clear the top of the stack, where they were */
+	ASAN_UNPOISON_MEMORY_REGION(stack + STACK_BYTES - (64 << 10), 64 << 10);
+#endif
 #if defined(__x86_64__)
 	uint64_t *sp = (uint64_t *)(stack + STACK_BYTES - color);
 	*--sp = 0;                          /* fiber_main's "return address": keeps the ABI alignment */
@@ -295,6 +300,10 @@ int cudaemu_run_block(const struct cudaemu_block *b, void (*body)(void *), void 
 	jump(&S.sched, &S.f[0].ctx, 0);
 	if (!S.deadlock)
 		return 0;
+#if defined(__SANITIZE_ADDRESS__)
+	/* the stuck fibers' frames stay behind at any depth */
+	ASAN_UNPOISON_MEMORY_REGION(S.stacks, STACK_BYTES * CUDAEMU_MAX_THREADS);
+#endif
 	unsigned bar = 0, shfl = 0;
 	for (unsigned i = 0; i < n; i++)
 		if (!S.f[i].done && S.f[i].waits)

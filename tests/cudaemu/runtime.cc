@@ -19,8 +19,8 @@
  * - SKIPPER_CUDAEMU_DEVICES (default 1) and SKIPPER_CUDAEMU_DRIVER (default
  *   the runtime's version; 0 = no driver) pose as the machine's setup.
  *
- * All streams share one queue (stricter ordering than a device gives). */
-#include <cublas_v2.h>
+ * All streams share one queue (stricter ordering than a device gives).
+ * Kernel launches: launch.cc; cuBLAS: cublas.cc. */
 #include <cuda_runtime_api.h>
 
 #include <deque>
@@ -39,10 +39,9 @@
 #include <unistd.h>
 
 #include "cudaemu.h"
+#include "internal.h"
 
-namespace {
-
-typedef std::function<void()> op_t;
+namespace cudaemu {
 
 struct alloc {
 	size_t size;
@@ -79,7 +78,6 @@ void setup()
 		S.mem_limit = (size_t)atol(v) << 20;
 }
 
-cudaError_t fail(cudaError_t e, const char *fmt = nullptr, ...) __attribute__((format(printf, 2, 3)));
 cudaError_t fail(cudaError_t e, const char *fmt, ...)
 {
 	if (fmt) {
@@ -252,7 +250,14 @@ cudaError_t set(void *p, int value, size_t n, cudaStream_t st, bool sync, const 
 	return e != cudaSuccess ? e : S.sticky;
 }
 
-} /* namespace */
+void make_sticky(cudaError_t e)
+{
+	S.sticky = e;
+}
+
+} /* namespace cudaemu */
+
+using namespace cudaemu;
 
 /* ------------------------------------------------------------- streams */
 
@@ -272,92 +277,6 @@ struct CUgraph_st {
 struct CUgraphExec_st {
 	std::vector<op_t> nodes;
 };
-
-/* ------------------------------------------------------------- kernels */
-
-namespace {
-
-
-void call_body(void *p)
-{
-	(*static_cast<std::function<void()> *>(p))();
-}
-
-/* SKIPPER_CUDAEMU_PROFILE=1: seconds and launches per kernel, at exit */
-std::map<std::string, std::pair<long, double>> profile;
-
-void print_profile()
-{
-	for (const auto &k : profile)
-		fprintf(stderr, "cudaemu: %-16s %8ld launches %9.3f s\n", k.first.c_str(), k.second.first,
-		        k.second.second);
-}
-
-void run_kernel(const std::string &name, dim3 grid, dim3 block, std::function<void()> &body)
-{
-	static int prof = -1;
-	if (prof < 0) {
-		const char *v = getenv("SKIPPER_CUDAEMU_PROFILE");
-		if ((prof = v && *v == '1'))
-			atexit(print_profile);
-	}
-	double t0 = prof ? now() : 0.0;
-	struct cudaemu_block b;
-	char why[256];
-	b.block_dim = block;
-	b.grid_dim = grid;
-	for (unsigned z = 0; z < grid.z; z++)
-		for (unsigned y = 0; y < grid.y; y++)
-			for (unsigned x = 0; x < grid.x; x++) {
-				b.block_idx.x = x;
-				b.block_idx.y = y;
-				b.block_idx.z = z;
-				if (cudaemu_run_block(&b, call_body, &body, why, sizeof why)) {
-					fail(cudaErrorLaunchFailure, "kernel %s, block (%u,%u,%u): %s", name.c_str(),
-					     x, y, z, why);
-					S.sticky = cudaErrorLaunchFailure;
-					return;
-				}
-			}
-	if (prof) {
-		profile[name].first++;
-		profile[name].second += now() - t0;
-	}
-}
-
-} /* namespace */
-
-void cudaemu_enqueue_kernel(const char *name, const cudaemu_cfg &cfg, const void *const *ptr_args,
-                            int n_ptr_args, std::function<void()> body)
-{
-	if (enter() != cudaSuccess)
-		return;
-	unsigned threads = cfg.block.x * cfg.block.y * cfg.block.z;
-	if (threads == 0 || threads > CUDAEMU_MAX_THREADS || cfg.block.z > 64 || cfg.grid.x == 0 ||
-	    cfg.grid.y == 0 || cfg.grid.z == 0 || cfg.grid.x > 0x7fffffffu || cfg.grid.y > 65535 ||
-	    cfg.grid.z > 65535) {
-		fail(cudaErrorInvalidConfiguration, "kernel %s: launch of (%u,%u,%u) blocks of (%u,%u,%u) threads",
-		     name, cfg.grid.x, cfg.grid.y, cfg.grid.z, cfg.block.x, cfg.block.y, cfg.block.z);
-		return;
-	}
-	if (cfg.shared_bytes) {
-		fail(cudaErrorNotSupported, "kernel %s: dynamic shared memory is not emulated", name);
-		return;
-	}
-	for (int i = 0; i < n_ptr_args; i++) {
-		const void *p = ptr_args[i];
-		if (p && p != CUDAEMU_NOT_PTR && !is_device(p, 1) && !is_pinned(p, 1)) {
-			/* the device would fault on it: fatal, as there */
-			fail(cudaErrorIllegalAddress, "kernel %s: argument %d (%p) is not device memory", name,
-			     i + 1, p);
-			S.sticky = cudaErrorIllegalAddress;
-			return;
-		}
-	}
-	std::string n(name);
-	dim3 grid = cfg.grid, block = cfg.block;
-	enqueue(cfg.stream, [n, grid, block, body]() mutable { run_kernel(n, grid, block, body); });
-}
 
 /* ------------------------------------------------------- the runtime API */
 
@@ -683,80 +602,3 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t st)
 	return cudaSuccess;
 }
 
-/* ---------------------------------------------------------------- cuBLAS */
-
-struct cublasContext {
-	cudaStream_t st;
-};
-
-cublasStatus_t cublasCreate(cublasHandle_t *h)
-{
-	if (enter() != cudaSuccess)
-		return CUBLAS_STATUS_NOT_INITIALIZED;
-	*h = new cublasContext{ nullptr };
-	return CUBLAS_STATUS_SUCCESS;
-}
-
-cublasStatus_t cublasDestroy(cublasHandle_t h)
-{
-	delete h;
-	return CUBLAS_STATUS_SUCCESS;
-}
-
-cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t st)
-{
-	if (!h)
-		return CUBLAS_STATUS_NOT_INITIALIZED;
-	h->st = st;
-	return CUBLAS_STATUS_SUCCESS;
-}
-
-namespace {
-
-float bf16(const void *p, size_t i)
-{
-	uint16_t u;
-	memcpy(&u, (const char *)p + 2 * i, 2);
-	return __uint_as_float((uint32_t)u << 16);
-}
-
-} /* namespace */
-
-/* Column-major C[m][n] = alpha op(A) op(B) + beta C, BF16 inputs, F32 out
- * and compute: the only form the backend uses. */
-cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                            int k, const void *alpha, const void *A, cudaDataType Atype, int lda,
-                            const void *B, cudaDataType Btype, int ldb, const void *beta, void *C,
-                            cudaDataType Ctype, int ldc, cublasComputeType_t ct, cublasGemmAlgo_t algo)
-{
-	if (!h || enter() != cudaSuccess)
-		return CUBLAS_STATUS_NOT_INITIALIZED;
-	if (Atype != CUDA_R_16BF || Btype != CUDA_R_16BF || Ctype != CUDA_R_32F || ct != CUBLAS_COMPUTE_32F ||
-	    (ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T))
-		return CUBLAS_STATUS_NOT_SUPPORTED;
-	if (m < 0 || n < 0 || k < 0 || lda < (ta == CUBLAS_OP_N ? m : k) || ldb < (tb == CUBLAS_OP_N ? k : n) ||
-	    ldc < m)
-		return CUBLAS_STATUS_INVALID_VALUE;
-	size_t a_n = (size_t)lda * (ta == CUBLAS_OP_N ? k : m), b_n = (size_t)ldb * (tb == CUBLAS_OP_N ? n : k);
-	if (!is_device(A, a_n * 2) || !is_device(B, b_n * 2) || !is_device(C, (size_t)ldc * n * 4)) {
-		fail(cudaErrorIllegalAddress, "cublasGemmEx: an operand is not (all) device memory");
-		S.sticky = cudaErrorIllegalAddress;
-		return CUBLAS_STATUS_EXECUTION_FAILED;
-	}
-	float al = *(const float *)alpha, be = *(const float *)beta;
-	cudaError_t e = enqueue(h->st, [=]() {
-		float *c = (float *)C;
-		for (int j = 0; j < n; j++)
-			for (int i = 0; i < m; i++) {
-				float s = 0.0f;
-				for (int p = 0; p < k; p++) {
-					float a = bf16(A, ta == CUBLAS_OP_N ? (size_t)p * lda + i : (size_t)i * lda + p);
-					float b = bf16(B, tb == CUBLAS_OP_N ? (size_t)j * ldb + p : (size_t)p * ldb + j);
-					s = fmaf(a, b, s);
-				}
-				float *y = c + (size_t)j * ldc + i;
-				*y = be == 0.0f ? al * s : al * s + be * *y;
-			}
-	});
-	return e == cudaSuccess ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
-}
