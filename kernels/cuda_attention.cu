@@ -57,7 +57,7 @@ __global__ static void __launch_bounds__(ATT_WARPS * 32) k_attention(struct cuda
 		vb = (const __half *)a.v_scr + (size_t)g * hd;
 	}
 
-	const float *qr = a.q + (size_t)r * a.n_head * hd + (size_t)h * hd;
+	const float *qr = a.q + (size_t)r * a.q_stride + (size_t)h * hd;
 	float q[DPL], o[DPL];
 #pragma unroll
 	for (int j = 0; j < DPL; j++) {

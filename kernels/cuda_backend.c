@@ -151,16 +151,11 @@ static size_t wbytes(const struct skipper_weight *w)
 	return (size_t)w->ne0 * (size_t)w->ne1 * 2;
 }
 
-/* Upload one weight as BF16 through the device staging buffer: raw rows go
- * up as they are, a kernel converts them. dst owned by the backend. */
-static int upload_w(struct cuda_backend *be, const struct skipper_weight *w, void *stage,
-                    struct cuda_w *dst, const char *what, struct skipper_error *err)
+/* Upload one weight as BF16 rows at dst (device) through the staging
+ * buffer: raw rows go up as they are, a kernel converts them. */
+static int upload_rows(struct cuda_backend *be, const struct skipper_weight *w, void *stage,
+                       uint16_t *dst, const char *what, struct skipper_error *err)
 {
-	int rc;
-	dst->k = (int)w->ne0;
-	dst->n = (int)w->ne1;
-	if ((rc = cuda_dalloc(be, (void **)&dst->p, wbytes(w), what, err)))
-		return rc;
 	int64_t per = (int64_t)(STAGE_BYTES / w->row_bytes);
 	if (per < 1)
 		return cuda_failf(err, SKIPPER_ERR_UNSUPPORTED, "cuda backend: %s: rows of %zu bytes",
@@ -172,9 +167,31 @@ static int upload_w(struct cuda_backend *be, const struct skipper_weight *w, voi
 		CU_TRY(cudaMemcpyAsync(stage, (const char *)w->data + (size_t)r * w->row_bytes,
 		                       (size_t)nr * w->row_bytes, cudaMemcpyHostToDevice, be->st),
 		       "upload weights");
-		CU_TRY(cuda_to_bf16(w->type, stage, w->row_bytes, w->ne0, nr, dst->p + (size_t)r * w->ne0,
-		                    be->st),
+		CU_TRY(cuda_to_bf16(w->type, stage, w->row_bytes, w->ne0, nr, dst + (size_t)r * w->ne0, be->st),
 		       "convert weights to BF16");
+	}
+	return 0;
+}
+
+/* Upload weights w[0..n) (same row length) stacked into one BF16 matrix,
+ * w[0]'s rows first. dst->p owned by the backend. */
+static int upload_w(struct cuda_backend *be, const struct skipper_weight *const *w, int n, void *stage,
+                    struct cuda_w *dst, const char *what, struct skipper_error *err)
+{
+	size_t bytes = 0, row = 0;
+	int rc;
+	dst->k = (int)w[0]->ne0;
+	dst->n = 0;
+	for (int i = 0; i < n; i++) {
+		dst->n += (int)w[i]->ne1;
+		bytes += wbytes(w[i]);
+	}
+	if ((rc = cuda_dalloc(be, (void **)&dst->p, bytes, what, err)))
+		return rc;
+	for (int i = 0; i < n; i++) {
+		if ((rc = upload_rows(be, w[i], stage, dst->p + row * (size_t)dst->k, what, err)))
+			return rc;
+		row += (size_t)w[i]->ne1;
 	}
 	return 0;
 }
@@ -198,26 +215,26 @@ static int upload_model(struct cuda_backend *be, const struct skipper_model *m,
 
 	if ((rc = cuda_dalloc(be, &stage, STAGE_BYTES, "upload staging", err)))
 		return rc;
-	rc = upload_w(be, &m->tok_embd, stage, &be->tok, "token_embd", err);
+	const struct skipper_weight *tok = &m->tok_embd, *out = &m->output;
+	rc = upload_w(be, &tok, 1, stage, &be->tok, "token_embd", err);
 	if (!rc && tied(m))
 		be->out = be->tok;
 	else if (!rc)
-		rc = upload_w(be, &m->output, stage, &be->out, "output", err);
+		rc = upload_w(be, &out, 1, stage, &be->out, "output", err);
 	if (!rc)
 		rc = upload_norm(be, &m->out_norm, stage, be->norm_out, err);
 	for (int l = 0; !rc && l < be->n_layer; l++) {
 		const struct skipper_layer *L = &m->layers[l];
 		struct cuda_layer *D = &be->L[l];
+		const struct skipper_weight *qkv[] = { &L->wq, &L->wk, &L->wv };
+		const struct skipper_weight *gu[] = { &L->w_gate, &L->w_up }, *wo = &L->wo, *down = &L->w_down;
 		snprintf(what, sizeof what, "layer %d weights", l);
 		if ((rc = upload_norm(be, &L->attn_norm, stage, be->norm_attn + l * ne, err)) ||
 		    (rc = upload_norm(be, &L->ffn_norm, stage, be->norm_ffn + l * ne, err)) ||
-		    (rc = upload_w(be, &L->wq, stage, &D->wq, what, err)) ||
-		    (rc = upload_w(be, &L->wk, stage, &D->wk, what, err)) ||
-		    (rc = upload_w(be, &L->wv, stage, &D->wv, what, err)) ||
-		    (rc = upload_w(be, &L->wo, stage, &D->wo, what, err)) ||
-		    (rc = upload_w(be, &L->w_gate, stage, &D->gate, what, err)) ||
-		    (rc = upload_w(be, &L->w_up, stage, &D->up, what, err)) ||
-		    (rc = upload_w(be, &L->w_down, stage, &D->down, what, err)))
+		    (rc = upload_w(be, qkv, 3, stage, &D->qkv, what, err)) ||
+		    (rc = upload_w(be, &wo, 1, stage, &D->wo, what, err)) ||
+		    (rc = upload_w(be, gu, 2, stage, &D->gateup, what, err)) ||
+		    (rc = upload_w(be, &down, 1, stage, &D->down, what, err)))
 			break;
 	}
 	/* the staging buffer is only freed once the conversions are done */
@@ -254,12 +271,9 @@ static void cuda_destroy(struct skipper_backend *base)
 	if (be->L) {
 		for (int l = 0; l < be->n_layer; l++) {
 			struct cuda_layer *D = &be->L[l];
-			cudaFree(D->wq.p);
-			cudaFree(D->wk.p);
-			cudaFree(D->wv.p);
+			cudaFree(D->qkv.p);
 			cudaFree(D->wo.p);
-			cudaFree(D->gate.p);
-			cudaFree(D->up.p);
+			cudaFree(D->gateup.p);
 			cudaFree(D->down.p);
 		}
 		free(be->L);
@@ -268,8 +282,7 @@ static void cuda_destroy(struct skipper_backend *base)
 		cudaFree(be->out.p);
 	cudaFree(be->tok.p);
 	void *dev[] = { be->norm_attn, be->norm_ffn, be->norm_out, be->freq, be->k_cache, be->v_cache,
-	                be->k_scr, be->v_scr, be->h, be->xn, be->xb, be->q, be->k, be->v, be->att,
-	                be->gate, be->up, be->hx, be->logits, be->top_ids, be->top_probs, be->kvr,
+	                be->k_scr, be->v_scr, be->h, be->xn, be->xb, be->qkv, be->att, be->gu, be->hx, be->logits, be->top_ids, be->top_probs, be->kvr,
 	                be->prm_d, be->par_d, be->idx_d };
 	for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
 		cudaFree(dev[i]);
@@ -334,12 +347,9 @@ static int alloc_work(struct cuda_backend *be, int n_ctx, struct skipper_error *
 		{ (void **)&be->h, C * ne * 4, "activations" },
 		{ (void **)&be->xn, C * be->xn_w * 4, "activations" },
 		{ (void **)&be->xb, C * be->xn_w * 2, "activations" },
-		{ (void **)&be->q, C * be->q_dim * 4, "activations" },
-		{ (void **)&be->k, C * be->kv_dim * 4, "activations" },
-		{ (void **)&be->v, C * be->kv_dim * 4, "activations" },
+		{ (void **)&be->qkv, C * be->qkv_w * 4, "activations" },
 		{ (void **)&be->att, C * be->q_dim * 4, "activations" },
-		{ (void **)&be->gate, C * be->n_ff * 4, "activations" },
-		{ (void **)&be->up, C * be->n_ff * 4, "activations" },
+		{ (void **)&be->gu, C * 2 * be->n_ff * 4, "activations" },
 		{ (void **)&be->hx, H * ne * 4, "head" },
 		{ (void **)&be->logits, H * be->n_vocab * 4, "logits" },
 		{ (void **)&be->top_ids, H * CUDA_MAX_TOPK * 4, "top-k" },
@@ -409,6 +419,7 @@ static int cuda_create(const struct skipper_model *m, const struct skipper_backe
 	be->pairs = hp->rope_style == SKIPPER_ROPE_PAIRS;
 	be->rms_eps = hp->rms_eps;
 	be->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+	be->qkv_w = be->q_dim + 2 * be->kv_dim;
 	be->xn_w = be->n_embd;
 	if (be->n_ff > be->xn_w)
 		be->xn_w = be->n_ff;

@@ -27,8 +27,11 @@ struct cuda_w {
 	int k, n;
 };
 
+/* Q, K and V stacked into one matrix ([q_dim + 2 kv_dim][n_embd]), gate
+ * and up likewise ([2 n_ff][n_embd]): one projection launch each, with
+ * blocks enough to fill the device even for the small K and V. */
 struct cuda_layer {
-	struct cuda_w wq, wk, wv, wo, gate, up, down;
+	struct cuda_w qkv, wo, gateup, down;
 };
 
 struct cuda_graph {
@@ -65,15 +68,15 @@ struct cuda_backend {
 	float *h;          /* [CHUNK][n_embd] residual stream */
 	float *xn;         /* [CHUNK][xn_w] normed input / MLP activation */
 	uint16_t *xb;      /* [CHUNK][xn_w] BF16 copy of an input for cuBLAS */
-	float *q, *k, *v;  /* [CHUNK][q_dim], [CHUNK][kv_dim] x2 */
+	float *qkv;        /* [CHUNK][qkv_w]: q | k | v of each row */
 	float *att;        /* [CHUNK][q_dim] */
-	float *gate, *up;  /* [CHUNK][n_ff] */
+	float *gu;         /* [CHUNK][2 n_ff]: gate | up of each row */
 	float *hx;         /* [HEAD_CHUNK][n_embd] normed head input */
 	float *logits;     /* [HEAD_CHUNK][n_vocab] */
 	int32_t *top_ids;  /* [HEAD_CHUNK][CUDA_MAX_TOPK] */
 	float *top_probs;  /* [HEAD_CHUNK][CUDA_MAX_TOPK] */
 	float *kvr;        /* [2][kv_dim] kv_read staging */
-	int xn_w;
+	int xn_w, qkv_w;
 
 	/* parameters the kernels read (see cuda_kernels.h): device + pinned mirror */
 	int32_t *prm_d, *prm_h;

@@ -48,25 +48,24 @@ int cuda_attn_block(struct cuda_backend *be, const struct cuda_batch *b, int lay
 	CU_TRY(cuda_rmsnorm(be->h, ne, NULL, be->norm_attn + layer * ne, be->n_embd, be->rms_eps,
 	                    be->xn, (size_t)be->xn_w, nr, be->st),
 	       "attention norm");
-	if ((rc = gemm(be, &D->wq, be->xn, be->xn_w, nr, be->q, be->q_dim, 0, err)) ||
-	    (rc = gemm(be, &D->wk, be->xn, be->xn_w, nr, be->k, be->kv_dim, 0, err)) ||
-	    (rc = gemm(be, &D->wv, be->xn, be->xn_w, nr, be->v, be->kv_dim, 0, err)))
+	if ((rc = gemm(be, &D->qkv, be->xn, be->xn_w, nr, be->qkv, be->qkv_w, 0, err)))
 		return rc;
+	float *q = be->qkv, *k = q + be->q_dim, *v = k + be->kv_dim;
 
 	uint16_t *kc = be->k_cache + (size_t)layer * n_ctx * kvd;
 	uint16_t *vc = be->v_cache + (size_t)layer * n_ctx * kvd;
 	uint16_t *ks = be->k_scr + (size_t)layer * be->scr_cap * kvd;
 	uint16_t *vs = be->v_scr + (size_t)layer * be->scr_cap * kvd;
 	struct cuda_rope_args ra = {
-		.q = be->q, .k = be->k, .v = be->v, .nr = nr, .r0 = r0, .n_head = be->n_head,
+		.q = q, .k = k, .v = v, .stride = be->qkv_w, .nr = nr, .r0 = r0, .n_head = be->n_head,
 		.n_kv = be->n_kv, .hd = be->hd, .rope_dim = be->rope_dim, .pairs = be->pairs,
 		.freq = be->freq, .pos = CUDA_P_POS(be->prm_d, CUDA_CHUNK), .n_past = be->prm_d,
 		.kv_write = b->kv_write, .k_cache = kc, .v_cache = vc, .k_scr = ks, .v_scr = vs,
 	};
 	CU_TRY(cuda_rope_store(&ra, be->st), "RoPE");
 	struct cuda_attn_args aa = {
-		.q = be->q, .out = be->att, .nr = nr, .r0 = r0, .n_head = be->n_head, .n_kv = be->n_kv,
-		.hd = be->hd, .scale = be->attn_scale, .n_past = be->prm_d, .parent = b->parent_d,
+		.q = q, .q_stride = be->qkv_w, .out = be->att, .nr = nr, .r0 = r0, .n_head = be->n_head,
+		.n_kv = be->n_kv, .hd = be->hd, .scale = be->attn_scale, .n_past = be->prm_d, .parent = b->parent_d,
 		.kv_write = b->kv_write, .k_cache = kc, .v_cache = vc, .k_scr = ks, .v_scr = vs,
 	};
 	CU_TRY(cuda_attention(&aa, be->st), "attention");
@@ -83,10 +82,11 @@ int cuda_mlp_block(struct cuda_backend *be, int layer, int nr, struct skipper_er
 	CU_TRY(cuda_rmsnorm(be->h, ne, NULL, be->norm_ffn + layer * ne, be->n_embd, be->rms_eps, be->xn,
 	                    (size_t)be->xn_w, nr, be->st),
 	       "MLP norm");
-	if ((rc = gemm(be, &D->gate, be->xn, be->xn_w, nr, be->gate, be->n_ff, 0, err)) ||
-	    (rc = gemm(be, &D->up, be->xn, be->xn_w, nr, be->up, be->n_ff, 0, err)))
+	if ((rc = gemm(be, &D->gateup, be->xn, be->xn_w, nr, be->gu, 2 * be->n_ff, 0, err)))
 		return rc;
-	CU_TRY(cuda_swiglu(be->gate, be->up, nr, be->n_ff, be->xn, (size_t)be->xn_w, be->st), "SwiGLU");
+	CU_TRY(cuda_swiglu(be->gu, be->gu + be->n_ff, 2 * (size_t)be->n_ff, nr, be->n_ff, be->xn,
+	                   (size_t)be->xn_w, be->st),
+	       "SwiGLU");
 	return gemm(be, &D->down, be->xn, be->xn_w, nr, be->h, be->n_embd, 1, err);
 }
 

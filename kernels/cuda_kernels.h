@@ -64,10 +64,12 @@ cudaError_t cuda_embed(const uint16_t *table, const int32_t *tok, int nr, int ne
  * rows[r] : r; widths ne, strides xs / os in floats. */
 cudaError_t cuda_rmsnorm(const float *x, size_t xs, const int32_t *rows, const float *w, int ne,
                          float eps, float *out, size_t os, int nr, cudaStream_t st);
-/* a[r][i] = silu(g[r][i]) * u[r][i] (a rows as apart). */
-cudaError_t cuda_swiglu(const float *g, const float *u, int nr, int nf, float *a, size_t as,
+/* a[r][i] = silu(g[r][i]) * u[r][i], i < nf (g and u rows gs apart, a rows
+ * as apart). */
+cudaError_t cuda_swiglu(const float *g, const float *u, size_t gs, int nr, int nf, float *a, size_t as,
                         cudaStream_t st);
-/* RoPE on q [nr][q_dim] in place and on k [nr][kv_dim]; then K and V rows
+/* RoPE on q [nr][q_dim] in place and on k [nr][kv_dim] (rows of q, k and v
+ * `stride` floats apart); then K and V rows
  * stored as F16 at kdst/vdst + (r0 + r) * kv_dim, where the batch base is
  * cache + n_past * kv_dim (kv_write, n_past read from params) or scratch.
  * freq[rope_dim/2] angular frequencies (double, computed on the host like
@@ -75,6 +77,7 @@ cudaError_t cuda_swiglu(const float *g, const float *u, int nr, int nf, float *a
 struct cuda_rope_args {
 	float *q, *k;
 	const float *v;
+	int stride;
 	int nr, r0, n_head, n_kv, hd, rope_dim, pairs;
 	const double *freq;
 	const int32_t *pos;
@@ -93,7 +96,8 @@ cudaError_t cuda_kv_move(uint16_t *k, uint16_t *v, int n_layer, int n_ctx, int k
 /* ---- attention (cuda_attention.cu) ---- */
 
 struct cuda_attn_args {
-	const float *q;   /* [nr][q_dim], roped */
+	const float *q;   /* [nr] rows q_stride apart, q_dim used, roped */
+	int q_stride;
 	float *out;       /* [nr][q_dim] */
 	int nr, r0, n_head, n_kv, hd;
 	float scale;

@@ -58,23 +58,24 @@ extern "C" cudaError_t cuda_rmsnorm(const float *x, size_t xs, const int32_t *ro
 	return cudaGetLastError();
 }
 
-__global__ static void k_swiglu(const float *g, const float *u, int nr, int nf, float *a, size_t as)
+__global__ static void k_swiglu(const float *g, const float *u, size_t gs, int nr, int nf, float *a,
+                                size_t as)
 {
 	int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (t >= (int64_t)nr * nf)
 		return;
 	int64_t r = t / nf, i = t % nf;
-	float gv = g[t];
-	a[(size_t)r * as + i] = (gv / (1.0f + expf(-gv))) * u[t];
+	float gv = g[(size_t)r * gs + i];
+	a[(size_t)r * as + i] = (gv / (1.0f + expf(-gv))) * u[(size_t)r * gs + i];
 }
 
-extern "C" cudaError_t cuda_swiglu(const float *g, const float *u, int nr, int nf, float *a, size_t as,
-                                   cudaStream_t st)
+extern "C" cudaError_t cuda_swiglu(const float *g, const float *u, size_t gs, int nr, int nf, float *a,
+                                   size_t as, cudaStream_t st)
 {
 	int64_t n = (int64_t)nr * nf;
 	if (n <= 0)
 		return cudaSuccess;
-	k_swiglu<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(g, u, nr, nf, a, as);
+	k_swiglu<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(g, u, gs, nr, nf, a, as);
 	return cudaGetLastError();
 }
 
@@ -83,9 +84,9 @@ extern "C" cudaError_t cuda_swiglu(const float *g, const float *u, int nr, int n
 __global__ static void k_rope_store(struct cuda_rope_args a)
 {
 	int r = blockIdx.x, np = a.rope_dim / 2;
-	int q_dim = a.n_head * a.hd, kvd = a.n_kv * a.hd;
+	int kvd = a.n_kv * a.hd;
 	double p = (double)a.pos[r];
-	float *q = a.q + (size_t)r * q_dim, *k = a.k + (size_t)r * kvd;
+	float *q = a.q + (size_t)r * a.stride, *k = a.k + (size_t)r * a.stride;
 
 	for (int t = threadIdx.x; t < (a.n_head + a.n_kv) * np; t += blockDim.x) {
 		int h = t / np, i = t % np;
@@ -112,7 +113,7 @@ __global__ static void k_rope_store(struct cuda_rope_args a)
 	}
 	kd += slot * kvd;
 	vd += slot * kvd;
-	const float *v = a.v + (size_t)r * kvd;
+	const float *v = a.v + (size_t)r * a.stride;
 	for (int i = threadIdx.x; i < kvd; i += blockDim.x) {
 		kd[i] = __float2half_rn(k[i]);
 		vd[i] = __float2half_rn(v[i]);
