@@ -1,4 +1,4 @@
-/* cudaemu: the CUDA C++ that the kernels (kernels/NAME.cu) use, for the host compiler.
+/* cudaemu: the CUDA C++ the kernels (kernels/NAME.cu) use, for g++.
  *
  * The CUDA backend's kernels are compiled a second time, by g++, into a
  * test copy of the backend module that runs on the CPU (tests/cudaemu/
@@ -64,13 +64,6 @@ static inline float __uint_as_float(unsigned u)
 	return f;
 }
 
-static inline unsigned __float_as_uint(float f)
-{
-	unsigned u;
-	memcpy(&u, &f, 4);
-	return u;
-}
-
 /* Lane `lane ^ xor_mask` of this warp's value; all 32 lanes must take part
  * (the only form the kernels use: mask 0xffffffff). */
 template <class T> static inline T __shfl_xor_sync(unsigned mask, T v, int xor_mask)
@@ -90,7 +83,7 @@ struct cudaemu_cfg {
 	cudaStream_t stream;
 };
 
-/* Queue one kernel launch (runtime.cc): checks the configuration and the
+/* Queue one kernel launch (launch.cc): checks the configuration and the
  * pointer arguments, then runs `body` once per thread of every block when
  * the stream reaches it (or records it while the stream is captured). */
 void cudaemu_enqueue_kernel(const char *name, const cudaemu_cfg &cfg, const void *const *ptr_args,
