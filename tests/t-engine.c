@@ -23,6 +23,8 @@
 #include "tokenizer.h"
 
 static struct skipper_model *model;
+static struct skipper_tokenizer *tok;
+static struct skipper_error err;
 
 /* SKIPPER_TEST_QUICK=1 (t-cudaemu-engine.sh: emulated kernels are slow)
  * trims the greedy grid to a fixed and a random mask at two draft lengths
@@ -34,8 +36,6 @@ static int quick(void)
 	const char *q = getenv("SKIPPER_TEST_QUICK");
 	return q && *q == '1';
 }
-static struct skipper_tokenizer *tok;
-static struct skipper_error err;
 
 /* ---- a test policy: fixed mask, fixed draft length, optional top-k tree ---- */
 
