@@ -193,6 +193,11 @@ const char *kind_name(cudaMemcpyKind k)
 	}
 }
 
+const char *memory_name(const void *p, size_t n)
+{
+	return is_device(p, n) ? "device memory" : is_device(p, 1) ? "past a device allocation" : "host memory";
+}
+
 /* Checks a copy and queues it (sync: runs it before returning). */
 cudaError_t copy(void *dst, const void *src, size_t n, cudaMemcpyKind kind, cudaStream_t st, bool sync,
                  const char *api)
@@ -206,12 +211,8 @@ cudaError_t copy(void *dst, const void *src, size_t n, cudaMemcpyKind kind, cuda
 		return fail(cudaErrorInvalidValue, "%s: kind %d is not emulated", api, (int)kind);
 	if (!dst || !src || is_device(dst, 1) != to_dev || is_device(src, 1) != from_dev ||
 	    (to_dev && !is_device(dst, n)) || (from_dev && !is_device(src, n)))
-		return fail(cudaErrorInvalidValue,
-		            "%s %s of %zu bytes: destination %p is %s, source %p is %s", api,
-		            kind_name(kind), n, dst,
-		            is_device(dst, n) ? "device memory" : is_device(dst, 1) ? "past a device allocation" : "host memory",
-		            src,
-		            is_device(src, n) ? "device memory" : is_device(src, 1) ? "past a device allocation" : "host memory");
+		return fail(cudaErrorInvalidValue, "%s %s of %zu bytes: destination %p is %s, source %p is %s",
+		            api, kind_name(kind), n, dst, memory_name(dst, n), src, memory_name(src, n));
 	bool host_pageable = (!to_dev && !is_pinned(dst, n)) || (!from_dev && !is_pinned(src, n));
 	if (sync || (S.capturing && host_pageable)) {
 		cudaError_t e = not_while_capturing(sync ? api : "a copy from or to pageable memory");
