@@ -282,8 +282,8 @@ static void cuda_destroy(struct skipper_backend *base)
 		cudaFree(be->out.p);
 	cudaFree(be->tok.p);
 	void *dev[] = { be->norm_attn, be->norm_ffn, be->norm_out, be->freq, be->k_cache, be->v_cache,
-	                be->k_scr, be->v_scr, be->h, be->xn, be->xb, be->qkv, be->att, be->gu, be->hx, be->logits, be->top_ids, be->top_probs, be->kvr,
-	                be->prm_d, be->par_d, be->idx_d };
+	                be->k_scr, be->v_scr, be->h, be->xn, be->xb, be->qkv, be->att, be->gu, be->hx,
+	                be->logits, be->top_ids, be->top_probs, be->kvr, be->prm_d, be->par_d, be->idx_d };
 	for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
 		cudaFree(dev[i]);
 	void *host[] = { be->prm_h, be->idx_h, be->top_ids_h, be->top_probs_h, be->logits_h,

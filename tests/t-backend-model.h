@@ -217,9 +217,11 @@ static inline struct tm_model *tm_build(const struct tm_opts *o)
 	return t;
 }
 
-/* w's values rounded to BF16 (dequantised first): the matrix the CUDA
- * backend uploads. Returns w itself for F32 vectors (norms stay F32). */
-static inline void tm_bf16_weight(struct tm_model *t, const struct skipper_weight *w, struct skipper_weight *out)
+/* out = w's values rounded to BF16 (dequantised first), the matrix the CUDA
+ * backend uploads; F32 vectors (norms, kept F32 there too) are copied as
+ * they are. The new data is owned by t. */
+static inline void tm_bf16_weight(struct tm_model *t, const struct skipper_weight *w,
+                                  struct skipper_weight *out)
 {
 	*out = *w;
 	if (w->ne1 == 1 && w->type == SKIPPER_F32)

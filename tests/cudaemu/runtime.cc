@@ -480,19 +480,25 @@ cudaError_t cudaStreamDestroy(cudaStream_t st)
 	return S.sticky;
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t st)
+/* Wait for everything queued (all streams share the queue). */
+static cudaError_t synchronize(const char *api)
 {
 	ENTER();
-	cudaError_t e = not_while_capturing("cudaStreamSynchronize");
+	cudaError_t e = not_while_capturing(api);
 	if (e != cudaSuccess)
 		return e;
 	flush();
 	return S.sticky;
 }
 
+cudaError_t cudaStreamSynchronize(cudaStream_t st)
+{
+	return synchronize("cudaStreamSynchronize");
+}
+
 cudaError_t cudaDeviceSynchronize(void)
 {
-	return cudaStreamSynchronize(nullptr);
+	return synchronize("cudaDeviceSynchronize");
 }
 
 cudaError_t cudaEventCreate(cudaEvent_t *ev)
@@ -523,12 +529,7 @@ cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t st)
 
 cudaError_t cudaEventSynchronize(cudaEvent_t ev)
 {
-	ENTER();
-	cudaError_t e = not_while_capturing("cudaEventSynchronize");
-	if (e != cudaSuccess)
-		return e;
-	flush();
-	return S.sticky;
+	return synchronize("cudaEventSynchronize");
 }
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
