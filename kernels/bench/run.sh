@@ -16,7 +16,8 @@
 # SKIPPER_MODEL (SmolLM2 GGUF; default: the model cache), BENCH_PROMPT and
 # BENCH_TOKENS (128 each), BENCH_LAYERS (32; fewer for a quick try),
 # BENCH_DATA (default tests/data/specbench-20.jsonl), BENCH_REPS (20 passes
-# per verify size), BENCH_BACKEND (cuda; cpu only to try the script),
+# per verify size), BENCH_BACKEND (cuda; cpu only to try the script, and
+# then PyTorch runs on the CPU too),
 # PYTHON (python3).
 set -u
 if [ $# -ne 2 ]; then
@@ -42,7 +43,8 @@ row() { echo "| $1 | $2 | $3 |" >>"$md"; }
 {
 	echo "# skipper GPU benchmarks"
 	echo
-	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
+	gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
+	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), ${gpu:-no GPU (nvidia-smi lists none)}, backend $be"
 	echo
 	echo "Model: random weights, Llama-3-8B shape ($L layers, n_embd $E, n_ff $F, $H heads, $KV KV heads, vocab $V), BF16; prompt $np tokens, $nt new tokens."
 	echo
@@ -119,7 +121,11 @@ fi
 # 5. the PyTorch peer
 py=${PYTHON:-python3}
 say "== torch-peer"
-"$py" "$src/kernels/bench/torch-peer.py" --prompt "$np" --tokens "$nt" --layers "$L" >"$out/.torch" 2>&1
+# on the device PyTorch uses the GPU; trying the script with the CPU
+# backend, the CPU too
+tdev=cuda
+[ "$be" = cpu ] && tdev=cpu
+"$py" "$src/kernels/bench/torch-peer.py" --prompt "$np" --tokens "$nt" --layers "$L" --device $tdev >"$out/.torch" 2>&1
 rc=$?
 cat "$out/.torch" >>"$log"
 theirs=$(val torch_decode_tok_per_s "$out/.torch")

@@ -11,7 +11,10 @@
  * barrier and warp-exchange semantics, and a barrier or shuffle that not
  * every thread reaches is reported as a deadlock instead of hanging.
  * `__shared__` becomes `static`: blocks run one after the other, and every
- * fiber of a block sees the same variable, as threads see shared memory. */
+ * fiber of a block sees the same variable, as threads see shared memory.
+ * All of them live in one section, which launch.cc fills with 0xff bytes
+ * (NaN, -1) before each block, so a value read before any thread of the
+ * block wrote it is garbage, as on a device, not the previous block's. */
 #ifndef SKIPPER_CUDAEMU_H
 #define SKIPPER_CUDAEMU_H
 
@@ -38,7 +41,7 @@
 #define __global__
 #define __device__
 #define __host__
-#define __shared__ static
+#define __shared__ static __attribute__((section("cudaemu_shared")))
 #define __launch_bounds__(...)
 #define __forceinline__ inline
 

@@ -61,7 +61,7 @@ static struct {
 	unsigned n, live;
 	unsigned bar_arrived, bar_gen;
 	unsigned long progress, progress_at_wrap;
-	int deadlock;
+	int deadlock, reverse;
 	struct fiber *cur;
 	struct ctx sched;
 	void (*body)(void *);
@@ -112,23 +112,25 @@ static void jump(struct ctx *from, const struct ctx *to, int exiting)
 #endif
 }
 
-/* The next fiber after the running one, round robin, that has not exited;
- * NULL (back to the scheduler) when none is left or when a whole round
- * passed with no fiber getting anywhere (a deadlock). */
+/* The next fiber after the running one, round robin (descending with
+ * S.reverse), that has not exited; NULL (back to the scheduler) when none
+ * is left or when a whole round passed with no fiber getting anywhere (a
+ * deadlock). */
 static struct fiber *next_fiber(void)
 {
-	struct fiber *f = S.cur, *end = S.f + S.n;
+	unsigned i = (unsigned)(S.cur - S.f), first = S.reverse ? S.n - 1 : 0;
 	for (unsigned k = 0; k < S.n; k++) {
-		if (++f == end) { /* a new round */
-			f = S.f;
+		i = S.reverse ? (i ? i - 1 : S.n) : i + 1;
+		if (i == S.n) { /* a new round */
+			i = first;
 			if (S.progress == S.progress_at_wrap) {
 				S.deadlock = 1;
 				return NULL;
 			}
 			S.progress_at_wrap = S.progress;
 		}
-		if (!f->done)
-			return f;
+		if (!S.f[i].done)
+			return &S.f[i];
 	}
 	return NULL;
 }
@@ -296,8 +298,9 @@ int cudaemu_run_block(const struct cudaemu_block *b, void (*body)(void *), void 
 	S.progress = 0;
 	S.progress_at_wrap = ~0UL;
 	S.deadlock = 0;
-	S.cur = &S.f[0];
-	jump(&S.sched, &S.f[0].ctx, 0);
+	S.reverse = b->reverse;
+	S.cur = S.reverse ? &S.f[n - 1] : &S.f[0];
+	jump(&S.sched, &S.cur->ctx, 0);
 	if (!S.deadlock)
 		return 0;
 #if defined(__SANITIZE_ADDRESS__)

@@ -22,6 +22,7 @@ extern "C" {
 struct cudaemu_block {
 	uint3 block_idx;
 	dim3 block_dim, grid_dim;
+	int reverse; /* threads in descending order (see cudaemu_run_block) */
 };
 
 struct cudaemu_fiber {
@@ -34,7 +35,11 @@ struct cudaemu_fiber *cudaemu_fiber_self(void);
 
 /* Run body(arg) once per thread of block b (block_dim threads, at most
  * CUDAEMU_MAX_THREADS). Returns 0, or -1 with why[cap] filled when the
- * threads deadlock (a barrier or shuffle that some thread never reaches). */
+ * threads deadlock (a barrier or shuffle that some thread never reaches).
+ * Between two switch points the threads run one after the other, by
+ * ascending index or, with b->reverse, descending: a pair of threads that
+ * race on memory (no barrier between one's write and the other's read or
+ * write) then gets a different result in one of the two orders. */
 int cudaemu_run_block(const struct cudaemu_block *b, void (*body)(void *), void *arg, char *why,
                       size_t cap);
 

@@ -2,6 +2,7 @@
  * every block run as fibers (fiber.c) when the stream reaches the launch. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <map>
 #include <string>
@@ -10,6 +11,11 @@
 #include "internal.h"
 
 using namespace cudaemu;
+
+/* the bounds of the kernels' __shared__ variables (cudaemu.h), from the
+ * linker; weak: a module without any has no such section */
+extern "C" char __start_cudaemu_shared[] __attribute__((weak, visibility("hidden")));
+extern "C" char __stop_cudaemu_shared[] __attribute__((weak, visibility("hidden")));
 
 namespace {
 
@@ -28,6 +34,19 @@ void print_profile()
 		        k.second.second);
 }
 
+/* SKIPPER_CUDAEMU_ORDER=reverse: blocks, and the threads of each, in
+ * descending order (fiber.h): a race between blocks or between threads of a
+ * block shows as a result that differs from the default order's. */
+bool reverse_order()
+{
+	static int rev = -1;
+	if (rev < 0) {
+		const char *v = getenv("SKIPPER_CUDAEMU_ORDER");
+		rev = v && !strcmp(v, "reverse");
+	}
+	return rev;
+}
+
 void run_kernel(const std::string &name, dim3 grid, dim3 block, std::function<void()> &body)
 {
 	static int prof = -1;
@@ -39,21 +58,25 @@ void run_kernel(const std::string &name, dim3 grid, dim3 block, std::function<vo
 	double t0 = prof ? now() : 0.0;
 	struct cudaemu_block b;
 	char why[256];
+	unsigned long long n = (unsigned long long)grid.x * grid.y * grid.z;
 	b.block_dim = block;
 	b.grid_dim = grid;
-	for (unsigned z = 0; z < grid.z; z++)
-		for (unsigned y = 0; y < grid.y; y++)
-			for (unsigned x = 0; x < grid.x; x++) {
-				b.block_idx.x = x;
-				b.block_idx.y = y;
-				b.block_idx.z = z;
-				if (cudaemu_run_block(&b, call_body, &body, why, sizeof why)) {
-					fail(cudaErrorLaunchFailure, "kernel %s, block (%u,%u,%u): %s", name.c_str(),
-					     x, y, z, why);
-					make_sticky(cudaErrorLaunchFailure);
-					return;
-				}
-			}
+	b.reverse = reverse_order();
+	size_t shared_bytes = (uintptr_t)__stop_cudaemu_shared - (uintptr_t)__start_cudaemu_shared;
+	for (unsigned long long k = 0; k < n; k++) {
+		unsigned long long i = b.reverse ? n - 1 - k : k;
+		b.block_idx.x = (unsigned)(i % grid.x);
+		b.block_idx.y = (unsigned)(i / grid.x % grid.y);
+		b.block_idx.z = (unsigned)(i / ((unsigned long long)grid.x * grid.y));
+		if (shared_bytes)
+			memset(__start_cudaemu_shared, 0xff, shared_bytes);
+		if (cudaemu_run_block(&b, call_body, &body, why, sizeof why)) {
+			fail(cudaErrorLaunchFailure, "kernel %s, block (%u,%u,%u): %s", name.c_str(),
+			     b.block_idx.x, b.block_idx.y, b.block_idx.z, why);
+			make_sticky(cudaErrorLaunchFailure);
+			return;
+		}
+	}
 	if (prof) {
 		profile[name].first++;
 		profile[name].second += now() - t0;
