@@ -234,6 +234,8 @@ void cudaemu_syncthreads(void)
 		S.bar_arrived = 0;
 		S.bar_gen++;
 		S.progress++;
+		/* the last to arrive goes last, so the threads pass in order */
+		yield(0);
 		return;
 	}
 	WAIT_UNTIL(S.bar_gen != gen, "__syncthreads");
@@ -255,6 +257,7 @@ uint32_t cudaemu_shfl_xor(unsigned mask, uint32_t v, int xor_mask)
 		w->arrived[b] = 0;
 		w->complete[b] = seq;
 		S.progress++;
+		yield(0); /* as at a barrier */
 	} else {
 		WAIT_UNTIL(w->complete[b] == seq, "a warp shuffle");
 	}
