@@ -60,8 +60,13 @@ static struct {
 	char *stacks;
 	unsigned n, live;
 	unsigned bar_arrived, bar_gen;
-	unsigned long progress, progress_at_wrap;
+	/* progress: events that let some thread go on (a start, an exit, a
+	 * barrier or shuffle passed); its value when the running warp began
+	 * its current round of lanes, and when the current round of warps
+	 * began */
+	unsigned long progress, warp_mark, block_mark;
 	int deadlock, reverse;
+	int restart; /* a barrier opened: schedule from the first thread */
 	struct fiber *cur;
 	struct ctx sched;
 	void (*body)(void *);
@@ -112,27 +117,54 @@ static void jump(struct ctx *from, const struct ctx *to, int exiting)
 #endif
 }
 
-/* The next fiber after the running one, round robin (descending with
- * S.reverse), that has not exited; NULL (back to the scheduler) when none
- * is left or when a whole round passed with no fiber getting anywhere (a
- * deadlock). */
+/* Lanes in warp w. */
+static unsigned lanes(unsigned w)
+{
+	return S.n - w * 32 < 32 ? S.n - w * 32 : 32;
+}
+
+/* The next fiber to run, or NULL (back to the scheduler) when none is left
+ * or a whole round of warps passed with no thread getting anywhere (a
+ * deadlock). Greedy by warp, as GPU warp schedulers are: the running warp's
+ * lanes round robin while one of them gets somewhere, then the next warp;
+ * so one warp runs ahead of the others as far as barriers let it. Lanes and
+ * warps ascending, or descending with S.reverse; after a barrier opens,
+ * from the first lane of the first warp. */
 static struct fiber *next_fiber(void)
 {
-	unsigned i = (unsigned)(S.cur - S.f), first = S.reverse ? S.n - 1 : 0;
-	for (unsigned k = 0; k < S.n; k++) {
-		i = S.reverse ? (i ? i - 1 : S.n) : i + 1;
-		if (i == S.n) { /* a new round */
-			i = first;
-			if (S.progress == S.progress_at_wrap) {
-				S.deadlock = 1;
-				return NULL;
-			}
-			S.progress_at_wrap = S.progress;
-		}
-		if (!S.f[i].done)
-			return &S.f[i];
+	unsigned nw = (S.n + 31) / 32, i = (unsigned)(S.cur - S.f), w = i / 32, l = i % 32;
+	int step = 1;
+	if (S.restart) {
+		S.restart = 0;
+		w = S.reverse ? nw - 1 : 0;
+		l = S.reverse ? lanes(w) - 1 : 0;
+		S.warp_mark = S.progress;
+		step = 0;
 	}
-	return NULL;
+	if (S.live == 0)
+		return NULL;
+	for (;; step = 1) {
+		if (step) {
+			unsigned nl = lanes(w);
+			int round = S.reverse ? l == 0 : l == nl - 1;
+			l = S.reverse ? (l ? l - 1 : nl - 1) : (l + 1) % nl;
+			if (round && S.progress == S.warp_mark) { /* the warp is stuck: the next one */
+				if (S.reverse ? w == 0 : w == nw - 1) {
+					if (S.progress == S.block_mark) {
+						S.deadlock = 1;
+						return NULL;
+					}
+					S.block_mark = S.progress;
+				}
+				w = S.reverse ? (w ? w - 1 : nw - 1) : (w + 1) % nw;
+				l = S.reverse ? lanes(w) - 1 : 0;
+			}
+			if (round)
+				S.warp_mark = S.progress;
+		}
+		if (!S.f[w * 32 + l].done)
+			return &S.f[w * 32 + l];
+	}
 }
 
 /* Leave the running fiber for the next one (or the scheduler). */
@@ -166,6 +198,7 @@ static void fiber_main(void)
 	if (S.bar_arrived > 0 && S.bar_arrived == S.live) {
 		S.bar_arrived = 0;
 		S.bar_gen++;
+		S.restart = 1;
 	}
 	yield(1);
 	__builtin_unreachable();
@@ -235,6 +268,7 @@ void cudaemu_syncthreads(void)
 		S.bar_gen++;
 		S.progress++;
 		/* the last to arrive goes last, so the threads pass in order */
+		S.restart = 1;
 		yield(0);
 		return;
 	}
@@ -299,7 +333,8 @@ int cudaemu_run_block(const struct cudaemu_block *b, void (*body)(void *), void 
 		S.w[wi].complete[0] = S.w[wi].complete[1] = UINT_MAX; /* none yet */
 	}
 	S.progress = 0;
-	S.progress_at_wrap = ~0UL;
+	S.warp_mark = S.block_mark = ~0UL;
+	S.restart = 0;
 	S.deadlock = 0;
 	S.reverse = b->reverse;
 	S.cur = S.reverse ? &S.f[n - 1] : &S.f[0];

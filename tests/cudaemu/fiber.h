@@ -1,6 +1,7 @@
 /* cudaemu: one block of a kernel run as fibers, one per CUDA thread, on the
  * calling OS thread. The fibers switch only at __syncthreads() and warp
- * shuffles, in a fixed round-robin order, so a run is deterministic.
+ * shuffles, in a fixed order (fiber.c: next_fiber), so a run is
+ * deterministic.
  *
  * Process-wide state: the emulated device is one per process, like the
  * real one, and kernels run one block at a time on the thread that
@@ -36,10 +37,11 @@ struct cudaemu_fiber *cudaemu_fiber_self(void);
 /* Run body(arg) once per thread of block b (block_dim threads, at most
  * CUDAEMU_MAX_THREADS). Returns 0, or -1 with why[cap] filled when the
  * threads deadlock (a barrier or shuffle that some thread never reaches).
- * Between two switch points the threads run one after the other, by
- * ascending index or, with b->reverse, descending: a pair of threads that
+ * Warps run greedily, one ahead of the others as far as barriers let it,
+ * and within a warp the lanes take turns between shuffles; warps and lanes
+ * by ascending index or, with b->reverse, descending. Of two threads that
  * race on memory (no barrier between one's write and the other's read or
- * write) then gets a different result in one of the two orders. */
+ * write), each goes first in one of the two orders. */
 int cudaemu_run_block(const struct cudaemu_block *b, void (*body)(void *), void *arg, char *why,
                       size_t cap);
 

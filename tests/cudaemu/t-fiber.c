@@ -1,7 +1,7 @@
 /* cudaemu's thread scheduler (fiber.c) on its own: the orders the tests
- * rely on (ascending, and descending for t-cudaemu-reverse.sh), barrier and
- * shuffle semantics, deadlock reports, and that the two orders really do
- * resolve a race differently. */
+ * rely on (ascending, and descending for t-cudaemu-reverse.sh; warps
+ * running ahead of each other), barrier and shuffle semantics, deadlock
+ * reports, and that the two orders really do resolve races differently. */
 #include <string.h>
 
 #include "fiber.h"
@@ -58,6 +58,19 @@ static void fixed_body(void *p)
 		t->got[0] = t->shared;
 }
 
+/* every thread reads the value, then, after a shuffle, lane 0 of each warp
+ * overwrites it, with no barrier between the reads and the writes (the
+ * mistake a missing barrier before reusing shared memory makes): a warp
+ * running ahead clobbers it before another warp reads */
+static void reuse_body(void *p)
+{
+	struct trace *t = p;
+	t->got[tid()] = t->shared;
+	cudaemu_shfl_xor(0xffffffffu, 0, 1);
+	if (tid() % 32 == 0)
+		t->shared = 100 + tid() / 32;
+}
+
 static void lone_shuffle_body(void *p)
 {
 	(void)p;
@@ -92,6 +105,7 @@ int main(void)
 {
 	struct trace t;
 	char why[256];
+	int asc, desc;
 
 	for (int rev = 0; rev < 2; rev++) {
 		const char *o = rev ? "descending" : "ascending";
@@ -120,11 +134,19 @@ int main(void)
 		is_int(t.got[0], 1, "%s: write, barrier, read: the reader sees the write", o);
 	}
 
+	/* warps run ahead of each other as far as barriers let them */
+	run(reuse_body, 0, &t, why, sizeof why);
+	asc = t.got[N - 1];
+	run(reuse_body, 1, &t, why, sizeof why);
+	desc = t.got[0];
+	ok(asc == 100 && desc == 101, "a read racing with another warp's write after a shuffle: the last warp "
+	   "reads warp 0's write ascending (%d), the first warp reads warp 1's descending (%d)", asc, desc);
+
 	/* the property t-cudaemu-reverse.sh rests on */
 	run(race_body, 0, &t, why, sizeof why);
-	int asc = t.got[0];
+	asc = t.got[0];
 	run(race_body, 1, &t, why, sizeof why);
-	int desc = t.got[0];
+	desc = t.got[0];
 	ok(asc == 0 && desc == 1, "a read racing with a later thread's write: the old value ascending (%d), "
 	   "the new one descending (%d)", asc, desc);
 	return tap_done();
