@@ -267,7 +267,8 @@ void cudaemu_syncthreads(void)
 		S.bar_arrived = 0;
 		S.bar_gen++;
 		S.progress++;
-		/* the last to arrive goes last, so the threads pass in order */
+		/* the threads pass in order from the first, not from the last
+		 * to arrive */
 		S.restart = 1;
 		yield(0);
 		return;
@@ -291,7 +292,7 @@ uint32_t cudaemu_shfl_xor(unsigned mask, uint32_t v, int xor_mask)
 		w->arrived[b] = 0;
 		w->complete[b] = seq;
 		S.progress++;
-		yield(0); /* as at a barrier */
+		yield(0); /* the lanes go on in turn, the last to arrive last */
 	} else {
 		WAIT_UNTIL(w->complete[b] == seq, "a warp shuffle");
 	}
