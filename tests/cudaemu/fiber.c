@@ -117,12 +117,6 @@ static void jump(struct ctx *from, const struct ctx *to, int exiting)
 #endif
 }
 
-/* Lanes in warp w. */
-static unsigned lanes(unsigned w)
-{
-	return S.n - w * 32 < 32 ? S.n - w * 32 : 32;
-}
-
 /* The next fiber to run, or NULL (back to the scheduler) when none is left
  * or a whole round of warps passed with no thread getting anywhere (a
  * deadlock). Greedy by warp, as GPU warp schedulers are: the running warp's
@@ -137,7 +131,7 @@ static struct fiber *next_fiber(void)
 	if (S.restart) {
 		S.restart = 0;
 		w = S.reverse ? nw - 1 : 0;
-		l = S.reverse ? lanes(w) - 1 : 0;
+		l = S.reverse ? S.w[w].n_lanes - 1 : 0;
 		S.warp_mark = S.progress;
 		step = 0;
 	}
@@ -145,7 +139,7 @@ static struct fiber *next_fiber(void)
 		return NULL;
 	for (;; step = 1) {
 		if (step) {
-			unsigned nl = lanes(w);
+			unsigned nl = S.w[w].n_lanes;
 			int round = S.reverse ? l == 0 : l == nl - 1;
 			l = S.reverse ? (l ? l - 1 : nl - 1) : (l + 1) % nl;
 			if (round && S.progress == S.warp_mark) { /* the warp is stuck: the next one */
@@ -157,7 +151,7 @@ static struct fiber *next_fiber(void)
 					S.block_mark = S.progress;
 				}
 				w = S.reverse ? (w ? w - 1 : nw - 1) : (w + 1) % nw;
-				l = S.reverse ? lanes(w) - 1 : 0;
+				l = S.reverse ? S.w[w].n_lanes - 1 : 0;
 			}
 			if (round)
 				S.warp_mark = S.progress;
