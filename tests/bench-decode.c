@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "error.h"
-#include "model.h"
+#include "model/model.h"
 
 static double clk(clockid_t id)
 {

@@ -15,9 +15,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "error.h"
-#include "model.h"
+#include "model/model.h"
 
 #define MAXN 64
 

@@ -2,7 +2,7 @@
  *
  * libFuzzer build (from the source tree, after ./configure && make):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -DSKIPPER_LIBFUZZER \
- *     -Icore -I. tests/fuzz-gguf.c core/gguf.c core/quant.c core/model.c core/error.c \
+ *     -Icore -I. tests/fuzz-gguf.c core/model/gguf.c core/model/quant.c core/model/model.c core/error.c \
  *     -lcrypto -lm -o fuzz-gguf
  *   ./fuzz-gguf -max_len=4096 tests/data/fuzz-gguf/
  * Without -DSKIPPER_LIBFUZZER this file has a main() that runs the target
@@ -15,9 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gguf.h"
-#include "model.h"
-#include "quant.h"
+#include "model/gguf.h"
+#include "model/model.h"
+#include "model/quant.h"
 
 static char scratch[256];
 

@@ -12,8 +12,8 @@
  *
  * libFuzzer build (from the source tree, after ./configure && make):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -DSKIPPER_LIBFUZZER -Icore -I. \
- *     tests/fuzz-tokenizer.c core/tokenizer*.c core/pretokenize.c core/detok.c core/chat.c \
- *     core/unicode*.c core/gguf.c core/quant.c core/error.c -lm -o fuzz-tokenizer
+ *     tests/fuzz-tokenizer.c core/tokenizer*.c core/tokenizer/pretokenize.c core/tokenizer/detok.c core/tokenizer/chat.c \
+ *     core/unicode*.c core/model/gguf.c core/model/quant.c core/error.c -lm -o fuzz-tokenizer
  * Without -DSKIPPER_LIBFUZZER, main() runs each file named on the command
  * line, or with no arguments a seeded random campaign (used by make check). */
 #include <stdint.h>
@@ -22,8 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gguf.h"
-#include "tokenizer.h"
+#include "model/gguf.h"
+#include "tokenizer/tokenizer.h"
 #ifndef SKIPPER_LIBFUZZER
 #include "gguf-writer.h"
 #endif

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "quant.h"
+#include "model/quant.h"
 #include "testmodel.h"
 
 static void usage(FILE *f)

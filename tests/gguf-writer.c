@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "gguf-writer.h"
-#include "gguf.h"
-#include "quant.h"
+#include "model/gguf.h"
+#include "model/quant.h"
 
 struct buf { uint8_t *p; size_t n, cap; };
 

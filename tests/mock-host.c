@@ -5,10 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "mock-host.h"
-#include "policy_host.h"
-#include "profile.h"
+#include "policy/policy_host.h"
+#include "policy/profile.h"
+#include "policy/tensor_file.h"
 
 #define M(ctx) ((struct mock_host *)(ctx))
 

@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "mock-host.h"
-#include "policy_host.h"
-#include "profile.h"
+#include "policy/policy_host.h"
+#include "policy/profile.h"
 
 #define ROUNDS 3
 #define TOPK 4

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "model.h"
-#include "quant.h"
+#include "model/gguf.h"
+#include "model/model.h"
+#include "model/quant.h"
 
 static void *slurp(const char *p, size_t *len)
 {

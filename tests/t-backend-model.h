@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
-#include "quant.h"
+#include "model/model.h"
+#include "model/quant.h"
 
 struct tm_rng { uint64_t s; };
 

@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "mock-host.h"
-#include "policy_host.h"
-#include "profile.h"
+#include "policy/policy_host.h"
+#include "policy/profile.h"
 #include "tap.h"
 
 #define L 12

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
+#include "model/gguf.h"
 #include "tap.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 /* Template strings as the models ship them (tokenizer_config.json), in the
  * form GGUF stores them: JSON escapes decoded, Jinja escapes kept. They live

@@ -14,13 +14,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "engine.h"
-#include "engine_services.h"
+#include "backend/backend.h"
+#include "engine/engine.h"
+#include "engine/engine_services.h"
 #include "clasp_dp.h"
 #include "mock-host.h"
-#include "model.h"
-#include "policy_host.h"
+#include "model/model.h"
+#include "policy/policy_host.h"
 #include "tap.h"
 #include "testmodel.h"
 

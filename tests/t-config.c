@@ -4,8 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "config_keys.h"
+#include "config/config.h"
+#include "config/config_keys.h"
 #include "tap.h"
 
 static char dir[] = "/tmp/skipper-t-config.XXXXXX";

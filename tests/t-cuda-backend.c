@@ -44,15 +44,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "error.h"
-#include "model.h"
+#include "model/model.h"
 #include "tap.h"
 #include "t-backend-model.h"
 #include "t-backend-util.h"
 #include "testbackend.h"
 #include "testmodel.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 #define NCTX 256
 #define P 5     /* committed prompt */

@@ -12,15 +12,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "engine.h"
-#include "model.h"
-#include "policy_host.h"
-#include "quant.h"
+#include "backend/backend.h"
+#include "engine/engine.h"
+#include "model/model.h"
+#include "policy/policy_host.h"
+#include "model/quant.h"
 #include "tap.h"
 #include "testbackend.h"
 #include "testmodel.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 static struct skipper_model *model;
 static struct skipper_tokenizer *tok;

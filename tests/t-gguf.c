@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "gguf-writer.h"
-#include "gguf.h"
-#include "model.h"
-#include "quant.h"
+#include "model/gguf.h"
+#include "model/model.h"
+#include "model/quant.h"
 #include "tap.h"
 #include "testmodel.h"
 

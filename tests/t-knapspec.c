@@ -21,7 +21,7 @@
 #include "knap_latency.h"
 #include "knap_pick.h"
 #include "mock-host.h"
-#include "policy_host.h"
+#include "policy/policy_host.h"
 #include "tap.h"
 
 #define L 4

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "mock-host.h"
-#include "policy_host.h"
+#include "policy/policy_host.h"
 #include "tap.h"
 
 #define L 6

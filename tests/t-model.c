@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "model.h"
-#include "quant.h"
+#include "model/model.h"
+#include "model/quant.h"
 #include "tap.h"
 
 int main(void)

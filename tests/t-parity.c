@@ -24,9 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "error.h"
-#include "model.h"
+#include "model/model.h"
 #include "tap.h"
 #include "testmodel.h"
 

@@ -5,10 +5,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "mock-host.h"
-#include "policy_host.h"
-#include "profile.h"
+#include "policy/policy_host.h"
+#include "policy/profile.h"
 #include "tap.h"
 
 #define L 12

@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "error.h"
-#include "policy_host.h"
-#include "profile.h"
+#include "policy/policy_host.h"
+#include "policy/profile.h"
 #include "tap.h"
 
 /* What the test policy's create() saw. */

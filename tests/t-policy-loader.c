@@ -6,8 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "policy_host.h"
+#include "config/config.h"
+#include "policy/policy_host.h"
 #include "tap.h"
 
 static char tmpdir[256];

@@ -4,7 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "profile.h"
+#include "policy/profile.h"
+#include "policy/tensor_file.h"
 #include "tap.h"
 
 static char dir[64];

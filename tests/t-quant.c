@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "quant.h"
+#include "model/quant.h"
 #include "tap.h"
 
 static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }

@@ -15,17 +15,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "config.h"
-#include "engine.h"
-#include "engine_services.h"
+#include "backend/backend.h"
+#include "config/config.h"
+#include "engine/engine.h"
+#include "engine/engine_services.h"
 #include "mock-host.h"
-#include "model.h"
-#include "policy_host.h"
-#include "sample.h"
+#include "model/model.h"
+#include "policy/policy_host.h"
+#include "engine/sample.h"
 #include "tap.h"
 #include "testmodel.h"
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 static struct skipper_error err;
 static const struct skipper_policy *desc;

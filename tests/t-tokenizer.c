@@ -13,11 +13,11 @@
 #include <jansson.h>
 
 #include "gguf-writer.h"
-#include "gguf.h"
+#include "model/gguf.h"
 #include "tap.h"
 #include "testmodel.h"
-#include "tokenizer.h"
-#include "tokenizer_impl.h" /* tok_pretokenize, to test word splits directly */
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_impl.h" /* tok_pretokenize, to test word splits directly */
 
 struct refcase { char vocab[16]; int add_bos, special; char *text; size_t len; int32_t ids[512]; size_t n; };
 

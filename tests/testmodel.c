@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "gguf-writer.h"
-#include "gguf.h"
-#include "quant.h"
+#include "model/gguf.h"
+#include "model/quant.h"
 #include "testmodel.h"
 
 void skipper_test_model_defaults(struct skipper_test_model_opts *o)

@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 
 struct bench_prompt {
 	char *id, *category, *text;

@@ -5,10 +5,10 @@
 #include <signal.h>
 #include <stdio.h>
 
-#include "config.h"
-#include "engine.h"
-#include "model.h"
-#include "tokenizer.h"
+#include "config/config.h"
+#include "engine/engine.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
 
 #define SKIPPER_DEFAULT_MODEL "SmolLM2-135M-Instruct.Q4_1.gguf"
 

@@ -7,11 +7,11 @@
 
 #include "cli.h"
 #include "cli_policy.h"
-#include "engine_services.h"
+#include "engine/engine_services.h"
 #include "error.h"
 #include "hub_cli.h"
-#include "policy_none.h"
-#include "quant.h"
+#include "policy/policy_none.h"
+#include "model/quant.h"
 
 static const struct skipper_policy *const builtins[] = { &skipper_policy_none, NULL };
 

@@ -4,7 +4,7 @@
 #ifndef SKIPPER_CLI_POLICY_H
 #define SKIPPER_CLI_POLICY_H
 
-#include "policy_host.h"
+#include "policy/policy_host.h"
 
 struct cli_session;
 struct cli_policy;

@@ -145,256 +145,320 @@ static void add(struct bench_cell *c, const struct skipper_run_stats *st, int mi
 	c->mismatches += mismatch;
 }
 
-int cmd_bench(int argc, char **argv)
-{
-	struct cli_common c = { 0 };
-	struct skipper_config *cfg = NULL;
-	struct cli_session s = { 0 };
-	struct bench_prompt *prompts = NULL;
-	struct variant *vars = NULL;
-	struct bench_report rep = { 0 };
-	const char *data = NULL, *policies = NULL, *cats = NULL, *out = NULL;
-	char **items = NULL, **want_cats = NULL, errbuf[1024];
-	int n_items = 0, n_want = 0, n_prompts = 0, limit = 0, per_cat = 0, warmup = 1, rc = EXIT_USAGE;
-	int *sel = NULL, n_sel = 0;
-	FILE *jsonl = NULL;
-	struct collect base_out = { 0 }, cur = { 0 };
+/* Everything one bench run holds; freed by bench_free. */
+struct bench_run {
+	struct cli_common c;
+	const char *data, *policies, *cats, *out;
+	int limit, per_cat, warmup;
+	char **items, **want_cats;
+	int n_items, n_want;
+	struct bench_prompt *prompts;
+	int n_prompts;
+	int *sel, n_sel;          /* indices of the measured prompts, in run order */
+	struct cli_session s;
+	struct variant *vars;     /* [n_items] */
+	struct bench_report rep;
+	FILE *jsonl;
+	struct collect base_out, cur;
+};
 
+/* Command line into b; returns -1 to go on, else the exit code. */
+static int parse_args(struct bench_run *b, int argc, char **argv)
+{
 	for (int i = 1; i < argc; i++) {
-		int r = cli_common_option(&c, argc, argv, &i);
+		int r = cli_common_option(&b->c, argc, argv, &i);
 		const char *a = argv[i];
 		if (r < 0)
-			goto done;
+			return EXIT_USAGE;
 		if (r)
 			continue;
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
 			usage(stdout);
-			rc = EXIT_OK;
-			goto done;
+			return EXIT_OK;
 		}
 		if (i + 1 >= argc) {
 			fprintf(stderr, "skipper bench: unknown or incomplete option '%s'\n", a);
 			usage(stderr);
-			goto done;
+			return EXIT_USAGE;
 		}
 		if (strcmp(a, "--data") == 0)
-			data = argv[++i];
+			b->data = argv[++i];
 		else if (strcmp(a, "--policies") == 0)
-			policies = argv[++i];
+			b->policies = argv[++i];
 		else if (strcmp(a, "--categories") == 0)
-			cats = argv[++i];
+			b->cats = argv[++i];
 		else if (strcmp(a, "--out") == 0)
-			out = argv[++i];
+			b->out = argv[++i];
 		else if (strcmp(a, "--limit") == 0)
-			limit = atoi(argv[++i]);
+			b->limit = atoi(argv[++i]);
 		else if (strcmp(a, "--per-category") == 0)
-			per_cat = atoi(argv[++i]);
+			b->per_cat = atoi(argv[++i]);
 		else if (strcmp(a, "--warmup") == 0)
-			warmup = atoi(argv[++i]);
+			b->warmup = atoi(argv[++i]);
 		else if (strcmp(a, "--max-tokens") == 0) {
 			char set[64];
 			snprintf(set, sizeof set, "generate.max_tokens=%s", argv[++i]);
-			c.sets = realloc(c.sets, (size_t)(c.n_sets + 1) * sizeof *c.sets);
-			c.sets[c.n_sets++] = strdup(set);
+			b->c.sets = realloc(b->c.sets, (size_t)(b->c.n_sets + 1) * sizeof *b->c.sets);
+			b->c.sets[b->c.n_sets++] = strdup(set);
 		} else {
 			fprintf(stderr, "skipper bench: unknown option '%s'\n", a);
 			usage(stderr);
-			goto done;
+			return EXIT_USAGE;
 		}
 	}
-	if (!data) {
+	if (!b->data) {
 		fprintf(stderr, "skipper bench: --data FILE.jsonl is required\n");
 		usage(stderr);
-		goto done;
+		return EXIT_USAGE;
 	}
-	if (limit < 0 || per_cat < 0 || warmup < 0) {
+	if (b->limit < 0 || b->per_cat < 0 || b->warmup < 0) {
 		fprintf(stderr, "skipper bench: --limit, --per-category and --warmup take a count >= 0\n");
-		goto done;
+		return EXIT_USAGE;
 	}
-	if ((rc = cli_load_config(&c, &cfg)))
+	return -1;
+}
+
+/* Prompts: wanted categories, --per-category each, then --limit taken
+ * round-robin across categories so every category is represented. Only
+ * categories with a selected prompt enter the report. */
+static int select_prompts(struct bench_run *b)
+{
+	struct bench_report *rep = &b->rep;
+	char **seen = calloc((size_t)b->n_prompts + 1, sizeof *seen);
+	int n_seen = 0, *count = calloc((size_t)b->n_prompts + 1, sizeof *count);
+	int *taken = calloc((size_t)b->n_prompts + 1, sizeof *taken);
+
+	b->sel = malloc(((size_t)b->n_prompts + 1) * sizeof *b->sel);
+	rep->categories = calloc((size_t)b->n_prompts + 1, sizeof *rep->categories);
+	if (!seen || !count || !taken || !b->sel || !rep->categories) {
+		free(seen);
+		free(count);
+		free(taken);
+		fprintf(stderr, "skipper bench: out of memory\n");
+		return EXIT_FAILURE_GENERIC;
+	}
+	for (int i = 0; i < b->n_prompts; i++) {
+		const char *cat = b->prompts[i].category;
+		int k;
+		if (b->n_want && index_of(b->want_cats, b->n_want, cat) < 0)
+			continue;
+		if ((k = index_of(seen, n_seen, cat)) < 0)
+			seen[k = n_seen++] = (char *)cat;
+		if (b->per_cat && count[k] >= b->per_cat)
+			continue;
+		count[k]++;
+	}
+	for (int added = 1; added && (b->limit == 0 || b->n_sel < b->limit);) {
+		added = 0;
+		for (int k = 0; k < n_seen && (b->limit == 0 || b->n_sel < b->limit); k++) {
+			int nth = 0;
+			for (int i = 0; i < b->n_prompts && taken[k] < count[k]; i++) {
+				if (strcmp(b->prompts[i].category, seen[k]) != 0 || nth++ != taken[k])
+					continue;
+				b->sel[b->n_sel++] = i;
+				taken[k]++;
+				added = 1;
+				if (index_of(rep->categories, rep->n_categories, seen[k]) < 0)
+					rep->categories[rep->n_categories++] = strdup(seen[k]);
+				break;
+			}
+		}
+	}
+	if (b->n_want && n_seen < b->n_want)
+		fprintf(stderr, "skipper bench: warning: some --categories are not in %s\n", b->data);
+	free(seen);
+	free(count);
+	free(taken);
+	if (!b->n_sel) {
+		fprintf(stderr, "skipper bench: no prompt selected from %s\n", b->data);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+/* One model and backend; one engine per policy so stateful policies keep
+ * their state across prompts. Takes cfg over. */
+static int open_variants(struct bench_run *b, struct skipper_config *cfg)
+{
+	struct bench_report *rep = &b->rep;
+	int rc;
+
+	if (skipper_config_set(cfg, "policy.name=none", NULL)) {
+		skipper_config_free(cfg);
+		return EXIT_FAILURE_GENERIC;
+	}
+	if ((rc = cli_session_open(&b->s, cfg)))
+		return rc;
+	b->vars = calloc((size_t)b->n_items, sizeof *b->vars);
+	rep->n_policies = b->n_items;
+	rep->policies = calloc((size_t)b->n_items, sizeof *rep->policies);
+	rep->baseline = -1;
+	for (int i = 0; i < b->n_items; i++) {
+		if ((rc = open_variant(&b->s, &b->c, b->items[i], &b->vars[i])))
+			return rc;
+		rep->policies[i] = b->vars[i].label;
+		if (strcmp(b->items[i], "none") == 0 && rep->baseline < 0)
+			rep->baseline = i;
+	}
+	rep->cells = calloc((size_t)b->n_items * (rep->n_categories + 1), sizeof *rep->cells);
+	if (b->out) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s.jsonl", b->out);
+		if (!(b->jsonl = fopen(path, "w"))) {
+			fprintf(stderr, "skipper bench: %s: cannot write\n", path);
+			return EXIT_FAILURE_GENERIC;
+		}
+	}
+	return EXIT_OK;
+}
+
+/* Every variant on prompt pi, the baseline first so the others can be
+ * compared with it; measured (not a warm-up) rows go into the report. */
+static int run_prompt(struct bench_run *b, int pi, int measured)
+{
+	struct bench_report *rep = &b->rep;
+	const struct bench_prompt *pr = &b->prompts[pi];
+	int k = index_of(rep->categories, rep->n_categories, pr->category), rc;
+	int32_t *ids = NULL;
+	size_t n_ids = 0;
+
+	if ((rc = cli_prompt_tokens(&b->s, pr->text, &ids, &n_ids)))
+		return rc;
+	for (int o = 0; o < b->n_items; o++) {
+		int v = rep->baseline < 0 ? o : o == 0 ? rep->baseline : o <= rep->baseline ? o - 1 : o;
+		struct skipper_run_stats st;
+		struct skipper_error err = { 0 };
+		int mismatch = 0;
+		b->cur.n = 0;
+		if (skipper_engine_generate(b->vars[v].engine, ids, (int)n_ids, &b->s.gen, on_token, &b->cur, &st, &err)) {
+			fprintf(stderr, "\nskipper bench: %s on prompt %s: %s\n", b->vars[v].label, pr->id, err.msg);
+			free(ids);
+			return EXIT_FAILURE_GENERIC;
+		}
+		if (!measured)
+			continue;
+		if (v == rep->baseline) {
+			b->base_out.n = 0;
+			for (int t = 0; t < b->cur.n; t++)
+				on_token(&b->base_out, b->cur.tok[t]);
+		} else if (rep->baseline >= 0 && b->s.gen.sampling.temperature <= 0) {
+			mismatch = b->cur.n != b->base_out.n ||
+			           memcmp(b->cur.tok, b->base_out.tok, (size_t)b->cur.n * sizeof *b->cur.tok);
+		}
+		add(&rep->cells[v * (rep->n_categories + 1) + k], &st, mismatch);
+		add(&rep->cells[v * (rep->n_categories + 1) + rep->n_categories], &st, mismatch);
+		if (b->jsonl) {
+			json_t *j = json_pack("{s:s, s:s, s:s, s:b, s:o}", "id", pr->id, "category", pr->category, "policy",
+			                      b->vars[v].label, "matches_baseline", !mismatch, "stats", cli_stats_json(&st));
+			json_dumpf(j, b->jsonl, JSON_COMPACT);
+			fputc('\n', b->jsonl);
+			json_decref(j);
+		}
+	}
+	free(ids);
+	return EXIT_OK;
+}
+
+/* The table on stdout, the .md and chart files with --out; fails when a
+ * greedy output differed from none's. */
+static int report(struct bench_run *b)
+{
+	struct bench_report *rep = &b->rep;
+	int bad = 0;
+
+	bench_write_markdown(rep, stdout);
+	if (b->out) {
+		char path[4096];
+		FILE *md;
+		snprintf(path, sizeof path, "%s.md", b->out);
+		if ((md = fopen(path, "w"))) {
+			bench_write_markdown(rep, md);
+			fclose(md);
+		}
+		snprintf(path, sizeof path, "%s.svg", b->out);
+		if (bench_write_chart(rep, path) == 0)
+			fprintf(stderr, "skipper bench: wrote %s.jsonl, %s.md and %s\n", b->out, b->out, path);
+		else
+			fprintf(stderr, "skipper bench: wrote %s.jsonl and %s.md (no chart: gnuplot missing or failed)\n",
+			        b->out, b->out);
+	}
+	for (int v = 0; v < b->n_items; v++)
+		bad += rep->cells[v * (rep->n_categories + 1) + rep->n_categories].mismatches;
+	if (bad) {
+		fprintf(stderr, "skipper bench: %d greedy outputs differ from none's: the lossless guarantee failed\n", bad);
+		return EXIT_FAILURE_GENERIC;
+	}
+	return cli_interrupted ? EXIT_INTERRUPTED : EXIT_OK;
+}
+
+static void bench_free(struct bench_run *b)
+{
+	if (b->jsonl)
+		fclose(b->jsonl);
+	for (int i = 0; b->vars && i < b->n_items; i++)
+		close_variant(&b->vars[i]);
+	free(b->vars);
+	free(b->rep.policies);
+	free(b->rep.cells);
+	for (int k = 0; k < b->rep.n_categories; k++)
+		free(b->rep.categories[k]);
+	free(b->rep.categories);
+	free(b->sel);
+	free(b->cur.tok);
+	free(b->base_out.tok);
+	bench_free_prompts(b->prompts, b->n_prompts);
+	free_list(b->items, b->n_items);
+	free_list(b->want_cats, b->n_want);
+	cli_common_free(&b->c);
+	if (b->s.cfg)
+		cli_session_close(&b->s);
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	struct bench_run b = { .warmup = 1 };
+	struct skipper_config *cfg = NULL;
+	char errbuf[1024];
+	int rc;
+
+	if ((rc = parse_args(&b, argc, argv)) >= 0)
+		goto done;
+	if ((rc = cli_load_config(&b.c, &cfg)))
 		goto done;
 	{
+		const char *name = skipper_config_get(cfg, "policy", "name");
 		char dflt[256];
-		snprintf(dflt, sizeof dflt, "none,%s", skipper_config_get(cfg, "policy", "name"));
-		n_items = split(policies ? policies : strcmp(skipper_config_get(cfg, "policy", "name"), "none") ? dflt : "none",
-		                &items);
+		snprintf(dflt, sizeof dflt, "none,%s", name);
+		b.n_items = split(b.policies ? b.policies : strcmp(name, "none") ? dflt : "none", &b.items);
 	}
-	if (cats)
-		n_want = split(cats, &want_cats);
-	if (bench_load_prompts(data, &prompts, &n_prompts, errbuf, sizeof errbuf)) {
+	if (b.cats)
+		b.n_want = split(b.cats, &b.want_cats);
+	if (bench_load_prompts(b.data, &b.prompts, &b.n_prompts, errbuf, sizeof errbuf)) {
 		fprintf(stderr, "skipper bench: %s\n", errbuf);
 		skipper_config_free(cfg);
 		rc = EXIT_USAGE;
 		goto done;
 	}
-
-	/* Prompts: wanted categories, --per-category each, then --limit taken
-	 * round-robin across categories so every category is represented. */
-	sel = malloc((size_t)n_prompts * sizeof *sel);
-	rep.categories = calloc((size_t)n_prompts, sizeof *rep.categories);
-	{
-		int *count = calloc((size_t)n_prompts, sizeof *count), *taken = calloc((size_t)n_prompts, sizeof *taken);
-		for (int i = 0; i < n_prompts; i++) {
-			int k;
-			if (n_want && index_of(want_cats, n_want, prompts[i].category) < 0)
-				continue;
-			if ((k = index_of(rep.categories, rep.n_categories, prompts[i].category)) < 0) {
-				k = rep.n_categories++;
-				rep.categories[k] = strdup(prompts[i].category);
-			}
-			if (per_cat && count[k] >= per_cat)
-				continue;
-			count[k]++;
-		}
-		for (int round = 0; limit == 0 || n_sel < limit; round++) {
-			int added = 0;
-			for (int k = 0; k < rep.n_categories && (limit == 0 || n_sel < limit); k++) {
-				int seen = 0;
-				for (int i = 0; i < n_prompts; i++) {
-					if (strcmp(prompts[i].category, rep.categories[k]) != 0)
-						continue;
-					if (seen++ == taken[k] && taken[k] < count[k]) {
-						sel[n_sel++] = i;
-						taken[k]++;
-						added = 1;
-						break;
-					}
-				}
-			}
-			if (!added)
-				break;
-		}
-		free(count);
-		free(taken);
-	}
-	if (n_want && rep.n_categories < n_want)
-		fprintf(stderr, "skipper bench: warning: some --categories are not in %s\n", data);
-	if (!n_sel) {
-		fprintf(stderr, "skipper bench: no prompt selected from %s\n", data);
+	if ((rc = select_prompts(&b))) {
 		skipper_config_free(cfg);
-		rc = EXIT_USAGE;
 		goto done;
 	}
-
-	/* One model and backend; one engine per policy so stateful policies
-	 * keep their state across prompts. */
-	if (skipper_config_set(cfg, "policy.name=none", NULL) || (rc = cli_session_open(&s, cfg)))
+	if ((rc = open_variants(&b, cfg)))
 		goto done;
-	vars = calloc((size_t)n_items, sizeof *vars);
-	rep.n_policies = n_items;
-	rep.policies = calloc((size_t)n_items, sizeof *rep.policies);
-	rep.baseline = -1;
-	for (int i = 0; i < n_items; i++) {
-		if ((rc = open_variant(&s, &c, items[i], &vars[i])))
-			goto done;
-		rep.policies[i] = vars[i].label;
-		if (strcmp(items[i], "none") == 0 && rep.baseline < 0)
-			rep.baseline = i;
-	}
-	rep.cells = calloc((size_t)n_items * (rep.n_categories + 1), sizeof *rep.cells);
-	if (out) {
-		char path[4096];
-		snprintf(path, sizeof path, "%s.jsonl", out);
-		if (!(jsonl = fopen(path, "w"))) {
-			fprintf(stderr, "skipper bench: %s: cannot write\n", path);
-			rc = EXIT_FAILURE_GENERIC;
-			goto done;
-		}
-	}
 
 	cli_install_signals();
-	for (int w = -(warmup < n_sel ? warmup : n_sel); w < n_sel && !cli_interrupted; w++) {
-		int pi = sel[w < 0 ? w + (warmup < n_sel ? warmup : n_sel) : w];
-		int k = index_of(rep.categories, rep.n_categories, prompts[pi].category);
-		int32_t *ids = NULL;
-		size_t n_ids = 0;
-		if ((rc = cli_prompt_tokens(&s, prompts[pi].text, &ids, &n_ids)))
-			goto done;
+	int n_warm = b.warmup < b.n_sel ? b.warmup : b.n_sel;
+	for (int w = -n_warm; w < b.n_sel && !cli_interrupted; w++) {
+		int pi = b.sel[w < 0 ? w + n_warm : w];
 		if (isatty(STDERR_FILENO) && w >= 0)
-			fprintf(stderr, "\r[%d/%d] %s %-20s", w + 1, n_sel, prompts[pi].id, prompts[pi].category);
-		for (int o = 0; o < n_items; o++) {
-			/* the baseline first, so the others can be compared with it */
-			int v = rep.baseline < 0 ? o : o == 0 ? rep.baseline : o <= rep.baseline ? o - 1 : o;
-			struct skipper_run_stats st;
-			struct skipper_error err = { 0 };
-			int mismatch = 0;
-			cur.n = 0;
-			if (skipper_engine_generate(vars[v].engine, ids, (int)n_ids, &s.gen, on_token, &cur, &st, &err)) {
-				fprintf(stderr, "\nskipper bench: %s on prompt %s: %s\n", vars[v].label, prompts[pi].id, err.msg);
-				free(ids);
-				rc = EXIT_FAILURE_GENERIC;
-				goto done;
-			}
-			if (w < 0)
-				continue;
-			if (v == rep.baseline) {
-				base_out.n = 0;
-				for (int t = 0; t < cur.n; t++)
-					on_token(&base_out, cur.tok[t]);
-			} else if (rep.baseline >= 0 && s.gen.sampling.temperature <= 0) {
-				mismatch = cur.n != base_out.n || memcmp(cur.tok, base_out.tok, (size_t)cur.n * sizeof *cur.tok);
-			}
-			add(&rep.cells[v * (rep.n_categories + 1) + k], &st, mismatch);
-			add(&rep.cells[v * (rep.n_categories + 1) + rep.n_categories], &st, mismatch);
-			if (jsonl) {
-				json_t *j = json_pack("{s:s, s:s, s:s, s:b, s:o}", "id", prompts[pi].id, "category",
-				                      prompts[pi].category, "policy", vars[v].label, "matches_baseline", !mismatch,
-				                      "stats", cli_stats_json(&st));
-				json_dumpf(j, jsonl, JSON_COMPACT);
-				fputc('\n', jsonl);
-				json_decref(j);
-			}
-		}
-		free(ids);
+			fprintf(stderr, "\r[%d/%d] %s %-20s", w + 1, b.n_sel, b.prompts[pi].id, b.prompts[pi].category);
+		if ((rc = run_prompt(&b, pi, w >= 0)))
+			goto done;
 	}
 	if (isatty(STDERR_FILENO))
 		fputc('\n', stderr);
-	bench_write_markdown(&rep, stdout);
-	if (out) {
-		char path[4096];
-		FILE *md;
-		snprintf(path, sizeof path, "%s.md", out);
-		if ((md = fopen(path, "w"))) {
-			bench_write_markdown(&rep, md);
-			fclose(md);
-		}
-		snprintf(path, sizeof path, "%s.svg", out);
-		if (bench_write_chart(&rep, path) == 0)
-			fprintf(stderr, "skipper bench: wrote %s.jsonl, %s.md and %s\n", out, out, path);
-		else
-			fprintf(stderr, "skipper bench: wrote %s.jsonl and %s.md (no chart: gnuplot missing or failed)\n",
-			        out, out);
-	}
-	rc = cli_interrupted ? EXIT_INTERRUPTED : EXIT_OK;
-	{
-		int bad = 0;
-		for (int v = 0; v < n_items; v++)
-			bad += rep.cells[v * (rep.n_categories + 1) + rep.n_categories].mismatches;
-		if (bad) {
-			fprintf(stderr, "skipper bench: %d greedy outputs differ from none's: the lossless guarantee failed\n",
-			        bad);
-			rc = EXIT_FAILURE_GENERIC;
-		}
-	}
+	rc = report(&b);
 done:
-	if (jsonl)
-		fclose(jsonl);
-	for (int i = 0; vars && i < n_items; i++)
-		close_variant(&vars[i]);
-	free(vars);
-	free(rep.policies);
-	free(rep.cells);
-	for (int k = 0; k < rep.n_categories; k++)
-		free(rep.categories[k]);
-	free(rep.categories);
-	free(sel);
-	free(cur.tok);
-	free(base_out.tok);
-	bench_free_prompts(prompts, n_prompts);
-	free_list(items, n_items);
-	free_list(want_cats, n_want);
-	cli_common_free(&c);
-	if (s.cfg)
-		cli_session_close(&s);
+	bench_free(&b);
 	return rc;
 }

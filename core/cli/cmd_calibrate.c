@@ -104,154 +104,183 @@ static int add_set(struct cli_common *c, const char *fmt, const char *v)
 	return (c->sets[c->n_sets++] = strdup(set)) ? 0 : -1;
 }
 
-int cmd_calibrate(int argc, char **argv)
-{
-	struct cli_common c = { 0 };
-	struct skipper_config *cfg = NULL;
-	struct cli_session s = { 0 };
-	struct bench_prompt *prompts = NULL;
-	const char *policy = NULL, *data = NULL, *out = NULL, *domains = NULL, *only = NULL, *n_dev = NULL;
-	const char **texts = NULL, **cats = NULL;
-	char **labels = NULL, *path = NULL, errbuf[1024];
-	int n_prompts = 0, iterations = 0, max_tokens = 0, limit = 0, rc = EXIT_USAGE, n = 0, tty;
-	unsigned long long seed = 1;
-	struct skipper_error err = { 0 };
+struct calib_run {
+	struct cli_common c;
+	const char *policy, *data, *out, *domains, *only, *n_dev;
+	int iterations, max_tokens, limit;
+	unsigned long long seed;
+	struct bench_prompt *prompts;
+	int n_prompts;
+	char **labels;            /* --domains FIELD: each prompt's domain, else NULL */
+	const char **texts, **cats; /* the prompts calibrated on, and their domains */
+	int n;
+};
 
+/* Command line into b; returns -1 to go on, else the exit code. */
+static int parse_args(struct calib_run *b, int argc, char **argv)
+{
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		/* --policy, --seed and --max-tokens are also common shortcuts; here they
 		 * mean the policy to calibrate, the search seed and the trial length */
 		int mine = !strcmp(a, "--policy") || !strcmp(a, "--seed") || !strcmp(a, "--max-tokens") ||
 		           !strcmp(a, "--tokens");
-		int r = mine ? 0 : cli_common_option(&c, argc, argv, &i);
+		int r = mine ? 0 : cli_common_option(&b->c, argc, argv, &i);
 		if (r < 0)
-			goto done;
+			return EXIT_USAGE;
 		if (r)
 			continue;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
-			rc = EXIT_OK;
-			goto done;
+			return EXIT_OK;
 		}
 		if (i + 1 >= argc) {
 			fprintf(stderr, "skipper calibrate: unknown or incomplete option '%s'\n", a);
 			usage(stderr);
-			goto done;
+			return EXIT_USAGE;
 		}
 		if (!strcmp(a, "--policy"))
-			policy = argv[++i];
+			b->policy = argv[++i];
 		else if (!strcmp(a, "--data"))
-			data = argv[++i];
+			b->data = argv[++i];
 		else if (!strcmp(a, "--out"))
-			out = argv[++i];
+			b->out = argv[++i];
 		else if (!strcmp(a, "--domains"))
-			domains = argv[++i];
+			b->domains = argv[++i];
 		else if (!strcmp(a, "--iterations"))
-			iterations = atoi(argv[++i]);
+			b->iterations = atoi(argv[++i]);
 		else if (!strcmp(a, "--max-tokens") || !strcmp(a, "--tokens"))
-			max_tokens = atoi(argv[++i]);
+			b->max_tokens = atoi(argv[++i]);
 		else if (!strcmp(a, "--prompts"))
-			n_dev = argv[++i];
+			b->n_dev = argv[++i];
 		else if (!strcmp(a, "--categories"))
-			only = argv[++i];
+			b->only = argv[++i];
 		else if (!strcmp(a, "--limit"))
-			limit = atoi(argv[++i]);
+			b->limit = atoi(argv[++i]);
 		else if (!strcmp(a, "--seed"))
-			seed = strtoull(argv[++i], NULL, 10);
+			b->seed = strtoull(argv[++i], NULL, 10);
 		else {
 			fprintf(stderr, "skipper calibrate: unknown option '%s'\n", a);
 			usage(stderr);
-			goto done;
+			return EXIT_USAGE;
 		}
 	}
-	if (!policy || !data || !out) {
+	if (!b->policy || !b->data || !b->out) {
 		fprintf(stderr, "skipper calibrate: --policy, --data and --out are required\n");
 		usage(stderr);
-		goto done;
+		return EXIT_USAGE;
 	}
-	if (iterations < 0 || max_tokens < 0 || limit < 0) {
+	if (b->iterations < 0 || b->max_tokens < 0 || b->limit < 0) {
 		fprintf(stderr, "skipper calibrate: --iterations, --max-tokens and --limit take a count >= 0\n");
-		goto done;
+		return EXIT_USAGE;
 	}
+	return -1;
+}
+
+/* Load the data and keep, per domain, the first --limit prompts of the
+ * wanted --categories, so no domain is crowded out. */
+static int pick_prompts(struct calib_run *b)
+{
+	char errbuf[1024];
+
+	if (bench_load_prompts(b->data, &b->prompts, &b->n_prompts, errbuf, sizeof errbuf) ||
+	    (b->domains && strcmp(b->domains, "category") &&
+	     !(b->labels = load_labels(b->data, b->domains, b->n_prompts, errbuf, sizeof errbuf)))) {
+		fprintf(stderr, "skipper calibrate: %s\n", errbuf);
+		return EXIT_USAGE;
+	}
+	b->texts = malloc(((size_t)b->n_prompts + 1) * sizeof *b->texts);
+	b->cats = malloc(((size_t)b->n_prompts + 1) * sizeof *b->cats);
+	if (!b->texts || !b->cats)
+		return EXIT_FAILURE_GENERIC;
+	for (int i = 0; i < b->n_prompts; i++) {
+		const char *cat = b->labels ? b->labels[i] : b->prompts[i].category;
+		int seen = 0;
+		for (int k = 0; k < b->n; k++)
+			seen += !strcmp(b->cats[k], cat);
+		if ((b->limit && seen >= b->limit) || (b->only && !in_list(b->only, cat)))
+			continue;
+		b->texts[b->n] = b->prompts[i].text;
+		b->cats[b->n++] = cat;
+	}
+	return EXIT_OK;
+}
+
+/* The policy's calibrate hook on the picked prompts, writing OUT/POLICY.ini. */
+static int calibrate(struct calib_run *b, struct cli_session *s)
+{
+	struct skipper_error err = { 0 };
+	char *path = malloc(strlen(b->out) + strlen(b->policy) + 8);
+	int tty = isatty(STDERR_FILENO), rc = EXIT_OK;
+
+	if (!path)
+		return EXIT_FAILURE_GENERIC;
+	sprintf(path, "%s/%s.ini", b->out, b->policy);
+	cli_install_signals();
+	struct skipper_calibrate cal = {
+		.n_prompts = b->n, .prompts = b->texts, .categories = b->cats, .output = path,
+		.iterations = b->iterations, .max_tokens = b->max_tokens, .seed = b->seed, .progress = progress,
+		.progress_ctx = &tty,
+	};
+	fprintf(stderr, "skipper calibrate: %s on %d prompts from %s\n", b->policy, b->n, b->data);
+	if (skipper_policy_calibrate(cli_policy_instance(s->policy), &cal, &err)) {
+		fprintf(stderr, "skipper calibrate: %s\n", err.msg);
+		if (cli_interrupted)
+			fprintf(stderr, "skipper calibrate: finished evaluations are kept in %s/%s.search; "
+			                "the same command resumes from them\n", b->out, b->policy);
+		rc = cli_interrupted ? EXIT_INTERRUPTED : EXIT_FAILURE_GENERIC;
+	} else {
+		printf("%s\n", path);
+	}
+	free(path);
+	return rc;
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+	struct calib_run b = { .seed = 1 };
+	struct skipper_config *cfg = NULL;
+	struct cli_session s = { 0 };
+	int rc;
+
+	if ((rc = parse_args(&b, argc, argv)) >= 0)
+		goto done;
 	/* --prompts is the policy's calib_prompts key, so the INI layering and
 	 * its range check apply as to any key */
-	snprintf(errbuf, sizeof errbuf, "%s.calib_prompts=%s", policy, n_dev ? n_dev : "");
-	if (n_dev && add_set(&c, "%s", errbuf)) {
+	char set[512];
+	snprintf(set, sizeof set, "%s.calib_prompts=%s", b.policy, b.n_dev ? b.n_dev : "");
+	if (b.n_dev && add_set(&b.c, "%s", set)) {
 		rc = EXIT_FAILURE_GENERIC;
 		goto done;
 	}
-	if (add_set(&c, "policy.name=%s", policy) || (rc = cli_load_config(&c, &cfg)))
+	if (add_set(&b.c, "policy.name=%s", b.policy) || (rc = cli_load_config(&b.c, &cfg)) ||
+	    (rc = pick_prompts(&b)))
 		goto done;
-	rc = EXIT_USAGE;
-	if (bench_load_prompts(data, &prompts, &n_prompts, errbuf, sizeof errbuf) ||
-	    (domains && strcmp(domains, "category") &&
-	     !(labels = load_labels(data, domains, n_prompts, errbuf, sizeof errbuf)))) {
-		fprintf(stderr, "skipper calibrate: %s\n", errbuf);
-		skipper_config_free(cfg);
+	if (mkdir(b.out, 0777) && errno != EEXIST) {
+		fprintf(stderr, "skipper calibrate: cannot create %s: %s\n", b.out, strerror(errno));
+		rc = EXIT_USAGE;
 		goto done;
 	}
-	texts = malloc((size_t)n_prompts * sizeof *texts);
-	cats = malloc((size_t)n_prompts * sizeof *cats);
-	if (!texts || !cats) {
-		skipper_config_free(cfg);
-		rc = EXIT_FAILURE_GENERIC;
-		goto done;
-	}
-	/* --limit: the first N of each domain, so no domain is crowded out */
-	for (int i = 0; i < n_prompts; i++) {
-		const char *cat = labels ? labels[i] : prompts[i].category;
-		int seen = 0;
-		for (int k = 0; k < n; k++)
-			seen += !strcmp(cats[k], cat);
-		if ((limit && seen >= limit) || (only && !in_list(only, cat)))
-			continue;
-		texts[n] = prompts[i].text;
-		cats[n++] = cat;
-	}
-	if (mkdir(out, 0777) && errno != EEXIST) {
-		fprintf(stderr, "skipper calibrate: cannot create %s: %s\n", out, strerror(errno));
-		skipper_config_free(cfg);
-		goto done;
-	}
-	if ((rc = cli_session_open(&s, cfg)))
+	rc = cli_session_open(&s, cfg);
+	cfg = NULL; /* the session owns it now */
+	if (rc)
 		goto done;
 	if (!s.policy) {
 		fprintf(stderr, "skipper calibrate: policy 'none' has nothing to calibrate\n");
 		rc = EXIT_USAGE;
 		goto done;
 	}
-	if (!(path = malloc(strlen(out) + strlen(policy) + 8))) {
-		rc = EXIT_FAILURE_GENERIC;
-		goto done;
-	}
-	sprintf(path, "%s/%s.ini", out, policy);
-	tty = isatty(STDERR_FILENO);
-	cli_install_signals();
-	struct skipper_calibrate cal = {
-		.n_prompts = n, .prompts = texts, .categories = cats, .output = path, .iterations = iterations,
-		.max_tokens = max_tokens, .seed = seed, .progress = progress, .progress_ctx = &tty,
-	};
-	fprintf(stderr, "skipper calibrate: %s on %d prompts from %s\n", policy, n, data);
-	if (skipper_policy_calibrate(cli_policy_instance(s.policy), &cal, &err)) {
-		fprintf(stderr, "skipper calibrate: %s\n", err.msg);
-		if (cli_interrupted)
-			fprintf(stderr, "skipper calibrate: finished evaluations are kept in %s/%s.search; "
-			                "the same command resumes from them\n", out, policy);
-		rc = cli_interrupted ? EXIT_INTERRUPTED : EXIT_FAILURE_GENERIC;
-		goto done;
-	}
-	printf("%s\n", path);
-	rc = EXIT_OK;
+	rc = calibrate(&b, &s);
 done:
+	skipper_config_free(cfg);
 	cli_session_close(&s);
-	if (prompts)
-		bench_free_prompts(prompts, n_prompts);
-	for (int i = 0; labels && i < n_prompts; i++)
-		free(labels[i]);
-	free(labels);
-	free(texts);
-	free(cats);
-	free(path);
-	cli_common_free(&c);
+	if (b.prompts)
+		bench_free_prompts(b.prompts, b.n_prompts);
+	for (int i = 0; b.labels && i < b.n_prompts; i++)
+		free(b.labels[i]);
+	free(b.labels);
+	free(b.texts);
+	free(b.cats);
+	cli_common_free(&b.c);
 	return rc;
 }

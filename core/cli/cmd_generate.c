@@ -111,79 +111,110 @@ json_t *cli_stats_json(const struct skipper_run_stats *st)
 	                 st->drafted, "accepted", st->accepted, "alpha", st->alpha, "mean_accepted", st->mean_accepted);
 }
 
-int cmd_generate(int argc, char **argv)
-{
-	struct cli_common c = { 0 };
-	struct skipper_config *cfg = NULL;
-	struct cli_session s;
-	struct skipper_error err = { 0 };
-	struct skipper_run_stats st;
-	struct out_ctx o = { 0 };
-	const char *prompt = NULL, *prompt_file = NULL;
-	char *owned = NULL, buf[64];
-	int32_t *ids = NULL;
-	size_t n_ids = 0;
-	int stats = 0, json = 0, rc;
+struct gen_opts {
+	struct cli_common c;
+	const char *prompt, *prompt_file;
+	int stats, json;
+};
 
+/* Command line into o; returns -1 to go on, else the exit code. */
+static int parse_args(struct gen_opts *o, int argc, char **argv)
+{
 	for (int i = 1; i < argc; i++) {
-		int r = cli_common_option(&c, argc, argv, &i);
-		if (r < 0) {
-			cli_common_free(&c);
+		int r = cli_common_option(&o->c, argc, argv, &i);
+		if (r < 0)
 			return EXIT_USAGE;
-		}
 		if (r)
 			continue;
 		if ((strcmp(argv[i], "-p") == 0 || strcmp(argv[i], "--prompt") == 0) && i + 1 < argc) {
-			prompt = argv[++i];
+			o->prompt = argv[++i];
 		} else if ((strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--file") == 0) && i + 1 < argc) {
-			prompt_file = argv[++i];
+			o->prompt_file = argv[++i];
 		} else if (strcmp(argv[i], "--stats") == 0) {
-			stats = 1;
+			o->stats = 1;
 		} else if (strcmp(argv[i], "--json") == 0) {
-			json = 1;
+			o->json = 1;
 		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			usage(stdout);
-			cli_common_free(&c);
 			return EXIT_OK;
 		} else {
 			fprintf(stderr, "skipper generate: unknown or incomplete option '%s'\n", argv[i]);
 			usage(stderr);
-			cli_common_free(&c);
 			return EXIT_USAGE;
 		}
 	}
-	rc = cli_load_config(&c, &cfg);
-	cli_common_free(&c);
-	if (rc)
-		return rc;
+	return -1;
+}
 
-	if (prompt_file) {
-		FILE *f = fopen(prompt_file, "r");
+/* The prompt from -p, -f FILE or standard input; *owned is what to free. */
+static int read_prompt(const struct gen_opts *o, const char **prompt, char **owned)
+{
+	*prompt = o->prompt;
+	*owned = NULL;
+	if (o->prompt_file) {
+		FILE *f = fopen(o->prompt_file, "r");
 		if (!f) {
-			fprintf(stderr, "skipper generate: %s: cannot open prompt file\n", prompt_file);
-			skipper_config_free(cfg);
+			fprintf(stderr, "skipper generate: %s: cannot open prompt file\n", o->prompt_file);
 			return EXIT_USAGE;
 		}
-		prompt = owned = read_all(f);
+		*prompt = *owned = read_all(f);
 		fclose(f);
-	} else if (!prompt) {
+	} else if (!*prompt) {
 		if (isatty(STDIN_FILENO))
 			fprintf(stderr, "skipper generate: reading the prompt from standard input (end with Ctrl-D)\n");
-		prompt = owned = read_all(stdin);
+		*prompt = *owned = read_all(stdin);
 	}
-	if (!prompt || !*prompt) {
+	if (!*prompt || !**prompt) {
 		fprintf(stderr, "skipper generate: empty prompt\n");
-		free(owned);
-		skipper_config_free(cfg);
 		return EXIT_USAGE;
 	}
+	return EXIT_OK;
+}
 
-	if ((rc = cli_session_open(&s, cfg))) {
-		cli_session_close(&s);
-		free(owned);
-		return rc;
+/* --json: the text and the stats as one object; --stats: the stats on stderr. */
+static void report(const struct gen_opts *opt, struct cli_session *s, const struct out_ctx *o,
+                   const struct skipper_run_stats *st)
+{
+	if (opt->json) {
+		json_t *j = json_pack("{s:s, s:s, s:s, s:o}", "text", o->text ? o->text : "", "policy",
+		                      skipper_config_get(s->cfg, "policy", "name"), "backend", s->be->ops->name, "stats",
+		                      cli_stats_json(st));
+		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+		fputc('\n', stdout);
+		json_decref(j);
+	} else if (opt->stats) {
+		cli_print_stats(stderr, st);
+		fprintf(stderr, "backend            %s%s%s%s\n", s->be->ops->name, s->be->device ? " (" : "",
+		        s->be->device ? s->be->device : "", s->be->device ? ")" : "");
 	}
-	if (stats && s.policy)
+}
+
+int cmd_generate(int argc, char **argv)
+{
+	struct gen_opts opt = { 0 };
+	struct skipper_config *cfg = NULL;
+	struct cli_session s = { 0 };
+	struct skipper_error err = { 0 };
+	struct skipper_run_stats st;
+	struct out_ctx o = { 0 };
+	const char *prompt;
+	char *owned = NULL, buf[64];
+	int32_t *ids = NULL;
+	size_t n_ids = 0;
+	int rc;
+
+	int parsed = parse_args(&opt, argc, argv);
+	rc = parsed < 0 ? cli_load_config(&opt.c, &cfg) : parsed;
+	cli_common_free(&opt.c);
+	if (parsed >= 0 || rc)
+		return rc;
+	if ((rc = read_prompt(&opt, &prompt, &owned))) {
+		skipper_config_free(cfg);
+		goto out;
+	}
+	if ((rc = cli_session_open(&s, cfg)))
+		goto out;
+	if (opt.stats && s.policy)
 		cli_policy_show_info(s.policy); /* the policy's own stats line */
 	if ((rc = cli_prompt_tokens(&s, prompt, &ids, &n_ids)))
 		goto out;
@@ -191,14 +222,12 @@ int cmd_generate(int argc, char **argv)
 	cli_install_signals();
 	skipper_detok_init(&o.dt, s.tok, 0);
 	o.tok = s.tok;
-	o.stream = !json;
+	o.stream = !opt.json;
 	rc = skipper_engine_generate(s.engine, ids, (int)n_ids, &s.gen, on_token, &o, &st, &err);
-	{
-		size_t n = skipper_detok_flush(&o.dt, buf, sizeof buf);
-		if (o.stream)
-			fwrite(buf, 1, n, stdout);
-		collect(&o, buf, n);
-	}
+	size_t n = skipper_detok_flush(&o.dt, buf, sizeof buf);
+	if (o.stream)
+		fwrite(buf, 1, n, stdout);
+	collect(&o, buf, n);
 	if (o.stream)
 		fputc('\n', stdout);
 	if (rc) {
@@ -206,18 +235,7 @@ int cmd_generate(int argc, char **argv)
 		rc = EXIT_FAILURE_GENERIC;
 		goto out;
 	}
-	if (json) {
-		json_t *j = json_pack("{s:s, s:s, s:s, s:o}", "text", o.text ? o.text : "", "policy",
-		                      skipper_config_get(s.cfg, "policy", "name"), "backend",
-		                      s.be->ops->name, "stats", cli_stats_json(&st));
-		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
-		fputc('\n', stdout);
-		json_decref(j);
-	} else if (stats) {
-		cli_print_stats(stderr, &st);
-		fprintf(stderr, "backend            %s%s%s%s\n", s.be->ops->name, s.be->device ? " (" : "",
-		        s.be->device ? s.be->device : "", s.be->device ? ")" : "");
-	}
+	report(&opt, &s, &o, &st);
 	rc = cli_interrupted ? EXIT_INTERRUPTED : EXIT_OK;
 out:
 	free(ids);

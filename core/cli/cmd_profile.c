@@ -9,7 +9,7 @@
 
 #include "cli.h"
 #include "error.h"
-#include "profile.h"
+#include "policy/profile.h"
 #include "hub/publish.h"
 #include "hub/sign.h"
 #include "hub_cli.h"

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "hub/hub.h"
 
 /* skipper pull / skipper profile: return process exit codes. */

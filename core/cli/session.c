@@ -5,7 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "cli.h"
 #include "cli_policy.h"
 #include "error.h"

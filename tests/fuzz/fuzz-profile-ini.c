@@ -1,4 +1,4 @@
-/* Fuzz target: the skip-profile reader (core/profile.c) and its layer
+/* Fuzz target: the skip-profile reader (core/policy/profile.c) and its layer
  * lists; profiles come from hubs, so their parser sees untrusted bytes. */
 #define _GNU_SOURCE
 #include <stddef.h>
@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "profile.h"
+#include "policy/profile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,0 +1,496 @@
+/* The CPU backend: vtable, creation, argument checks and the forward loop
+ * (chunks of rows through the layers, then the head). Kernels live in
+ * cpu_kernels_*.c, block pieces in cpu_layer.c, the head in cpu_head.c. */
+#include "build-config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpu_backend.h"
+#include "error.h"
+#include "model/quant.h"
+
+static struct cpu_backend *cpu(struct skipper_backend *be)
+{
+	return (struct cpu_backend *)be;
+}
+
+/* ---------- creation ---------- */
+
+static void cpu_destroy(struct skipper_backend *base)
+{
+	struct cpu_backend *be = cpu(base);
+	if (!be)
+		return;
+	skipper_threadpool_free(be->tp);
+	free(be->rope_freq);
+	free(be->norm_attn);
+	free(be->norm_ffn);
+	free(be->norm_out);
+	free(be->k_cache);
+	free(be->v_cache);
+	free(be->k_scr);
+	free(be->v_scr);
+	free(be->h);
+	free(be->xn);
+	free(be->xq);
+	free(be->q);
+	free(be->k);
+	free(be->v);
+	free(be->att);
+	free(be->proj);
+	free(be->gate);
+	free(be->up);
+	free(be->rope_cs);
+	free(be->logits);
+	free(be->scores);
+	free(be->anc);
+	free(be);
+}
+
+static int check_weight(const struct skipper_weight *w, int64_t ne0, int64_t ne1, const char *what,
+                        int layer, struct skipper_error *err)
+{
+	if (!w->data || cpu_wkind(w->type) < 0)
+		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED,
+		                    "cpu backend: %s (layer %d): missing or unsupported type %d", what,
+		                    layer, w->type);
+	if (w->ne0 != ne0 || w->ne1 != ne1)
+		return skipper_fail(err, SKIPPER_ERR_FORMAT,
+		                    "cpu backend: %s (layer %d): shape %lldx%lld, expected %lldx%lld",
+		                    what, layer, (long long)w->ne0, (long long)w->ne1, (long long)ne0,
+		                    (long long)ne1);
+	return 0;
+}
+
+static int check_model(const struct skipper_model *m, struct skipper_error *err)
+{
+	const struct skipper_hparams *hp = &m->hp;
+	int rc;
+
+	if (hp->n_embd <= 0 || hp->n_embd % 32 || hp->n_ff <= 0 || hp->n_ff % 32 ||
+	    hp->n_head <= 0 || hp->n_head_kv <= 0 || hp->n_head % hp->n_head_kv ||
+	    hp->head_dim <= 0 || hp->head_dim % 8 || hp->head_dim > CPU_MAX_HEAD_DIM || (hp->n_head * hp->head_dim) % 32 ||
+	    hp->n_layer <= 0 || hp->n_vocab <= 0 || hp->rope_dim < 0 || hp->rope_dim % 2 ||
+	    hp->rope_dim > hp->head_dim)
+		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED,
+		                    "cpu backend: unsupported hyper-parameters (n_embd %d, n_ff %d, "
+		                    "heads %d/%d, head_dim %d, rope_dim %d)",
+		                    hp->n_embd, hp->n_ff, hp->n_head, hp->n_head_kv, hp->head_dim,
+		                    hp->rope_dim);
+	int64_t ne = hp->n_embd, qd = (int64_t)hp->n_head * hp->head_dim,
+		kvd = (int64_t)hp->n_head_kv * hp->head_dim;
+	if ((rc = check_weight(&m->tok_embd, ne, hp->n_vocab, "token_embd", -1, err)) ||
+	    (rc = check_weight(&m->output, ne, hp->n_vocab, "output", -1, err)) ||
+	    (rc = check_weight(&m->out_norm, ne, 1, "output_norm", -1, err)))
+		return rc;
+	for (int l = 0; l < hp->n_layer; l++) {
+		const struct skipper_layer *L = &m->layers[l];
+		if ((rc = check_weight(&L->attn_norm, ne, 1, "attn_norm", l, err)) ||
+		    (rc = check_weight(&L->ffn_norm, ne, 1, "ffn_norm", l, err)) ||
+		    (rc = check_weight(&L->wq, ne, qd, "attn_q", l, err)) ||
+		    (rc = check_weight(&L->wk, ne, kvd, "attn_k", l, err)) ||
+		    (rc = check_weight(&L->wv, ne, kvd, "attn_v", l, err)) ||
+		    (rc = check_weight(&L->wo, qd, ne, "attn_output", l, err)) ||
+		    (rc = check_weight(&L->w_gate, ne, hp->n_ff, "ffn_gate", l, err)) ||
+		    (rc = check_weight(&L->w_up, ne, hp->n_ff, "ffn_up", l, err)) ||
+		    (rc = check_weight(&L->w_down, hp->n_ff, ne, "ffn_down", l, err)))
+			return rc;
+	}
+	return 0;
+}
+
+static int grow_scratch(struct cpu_backend *be, int n, struct skipper_error *err)
+{
+	if (n <= be->scr_cap)
+		return 0;
+	size_t sz = (size_t)be->n_layer * n * be->kv_dim * sizeof(uint16_t);
+	uint16_t *k = realloc(be->k_scr, sz);
+	if (k)
+		be->k_scr = k;
+	uint16_t *v = k ? realloc(be->v_scr, sz) : NULL;
+	if (v)
+		be->v_scr = v;
+	if (!k || !v)
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "cpu backend: scratch K/V for %d rows", n);
+	be->scr_cap = n;
+	return 0;
+}
+
+static const struct skipper_backend_ops cpu_ops;
+
+int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipper_backend_opts *o,
+                               struct skipper_backend **out, struct skipper_error *err)
+{
+	struct cpu_backend *be;
+	int rc;
+
+	*out = NULL;
+	if (!m || !o || o->n_ctx <= 0)
+		return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: n_ctx must be positive");
+	if ((rc = check_model(m, err)))
+		return rc;
+	be = calloc(1, sizeof *be);
+	if (!be)
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "cpu backend: out of memory");
+	const struct skipper_hparams *hp = &m->hp;
+	be->base.ops = &cpu_ops;
+	be->base.model = m;
+	be->base.n_ctx = o->n_ctx;
+	be->K = cpu_kernels_select();
+	be->n_threads = o->n_threads > 0 ? o->n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (be->n_threads < 1)
+		be->n_threads = 1;
+	be->n_embd = hp->n_embd;
+	be->n_head = hp->n_head;
+	be->n_kv = hp->n_head_kv;
+	be->hd = hp->head_dim;
+	be->q_dim = hp->n_head * hp->head_dim;
+	be->kv_dim = hp->n_head_kv * hp->head_dim;
+	be->n_ff = hp->n_ff;
+	be->n_layer = hp->n_layer;
+	be->n_vocab = hp->n_vocab;
+	be->rope_dim = hp->rope_dim ? hp->rope_dim : hp->head_dim;
+	be->rms_eps = hp->rms_eps;
+	be->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+	be->xn_w = be->n_embd;
+	if (be->n_ff > be->xn_w)
+		be->xn_w = be->n_ff;
+	if (be->q_dim > be->xn_w)
+		be->xn_w = be->q_dim;
+
+	size_t ne = (size_t)be->n_embd, C = CPU_CHUNK, L = (size_t)be->n_layer;
+	size_t kvsz = L * (size_t)o->n_ctx * be->kv_dim * sizeof(uint16_t);
+	be->rope_freq = malloc(sizeof(double) * (size_t)(be->rope_dim / 2 + 1));
+	be->norm_attn = malloc(L * ne * sizeof(float));
+	be->norm_ffn = malloc(L * ne * sizeof(float));
+	be->norm_out = malloc(ne * sizeof(float));
+	/* zeroed so that timing runs over never-written slots read finite values */
+	be->k_cache = calloc(1, kvsz);
+	be->v_cache = calloc(1, kvsz);
+	be->h = malloc(C * ne * sizeof(float));
+	be->xn = malloc(C * be->xn_w * sizeof(float));
+	be->xq = malloc(C * (be->xn_w / 32) * sizeof(struct cpu_q8));
+	be->q = malloc(C * be->q_dim * sizeof(float));
+	be->k = malloc(C * be->kv_dim * sizeof(float));
+	be->v = malloc(C * be->kv_dim * sizeof(float));
+	be->att = malloc(C * be->q_dim * sizeof(float));
+	be->proj = malloc(C * ne * sizeof(float));
+	be->gate = malloc(C * be->n_ff * sizeof(float));
+	be->up = malloc(C * be->n_ff * sizeof(float));
+	be->rope_cs = malloc(C * be->rope_dim * sizeof(float) + 1);
+	be->logits = malloc((size_t)CPU_HEAD_CHUNK * be->n_vocab * sizeof(float));
+	be->scores = malloc((size_t)be->n_threads * o->n_ctx * sizeof(float));
+	be->anc = malloc((size_t)be->n_threads * o->n_ctx * sizeof(int32_t));
+	be->tp = skipper_threadpool_new(be->n_threads);
+	if (!be->rope_freq || !be->norm_attn || !be->norm_ffn || !be->norm_out || !be->k_cache ||
+	    !be->v_cache || !be->h || !be->xn || !be->xq || !be->q || !be->k || !be->v || !be->att ||
+	    !be->proj || !be->gate || !be->up || !be->rope_cs || !be->logits || !be->scores ||
+	    !be->anc || !be->tp || grow_scratch(be, CPU_CHUNK, err)) {
+		cpu_destroy(&be->base);
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "cpu backend: out of memory (n_ctx %d)",
+		                    o->n_ctx);
+	}
+	skipper_rope_freqs(m, be->rope_dim, be->rope_freq);
+	for (int l = 0; l < be->n_layer; l++) {
+		cpu_row_to_f32(m->layers[l].attn_norm.type, m->layers[l].attn_norm.data,
+		               be->norm_attn + l * ne, (int64_t)ne);
+		cpu_row_to_f32(m->layers[l].ffn_norm.type, m->layers[l].ffn_norm.data,
+		               be->norm_ffn + l * ne, (int64_t)ne);
+	}
+	cpu_row_to_f32(m->out_norm.type, m->out_norm.data, be->norm_out, (int64_t)ne);
+	*out = &be->base;
+	return 0;
+}
+
+/* ---------- forward ---------- */
+
+static int check_forward(struct cpu_backend *be, const struct skipper_forward *fw,
+                         struct skipper_error *err)
+{
+	int n_ctx = be->base.n_ctx;
+	if (fw->n < 1 || !fw->tokens || fw->n_past < 0 || fw->n_past + fw->n > n_ctx)
+		return skipper_fail(err, fw->n >= 1 && fw->n_past + fw->n > n_ctx ? SKIPPER_ERR_RANGE
+		                                                                    : SKIPPER_ERR_ARG,
+		                    "cpu backend: batch of %d rows after %d committed does not fit "
+		                    "%d context slots",
+		                    fw->n, fw->n_past, n_ctx);
+	for (int i = 0; i < fw->n; i++) {
+		if (fw->tokens[i] < 0 || fw->tokens[i] >= be->n_vocab)
+			return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: token %d out of range",
+			                    fw->tokens[i]);
+		if (fw->parent && (fw->parent[i] < -1 || fw->parent[i] >= i))
+			return skipper_fail(err, SKIPPER_ERR_ARG,
+			                    "cpu backend: parent[%d] = %d must be in [-1, %d)", i,
+			                    fw->parent[i], i);
+		if (fw->pos && fw->pos[i] < 0)
+			return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: negative position");
+	}
+	if (fw->n_out < 0 || (fw->n_out > 0 && !fw->out_rows) || fw->top_k < 0 ||
+	    fw->top_k > CPU_MAX_TOPK || fw->top_k > be->n_vocab ||
+	    (fw->n_out > 0 && fw->top_k > 0 && (!fw->top_ids || !fw->top_probs)))
+		return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: bad head request (top_k %d)",
+		                    fw->top_k);
+	for (int i = 0; i < fw->n_out; i++)
+		if (fw->out_rows[i] < 0 || fw->out_rows[i] >= fw->n)
+			return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: out row %d out of range",
+			                    fw->out_rows[i]);
+	if (fw->n_cap_layers < 0 || fw->n_cap_rows < 0 ||
+	    (fw->n_cap_layers > 0 && fw->n_cap_rows > 0 &&
+	     (!fw->cap_layers || !fw->cap_rows || !fw->captures)))
+		return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: bad capture request");
+	/* sub-layer boundaries number 2L - 1 points after the embeddings */
+	int cap_max = fw->cap_sublayers ? 2 * be->n_layer - 1 : be->n_layer - 1;
+	for (int i = 0; fw->n_cap_rows > 0 && i < fw->n_cap_layers; i++)
+		if (fw->cap_layers[i] < -1 || fw->cap_layers[i] > cap_max)
+			return skipper_fail(err, SKIPPER_ERR_ARG,
+			                    "cpu backend: capture %s %d out of range [-1, %d]",
+			                    fw->cap_sublayers ? "sub-layer boundary" : "layer",
+			                    fw->cap_layers[i], cap_max);
+	for (int i = 0; fw->n_cap_layers > 0 && i < fw->n_cap_rows; i++)
+		if (fw->cap_rows[i] < 0 || fw->cap_rows[i] >= fw->n)
+			return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: capture row %d out of range",
+			                    fw->cap_rows[i]);
+	return 0;
+}
+
+/* Copy the current states of the captured rows in chunk [r0, r0 + nr) for
+ * capture point `point` (a layer, or a sub-layer boundary with cap_sublayers). */
+static void capture(struct cpu_backend *be, const struct skipper_forward *fw, int point, int r0,
+                    int nr)
+{
+	size_t ne = (size_t)be->n_embd;
+	for (int c = 0; c < fw->n_cap_layers; c++) {
+		if (fw->cap_layers[c] != point)
+			continue;
+		for (int i = 0; i < fw->n_cap_rows; i++) {
+			int r = fw->cap_rows[i] - r0;
+			if (r >= 0 && r < nr)
+				memcpy(fw->captures + ((size_t)i * fw->n_cap_layers + c) * ne,
+				       be->h + (size_t)r * ne, ne * sizeof(float));
+		}
+	}
+}
+
+/* Head for the requested rows that fall in chunk [r0, r0 + nr). */
+static void head_chunk(struct cpu_backend *be, const struct skipper_forward *fw, int r0, int nr)
+{
+	size_t ne = (size_t)be->n_embd, nv = (size_t)be->n_vocab;
+	int idx[CPU_HEAD_CHUNK], m = 0;
+
+	for (int i = 0; i <= fw->n_out; i++) {
+		if (i < fw->n_out) {
+			int r = fw->out_rows[i] - r0;
+			if (r < 0 || r >= nr)
+				continue;
+			/* gather into proj, which is free once the layers are done */
+			memcpy(be->proj + (size_t)m * ne, be->h + (size_t)r * ne, ne * sizeof(float));
+			idx[m++] = i;
+		}
+		if (m == CPU_HEAD_CHUNK || (i == fw->n_out && m > 0)) {
+			cpu_head_logits(be, be->proj, ne, m);
+			for (int j = 0; j < m; j++) {
+				const float *lg = be->logits + (size_t)j * nv;
+				int o = idx[j];
+				if (fw->logits)
+					memcpy(fw->logits + (size_t)o * nv, lg, nv * sizeof(float));
+				if (fw->top_k > 0)
+					cpu_topk(lg, (int)nv, fw->top_k, fw->top_ids + (size_t)o * fw->top_k,
+					         fw->top_probs + (size_t)o * fw->top_k);
+			}
+			m = 0;
+		}
+	}
+}
+
+static int cpu_forward(struct skipper_backend *base, const struct skipper_forward *fw,
+                       struct skipper_error *err)
+{
+	struct cpu_backend *be = cpu(base);
+	const struct skipper_model *mdl = base->model;
+	size_t ne = (size_t)be->n_embd;
+	int32_t pos[CPU_CHUNK];
+	int rc;
+
+	if ((rc = check_forward(be, fw, err)))
+		return rc;
+	if (!fw->kv_write && (rc = grow_scratch(be, fw->n, err)))
+		return rc;
+	struct cpu_batch b = {
+		.n = fw->n, .n_past = fw->n_past, .parent = fw->parent, .kv_write = fw->kv_write,
+		.skip_attn = fw->skip_attn, .skip_mlp = fw->skip_mlp,
+	};
+	for (int r0 = 0; r0 < fw->n; r0 += CPU_CHUNK) {
+		int nr = fw->n - r0 < CPU_CHUNK ? fw->n - r0 : CPU_CHUNK;
+		for (int r = 0; r < nr; r++) {
+			int32_t t = fw->tokens[r0 + r];
+			cpu_row_to_f32(mdl->tok_embd.type,
+			               (const char *)mdl->tok_embd.data + (size_t)t * mdl->tok_embd.row_bytes,
+			               be->h + r * ne, (int64_t)ne);
+			pos[r] = fw->pos ? fw->pos[r0 + r] : fw->n_past + r0 + r;
+		}
+		cpu_rope_table(be, pos, nr, be->rope_cs);
+		capture(be, fw, -1, r0, nr);
+		for (int l = 0; l < be->n_layer; l++) {
+			if (!(fw->skip_attn && fw->skip_attn[l]))
+				cpu_attn_block(be, &b, l, r0, nr);
+			if (fw->cap_sublayers)
+				capture(be, fw, 2 * l, r0, nr);
+			if (!(fw->skip_mlp && fw->skip_mlp[l]))
+				cpu_mlp_block(be, l, nr);
+			capture(be, fw, fw->cap_sublayers ? 2 * l + 1 : l, r0, nr);
+		}
+		head_chunk(be, fw, r0, nr);
+	}
+	return 0;
+}
+
+/* ---------- cache ---------- */
+
+static int cpu_kv_move(struct skipper_backend *base, const int32_t *src, const int32_t *dst, int n,
+                       struct skipper_error *err)
+{
+	struct cpu_backend *be = cpu(base);
+	size_t kvd = (size_t)be->kv_dim, n_ctx = (size_t)base->n_ctx;
+
+	for (int i = 0; i < n; i++)
+		if (src[i] < 0 || src[i] >= base->n_ctx || dst[i] < 0 || dst[i] >= base->n_ctx)
+			return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: kv_move %d -> %d out of range",
+			                    src[i], dst[i]);
+	for (int i = 0; i < n; i++) {
+		if (src[i] == dst[i])
+			continue;
+		for (int l = 0; l < be->n_layer; l++) {
+			size_t s = ((size_t)l * n_ctx + (size_t)src[i]) * kvd;
+			size_t d = ((size_t)l * n_ctx + (size_t)dst[i]) * kvd;
+			memmove(be->k_cache + d, be->k_cache + s, kvd * sizeof(uint16_t));
+			memmove(be->v_cache + d, be->v_cache + s, kvd * sizeof(uint16_t));
+		}
+	}
+	return 0;
+}
+
+static int cpu_kv_read(struct skipper_backend *base, int layer, int slot, float *k, float *v,
+                       struct skipper_error *err)
+{
+	struct cpu_backend *be = cpu(base);
+	size_t kvd = (size_t)be->kv_dim;
+
+	if (layer < 0 || layer >= be->n_layer || slot < 0 || slot >= base->n_ctx)
+		return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: kv_read layer %d slot %d", layer,
+		                    slot);
+	size_t off = ((size_t)layer * base->n_ctx + (size_t)slot) * kvd;
+	for (size_t i = 0; i < kvd; i++) {
+		if (k)
+			k[i] = cpu_f16_to_f32(be->k_cache[off + i]);
+		if (v)
+			v[i] = cpu_f16_to_f32(be->v_cache[off + i]);
+	}
+	return 0;
+}
+
+/* ---------- services for policies ---------- */
+
+static int cpu_sublayer(struct skipper_backend *base, int kind, int layer, int n, float *states,
+                        const int32_t *pos, int n_past, struct skipper_error *err)
+{
+	struct cpu_backend *be = cpu(base);
+	size_t ne = (size_t)be->n_embd;
+	int32_t p[CPU_CHUNK];
+	int rc;
+
+	if ((kind != SKIPPER_ATTN && kind != SKIPPER_MLP) || layer < 0 || layer >= be->n_layer ||
+	    n < 1 || !states || n_past < 0 || n_past + n > base->n_ctx)
+		return skipper_fail(err, SKIPPER_ERR_ARG,
+		                    "cpu backend: sublayer kind %d layer %d n %d n_past %d", kind, layer,
+		                    n, n_past);
+	if ((rc = grow_scratch(be, n, err)))
+		return rc;
+	struct cpu_batch b = { .n = n, .n_past = n_past, .parent = NULL, .kv_write = 0 };
+	for (int r0 = 0; r0 < n; r0 += CPU_CHUNK) {
+		int nr = n - r0 < CPU_CHUNK ? n - r0 : CPU_CHUNK;
+		memcpy(be->h, states + (size_t)r0 * ne, (size_t)nr * ne * sizeof(float));
+		if (kind == SKIPPER_ATTN) {
+			for (int r = 0; r < nr; r++)
+				p[r] = pos ? pos[r0 + r] : n_past + r0 + r;
+			cpu_rope_table(be, p, nr, be->rope_cs);
+			cpu_attn_block(be, &b, layer, r0, nr);
+		} else {
+			cpu_mlp_block(be, layer, nr);
+		}
+		memcpy(states + (size_t)r0 * ne, be->h, (size_t)nr * ne * sizeof(float));
+	}
+	return 0;
+}
+
+static int cpu_head_argmax(struct skipper_backend *base, int n, const float *states, int32_t *ids,
+                           struct skipper_error *err)
+{
+	struct cpu_backend *be = cpu(base);
+	size_t ne = (size_t)be->n_embd;
+
+	if (n < 0 || (n > 0 && (!states || !ids)))
+		return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: head_argmax bad arguments");
+	for (int r0 = 0; r0 < n; r0 += CPU_HEAD_CHUNK) {
+		int nr = n - r0 < CPU_HEAD_CHUNK ? n - r0 : CPU_HEAD_CHUNK;
+		cpu_head_logits(be, states + (size_t)r0 * ne, ne, nr);
+		for (int r = 0; r < nr; r++)
+			ids[r0 + r] = cpu_argmax(be->logits + (size_t)r * be->n_vocab, be->n_vocab);
+	}
+	return 0;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cpu_time_sublayer(struct skipper_backend *base, int kind, int layer, int ctx_len,
+                             double *seconds, struct skipper_error *err)
+{
+	struct cpu_backend *be = cpu(base);
+	size_t ne = (size_t)be->n_embd;
+	float *st;
+	int rc = 0, reps = 0;
+
+	if (ctx_len < 0 || !seconds)
+		return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: time_sublayer bad arguments");
+	if (ctx_len > base->n_ctx - 1)
+		ctx_len = base->n_ctx - 1;
+	st = malloc(ne * sizeof *st); /* owned here, freed below */
+	if (!st)
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "cpu backend: out of memory");
+	/* a unit-scale state: the norm makes the magnitude irrelevant for time */
+	for (size_t i = 0; i < ne; i++)
+		st[i] = (float)((i * 37 % 17) - 8) / 8.0f;
+	rc = cpu_sublayer(base, kind, layer, 1, st, NULL, ctx_len, err); /* warm-up */
+	double t0 = now(), t = t0;
+	/* at least 3 runs and ~2 ms of work; cap the count for tiny layers */
+	while (!rc && (reps < 3 || (t - t0 < 2e-3 && reps < 1000))) {
+		for (size_t i = 0; i < ne; i++)
+			st[i] = (float)((i * 37 % 17) - 8) / 8.0f;
+		rc = cpu_sublayer(base, kind, layer, 1, st, NULL, ctx_len, err);
+		reps++;
+		t = now();
+	}
+	free(st);
+	if (!rc)
+		*seconds = (t - t0) / reps;
+	return rc;
+}
+
+static const struct skipper_backend_ops cpu_ops = {
+	.name = "cpu",
+	.forward = cpu_forward,
+	.kv_move = cpu_kv_move,
+	.kv_read = cpu_kv_read,
+	.sublayer = cpu_sublayer,
+	.head_argmax = cpu_head_argmax,
+	.time_sublayer = cpu_time_sublayer,
+	.destroy = cpu_destroy,
+};

@@ -1,0 +1,103 @@
+/* core/backend/cpu/ -- the CPU backend: the vtable and forward loop
+ * (backend_cpu.c), attention and MLP blocks (cpu_layer.c), the LM head
+ * (cpu_head.c), SIMD kernels per instruction set chosen at run time
+ * (cpu_kernels_*.c), and the thread pool. May include: core/backend/,
+ * core/model/, error.h. Called through the vtable only.
+ *
+ * This header is the backend's internal state, shared by its files.
+ *
+ * Rows are processed in chunks of at most CPU_CHUNK: every per-row buffer
+ * below holds one chunk, sized at create, so a forward call allocates
+ * nothing (except when a read-only batch outgrows the scratch K/V, which
+ * grows once and is kept). */
+#ifndef SKIPPER_CPU_BACKEND_H
+#define SKIPPER_CPU_BACKEND_H
+
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "cpu_kernels.h"
+#include "threadpool.h"
+
+#define CPU_CHUNK 64      /* rows per pass through the layers */
+#define CPU_HEAD_CHUNK 16 /* rows per LM-head pass (logits buffer = 16 x n_vocab) */
+#define CPU_MAX_TOPK 64
+#define CPU_MAX_HEAD_DIM 256
+
+struct cpu_backend {
+	struct skipper_backend base;
+	const struct cpu_kernels *K;
+	struct skipper_threadpool *tp;
+	int n_threads;
+
+	int n_embd, n_head, n_kv, hd, q_dim, kv_dim, n_ff, n_layer, n_vocab, rope_dim;
+	float rms_eps, attn_scale;
+	double *rope_freq;            /* [rope_dim / 2] angular frequency per pair */
+
+	float *norm_attn, *norm_ffn;  /* [n_layer][n_embd], converted to f32 */
+	float *norm_out;              /* [n_embd] */
+
+	/* K/V cache, f16: [n_layer][n_ctx][kv_dim] */
+	uint16_t *k_cache, *v_cache;
+	/* read-only batches: [n_layer][scr_cap][kv_dim] */
+	uint16_t *k_scr, *v_scr;
+	int scr_cap;
+
+	/* one chunk of rows */
+	float *h;       /* [CHUNK][n_embd] residual stream */
+	float *xn;      /* [CHUNK][max(n_embd, n_ff)] normed input / MLP activation */
+	struct cpu_q8 *xq; /* [CHUNK][max(n_embd, n_ff) / 32] */
+	float *q, *k, *v;  /* [CHUNK][q_dim], [CHUNK][kv_dim] x2 */
+	float *att;     /* [CHUNK][q_dim] */
+	float *proj;    /* [CHUNK][n_embd] output of wo / w_down */
+	float *gate, *up; /* [CHUNK][n_ff] */
+	float *rope_cs; /* [CHUNK][rope_dim] (cos, sin) per pair */
+	float *logits;  /* [HEAD_CHUNK][n_vocab] */
+	int xn_w;       /* row width of xn (floats) */
+
+	/* per thread: attention scores and ancestor lists, n_ctx each */
+	float *scores;
+	int32_t *anc;
+};
+
+/* Where the K/V of batch row 0 of one forward live for layer l (row i at
+ * + i * kv_dim): cache slot n_past or the read-only scratch. */
+struct cpu_batch {
+	int n;                 /* rows in the whole call */
+	int n_past;
+	const int32_t *parent; /* NULL = chain */
+	int kv_write;
+	const uint8_t *skip_attn, *skip_mlp;
+};
+
+/* Layer pieces on rows [r0, r0 + nr) of a batch; the chunk buffers hold
+ * those rows (h, rope_cs filled). */
+void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer, int r0, int nr);
+void cpu_mlp_block(struct cpu_backend *be, int layer, int nr);
+
+/* out = rmsnorm(x) * w for nr rows of width be->n_embd (x rows xs floats apart). */
+void cpu_rmsnorm_rows(const struct cpu_backend *be, const float *x, size_t xs, const float *w,
+                      float *out, size_t os, int nr);
+
+/* y[nr][nc] (rows ys apart) = W . x for all rows; x already in the layout the
+ * weight kind needs (quantized when the weight is). Threaded over columns. */
+void cpu_matmul(struct cpu_backend *be, const struct skipper_weight *w, const void *x,
+                size_t x_stride, int nr, float *y, size_t ys);
+
+/* Prepare activations for a weight: quantize rows of x into be->xq when w is
+ * quantized; returns the pointer and row stride to pass to cpu_matmul. */
+const void *cpu_prepare_act(struct cpu_backend *be, const struct skipper_weight *w,
+                            const float *x, size_t xs, int nr, int64_t k, size_t *stride);
+
+/* Fill rope_cs for nr rows at positions pos[]. */
+void cpu_rope_table(const struct cpu_backend *be, const int32_t *pos, int nr, float *cs);
+
+/* Top-k of softmax(logits[n_vocab]), descending, ties by lower id. */
+void cpu_topk(const float *logits, int n_vocab, int k, int32_t *ids, float *probs);
+int32_t cpu_argmax(const float *logits, int n_vocab);
+
+/* Final norm + LM head on nr (<= CPU_HEAD_CHUNK) rows of hidden states:
+ * be->logits gets nr rows of n_vocab. */
+void cpu_head_logits(struct cpu_backend *be, const float *states, size_t ss, int nr);
+
+#endif

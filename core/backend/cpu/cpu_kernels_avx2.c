@@ -1,0 +1,346 @@
+/* AVX2 + FMA + F16C kernels, compiled with target attributes and chosen at
+ * run time (cpu_kernels_select). The multi-row matmul bodies are one inline
+ * template instantiated for 1..4 activation rows: each row owns its
+ * accumulators and sees the same instruction sequence in every instance, so a
+ * row's result does not depend on how many rows share the weight pass. */
+#include "build-config.h"
+
+#ifdef SKIPPER_X86_64
+
+#include <immintrin.h>
+#include <stddef.h>
+
+#include "cpu_kernels.h"
+#include "model/quant.h"
+
+#pragma GCC optimize("fp-contract=off")
+
+#define TGT __attribute__((target("avx2,fma,f16c")))
+#define INL __attribute__((always_inline)) inline
+
+/* Fixed-tree horizontal sum of 8 lanes. */
+static TGT INL float hsum8(__m256 v)
+{
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+static TGT INL float h2f(uint16_t h)
+{
+	return _cvtsh_ss(h);
+}
+
+/* 16 bytes of packed nibbles -> 32 unsigned bytes: element i (< 16) is the
+ * low nibble of byte i, element 16 + i the high nibble (GGML order). */
+static TGT INL __m256i unpack_nibbles(const uint8_t *qs)
+{
+	__m128i b = _mm_loadu_si128((const __m128i *)qs);
+	__m128i m = _mm_set1_epi8(0x0F);
+	__m128i lo = _mm_and_si128(b, m);
+	__m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
+	return _mm256_set_m128i(hi, lo);
+}
+
+/* Sum of u8 * s8 products in 8 int32 lanes, as floats. */
+static TGT INL __m256 dot_us8(__m256i u, __m256i s)
+{
+	__m256i p16 = _mm256_maddubs_epi16(u, s);
+	return _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+}
+
+static TGT INL void q4_0_rows(int64_t nb, const struct skipper_block_q4_0 *w,
+                              const char *x, size_t xs, int R, float *y, size_t ys)
+{
+	__m256 acc[4];
+	float off[4];
+	for (int r = 0; r < R; r++) {
+		acc[r] = _mm256_setzero_ps();
+		off[r] = 0.0f;
+	}
+	for (int64_t b = 0; b < nb; b++) {
+		__m256i wq = unpack_nibbles(w[b].qs);
+		float dw = h2f(w[b].d);
+		for (int r = 0; r < R; r++) {
+			const struct cpu_q8 *xb = (const struct cpu_q8 *)(x + (size_t)r * xs) + b;
+			__m256i xq = _mm256_loadu_si256((const __m256i *)xb->qs);
+			float dd = dw * xb->d;
+			acc[r] = _mm256_fmadd_ps(dot_us8(wq, xq), _mm256_set1_ps(dd), acc[r]);
+			off[r] += dd * (float)(-8 * xb->sum);
+		}
+	}
+	for (int r = 0; r < R; r++)
+		y[(size_t)r * ys] = hsum8(acc[r]) + off[r];
+}
+
+static TGT INL void q4_1_rows(int64_t nb, const struct skipper_block_q4_1 *w,
+                              const char *x, size_t xs, int R, float *y, size_t ys)
+{
+	__m256 acc[4];
+	float off[4];
+	for (int r = 0; r < R; r++) {
+		acc[r] = _mm256_setzero_ps();
+		off[r] = 0.0f;
+	}
+	for (int64_t b = 0; b < nb; b++) {
+		__m256i wq = unpack_nibbles(w[b].qs);
+		float dw = h2f(w[b].d), mw = h2f(w[b].m);
+		for (int r = 0; r < R; r++) {
+			const struct cpu_q8 *xb = (const struct cpu_q8 *)(x + (size_t)r * xs) + b;
+			__m256i xq = _mm256_loadu_si256((const __m256i *)xb->qs);
+			acc[r] = _mm256_fmadd_ps(dot_us8(wq, xq), _mm256_set1_ps(dw * xb->d), acc[r]);
+			off[r] += mw * xb->s;
+		}
+	}
+	for (int r = 0; r < R; r++)
+		y[(size_t)r * ys] = hsum8(acc[r]) + off[r];
+}
+
+static TGT INL void q8_0_rows(int64_t nb, const struct skipper_block_q8_0 *w,
+                              const char *x, size_t xs, int R, float *y, size_t ys)
+{
+	__m256 acc[4];
+	for (int r = 0; r < R; r++)
+		acc[r] = _mm256_setzero_ps();
+	for (int64_t b = 0; b < nb; b++) {
+		__m256i wq = _mm256_loadu_si256((const __m256i *)w[b].qs);
+		__m256i aw = _mm256_sign_epi8(wq, wq);
+		float dw = h2f(w[b].d);
+		for (int r = 0; r < R; r++) {
+			const struct cpu_q8 *xb = (const struct cpu_q8 *)(x + (size_t)r * xs) + b;
+			__m256i xq = _mm256_loadu_si256((const __m256i *)xb->qs);
+			__m256 p = dot_us8(aw, _mm256_sign_epi8(xq, wq));
+			acc[r] = _mm256_fmadd_ps(p, _mm256_set1_ps(dw * xb->d), acc[r]);
+		}
+	}
+	for (int r = 0; r < R; r++)
+		y[(size_t)r * ys] = hsum8(acc[r]);
+}
+
+/* One activation row against two weight rows: the same per-column
+ * operations as q4_1_rows / q8_0_rows with R = 1, interleaved so the two
+ * accumulation chains overlap (decode is one row). */
+static TGT INL void q4_1_2col(int64_t nb, const struct skipper_block_q4_1 *w0,
+                              const struct skipper_block_q4_1 *w1, const struct cpu_q8 *x,
+                              float *y0, float *y1)
+{
+	__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+	float o0 = 0.0f, o1 = 0.0f;
+	for (int64_t b = 0; b < nb; b++) {
+		__m256i xq = _mm256_loadu_si256((const __m256i *)x[b].qs);
+		__m256i q0 = unpack_nibbles(w0[b].qs), q1 = unpack_nibbles(w1[b].qs);
+		a0 = _mm256_fmadd_ps(dot_us8(q0, xq), _mm256_set1_ps(h2f(w0[b].d) * x[b].d), a0);
+		a1 = _mm256_fmadd_ps(dot_us8(q1, xq), _mm256_set1_ps(h2f(w1[b].d) * x[b].d), a1);
+		o0 += h2f(w0[b].m) * x[b].s;
+		o1 += h2f(w1[b].m) * x[b].s;
+	}
+	*y0 = hsum8(a0) + o0;
+	*y1 = hsum8(a1) + o1;
+}
+
+static TGT INL void q8_0_2col(int64_t nb, const struct skipper_block_q8_0 *w0,
+                              const struct skipper_block_q8_0 *w1, const struct cpu_q8 *x,
+                              float *y0, float *y1)
+{
+	__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+	for (int64_t b = 0; b < nb; b++) {
+		__m256i xq = _mm256_loadu_si256((const __m256i *)x[b].qs);
+		__m256i q0 = _mm256_loadu_si256((const __m256i *)w0[b].qs);
+		__m256i q1 = _mm256_loadu_si256((const __m256i *)w1[b].qs);
+		__m256 p0 = dot_us8(_mm256_sign_epi8(q0, q0), _mm256_sign_epi8(xq, q0));
+		__m256 p1 = dot_us8(_mm256_sign_epi8(q1, q1), _mm256_sign_epi8(xq, q1));
+		a0 = _mm256_fmadd_ps(p0, _mm256_set1_ps(h2f(w0[b].d) * x[b].d), a0);
+		a1 = _mm256_fmadd_ps(p1, _mm256_set1_ps(h2f(w1[b].d) * x[b].d), a1);
+	}
+	*y0 = hsum8(a0);
+	*y1 = hsum8(a1);
+}
+
+/* Float weights: 8-lane accumulation, then a left-to-right scalar tail. */
+enum { FK_F32, FK_F16, FK_BF16 };
+
+static TGT INL __m256 load8w(int fk, const void *w, int64_t i)
+{
+	if (fk == FK_F32)
+		return _mm256_loadu_ps((const float *)w + i);
+	__m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
+	if (fk == FK_F16)
+		return _mm256_cvtph_ps(h);
+	return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+static TGT INL float load1w(int fk, const void *w, int64_t i)
+{
+	if (fk == FK_F32)
+		return ((const float *)w)[i];
+	uint16_t h = ((const uint16_t *)w)[i];
+	return fk == FK_F16 ? h2f(h) : cpu_bf16_to_f32(h);
+}
+
+static TGT INL void fl_rows(int fk, int64_t k, const void *w, const char *x, size_t xs, int R,
+                            float *y, size_t ys)
+{
+	__m256 acc[4];
+	int64_t k8 = k & ~(int64_t)7;
+	for (int r = 0; r < R; r++)
+		acc[r] = _mm256_setzero_ps();
+	for (int64_t i = 0; i < k8; i += 8) {
+		__m256 wv = load8w(fk, w, i);
+		for (int r = 0; r < R; r++)
+			acc[r] = _mm256_fmadd_ps(wv, _mm256_loadu_ps((const float *)(x + (size_t)r * xs) + i),
+			                         acc[r]);
+	}
+	for (int r = 0; r < R; r++) {
+		float s = hsum8(acc[r]);
+		const float *xr = (const float *)(x + (size_t)r * xs);
+		for (int64_t i = k8; i < k; i++)
+			s += load1w(fk, w, i) * xr[i];
+		y[(size_t)r * ys] = s;
+	}
+}
+
+/* Walk weight rows; for each, activation rows four at a time. */
+#define AVX2_MATMUL(NAME, BODY)                                                              \
+	static TGT void NAME(int64_t k, const void *w, size_t wrb, int nc, const void *x,   \
+	                     size_t xs, int nr, float *y, size_t ys)                         \
+	{                                                                                    \
+		for (int c = 0; c < nc; c++) {                                               \
+			const void *wr = (const char *)w + (size_t)c * wrb;                  \
+			int r = 0;                                                           \
+			for (; r + 4 <= nr; r += 4)                                          \
+				BODY(4);                                                     \
+			switch (nr - r) {                                                    \
+			case 3: BODY(3); break;                                              \
+			case 2: BODY(2); break;                                              \
+			case 1: BODY(1); break;                                              \
+			}                                                                    \
+		}                                                                            \
+	}
+
+#define XR ((const char *)x + (size_t)r * xs)
+#define YR (y + (size_t)r * ys + c)
+#define B_Q4_0(R) q4_0_rows(k / 32, wr, XR, xs, R, YR, ys)
+#define B_Q4_1(R) q4_1_rows(k / 32, wr, XR, xs, R, YR, ys)
+#define B_Q8_0(R) q8_0_rows(k / 32, wr, XR, xs, R, YR, ys)
+#define B_F32(R) fl_rows(FK_F32, k, wr, XR, xs, R, YR, ys)
+#define B_F16(R) fl_rows(FK_F16, k, wr, XR, xs, R, YR, ys)
+#define B_BF16(R) fl_rows(FK_BF16, k, wr, XR, xs, R, YR, ys)
+
+AVX2_MATMUL(mm_q4_0, B_Q4_0)
+/* One-row products (decode) take two weight rows at a time. */
+#define AVX2_MATMUL_2COL(NAME, BT, TWO, BODY)                                                \
+	static TGT void NAME(int64_t k, const void *w, size_t wrb, int nc, const void *x,   \
+	                     size_t xs, int nr, float *y, size_t ys)                         \
+	{                                                                                    \
+		if (nr != 1) {                                                               \
+			NAME##_rows(k, w, wrb, nc, x, xs, nr, y, ys);                        \
+			return;                                                              \
+		}                                                                            \
+		int c = 0;                                                                   \
+		for (; c + 2 <= nc; c += 2)                                                  \
+			TWO(k / 32, (const BT *)((const char *)w + (size_t)c * wrb),         \
+			    (const BT *)((const char *)w + (size_t)(c + 1) * wrb),           \
+			    (const struct cpu_q8 *)x, y + c, y + c + 1);                     \
+		if (c < nc) {                                                                \
+			const void *wr = (const char *)w + (size_t)c * wrb;                  \
+			int r = 0;                                                           \
+			BODY(1);                                                             \
+		}                                                                            \
+	}
+
+AVX2_MATMUL(mm_q4_1_rows, B_Q4_1)
+AVX2_MATMUL(mm_q8_0_rows, B_Q8_0)
+AVX2_MATMUL_2COL(mm_q4_1, struct skipper_block_q4_1, q4_1_2col, B_Q4_1)
+AVX2_MATMUL_2COL(mm_q8_0, struct skipper_block_q8_0, q8_0_2col, B_Q8_0)
+AVX2_MATMUL(mm_f32, B_F32)
+AVX2_MATMUL(mm_f16, B_F16)
+AVX2_MATMUL(mm_bf16, B_BF16)
+
+static TGT void quantize_q8(const float *x, struct cpu_q8 *q, int64_t k)
+{
+	const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+	for (int64_t b = 0; b < k / 32; b++, x += 32, q++) {
+		__m256 v[4], m;
+		for (int j = 0; j < 4; j++)
+			v[j] = _mm256_loadu_ps(x + 8 * j);
+		m = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(v[0], absmask), _mm256_and_ps(v[1], absmask)),
+		                  _mm256_max_ps(_mm256_and_ps(v[2], absmask), _mm256_and_ps(v[3], absmask)));
+		__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+		m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+		m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+		float amax = _mm_cvtss_f32(m4);
+		float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+		__m256 idv = _mm256_set1_ps(id);
+		__m256i i32[4];
+		for (int j = 0; j < 4; j++)
+			i32[j] = _mm256_cvtps_epi32(
+				_mm256_round_ps(_mm256_mul_ps(v[j], idv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+		__m256i s = _mm256_add_epi32(_mm256_add_epi32(i32[0], i32[1]), _mm256_add_epi32(i32[2], i32[3]));
+		__m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+		s4 = _mm_hadd_epi32(s4, s4);
+		s4 = _mm_hadd_epi32(s4, s4);
+		/* pack 32-bit -> 8-bit; packs interleave 128-bit lanes, undo with a permute */
+		__m256i p16a = _mm256_packs_epi32(i32[0], i32[1]);
+		__m256i p16b = _mm256_packs_epi32(i32[2], i32[3]);
+		__m256i p8 = _mm256_packs_epi16(p16a, p16b);
+		p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+		_mm256_storeu_si256((__m256i *)q->qs, p8);
+		float d = _cvtsh_ss(_cvtss_sh(amax / 127.0f, _MM_FROUND_TO_NEAREST_INT));
+		q->d = d;
+		q->sum = _mm_cvtsi128_si32(s4);
+		q->s = _cvtsh_ss(_cvtss_sh(d * (float)q->sum, _MM_FROUND_TO_NEAREST_INT));
+	}
+}
+
+static TGT float a_dot_f32_f16(const float *a, const uint16_t *b, int d)
+{
+	__m256 acc = _mm256_setzero_ps();
+	for (int i = 0; i < d; i += 8)
+		acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i),
+		                      _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + i))), acc);
+	return hsum8(acc);
+}
+
+static TGT void a_axpy_f16(float *y, float a, const uint16_t *x, int d)
+{
+	__m256 av = _mm256_set1_ps(a);
+	for (int i = 0; i < d; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))),
+		                                        _mm256_loadu_ps(y + i)));
+}
+
+static TGT void a_f32_to_f16(const float *x, uint16_t *y, int n)
+{
+	int i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm_storeu_si128((__m128i *)(y + i),
+		                 _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+	for (; i < n; i++)
+		y[i] = (uint16_t)_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
+}
+
+static TGT void a_round_f16(float *x, int n)
+{
+	int i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i),
+		                                                        _MM_FROUND_TO_NEAREST_INT)));
+	for (; i < n; i++)
+		x[i] = _cvtsh_ss(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT));
+}
+
+const struct cpu_kernels cpu_kernels_avx2 = {
+	.name = "avx2",
+	.matmul = {
+		[CPU_W_F32] = mm_f32, [CPU_W_F16] = mm_f16, [CPU_W_BF16] = mm_bf16,
+		[CPU_W_Q4_0] = mm_q4_0, [CPU_W_Q4_1] = mm_q4_1, [CPU_W_Q8_0] = mm_q8_0,
+	},
+	.quantize_q8 = quantize_q8,
+	.dot_f32_f16 = a_dot_f32_f16,
+	.axpy_f16 = a_axpy_f16,
+	.f32_to_f16 = a_f32_to_f16,
+	.round_f16 = a_round_f16,
+};
+
+#endif

@@ -1,0 +1,347 @@
+/* The engine's lifecycle and the request loop (DESIGN §2): prefill, then
+ * rounds of plan -> draft (draft.c) -> verify and accept (verify.c) until
+ * EOS or max_tokens. Acceptance is decided in verify.c and only there. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_impl.h"
+#include "error.h"
+
+void skipper_engine_set_fixed_plan(struct skipper_engine *e, const uint8_t *skip_attn, const uint8_t *skip_mlp,
+                                   int max_draft, double threshold)
+{
+	size_t n = (size_t)e->n_layer;
+	if (!e->fixed_attn)
+		e->fixed_attn = calloc(n, 1);
+	if (!e->fixed_mlp)
+		e->fixed_mlp = calloc(n, 1);
+	if (!e->fixed_attn || !e->fixed_mlp) {
+		e->fixed_max_draft = 0; /* out of memory: plain decoding is still correct */
+		return;
+	}
+	memset(e->fixed_attn, 0, n);
+	memset(e->fixed_mlp, 0, n);
+	if (skip_attn)
+		memcpy(e->fixed_attn, skip_attn, n);
+	if (skip_mlp)
+		memcpy(e->fixed_mlp, skip_mlp, n);
+	e->fixed_max_draft = max_draft;
+	e->fixed_threshold = threshold;
+}
+
+void skipper_engine_set_fixed_adaptive(struct skipper_engine *e, double alpha, double eps, double beta1,
+                                       double beta2)
+{
+	e->fixed_alpha = alpha;
+	e->fixed_eps = eps;
+	e->fixed_beta1 = beta1;
+	e->fixed_beta2 = beta2;
+}
+
+/* The Self-SD exit rule for trials; the same rule as bo-static's runtime
+ * (plugins/common/adaptive.h), restated because the core does not link the
+ * plugins' helpers. */
+static void fixed_adapt(struct skipper_engine *e, int first_round, int accepted, int drafted)
+{
+	double are, tmp;
+	if (e->fixed_alpha <= 0 || drafted <= 0)
+		return;
+	are = (double)accepted / drafted;
+	e->fixed_ar = first_round ? are : e->fixed_beta1 * e->fixed_ar + (1 - e->fixed_beta1) * are;
+	tmp = e->fixed_ar <= e->fixed_alpha ? e->fixed_threshold + e->fixed_eps : e->fixed_threshold - e->fixed_eps;
+	e->fixed_threshold = e->fixed_beta2 * e->fixed_threshold + (1 - e->fixed_beta2) * tmp;
+}
+
+struct skipper_backend *skipper_engine_backend(struct skipper_engine *e) { return e->be; }
+
+int skipper_engine_committed(const struct skipper_engine *e) { return e->committed; }
+
+void skipper_engine_free(struct skipper_engine *e)
+{
+	if (!e)
+		return;
+	free(e->skip_attn);
+	free(e->skip_mlp);
+	free(e->d_top_ids);
+	free(e->d_top_probs);
+	free(e->d_q);
+	free(e->logits);
+	free(e->p);
+	free(e->q);
+	free(e->scratch);
+	free(e->gen);
+	free(e->fixed_attn);
+	free(e->fixed_mlp);
+	free(e->cap);
+	free(e->cap_sel);
+	free(e);
+}
+
+int skipper_engine_new(struct skipper_backend *be, const struct skipper_tokenizer *tok,
+                       struct skipper_policy_instance *pol, struct skipper_engine **out,
+                       struct skipper_error *err)
+{
+	struct skipper_engine *e = calloc(1, sizeof *e);
+	size_t nv;
+
+	if (!e)
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	e->be = be;
+	e->tok = tok;
+	e->pol = pol;
+	e->n_vocab = be->model->hp.n_vocab;
+	e->n_layer = be->model->hp.n_layer;
+	e->top_k = 1;
+	if (pol) {
+		const struct skipper_needs *nd = skipper_policy_instance_needs(pol);
+		if (nd->flags & SKIPPER_NEED_TOPK)
+			e->top_k = nd->top_k > 0 ? nd->top_k : 10;
+		e->needs = nd->flags;
+		e->prompt_rows = nd->prompt_rows > 0 ? nd->prompt_rows : 1;
+		if (e->prompt_rows > MAX_NODES + 1)
+			e->prompt_rows = MAX_NODES + 1;
+	}
+	/* SUBLAYER_STATES only modifies the *_STATES captures */
+	e->cap_sub = (e->needs & SKIPPER_NEED_SUBLAYER_STATES) != 0;
+	e->n_points = e->cap_sub ? 2 * e->n_layer + 1 : e->n_layer + 1;
+	if (e->needs & (SKIPPER_NEED_LAST_LAYER_STATES | SKIPPER_NEED_ACCEPTED_STATES)) {
+		size_t per = (size_t)e->n_points * be->model->hp.n_embd;
+		if (e->n_points > (int)(sizeof e->cap_layers / sizeof e->cap_layers[0])) {
+			skipper_engine_free(e);
+			return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED, "state captures: %d layers is too many",
+			                    e->n_layer);
+		}
+		for (int l = 0; l < e->n_points; l++)
+			e->cap_layers[l] = l - 1;
+		e->cap = malloc((MAX_NODES + 1) * per * sizeof *e->cap);
+		e->cap_sel = malloc((MAX_NODES + 1) * per * sizeof *e->cap_sel);
+		if (!e->cap || !e->cap_sel) {
+			skipper_engine_free(e);
+			return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory (state captures)");
+		}
+	}
+	if (e->top_k > SKIPPER_TOPK_MAX)
+		e->top_k = SKIPPER_TOPK_MAX;
+	nv = (size_t)e->n_vocab;
+	e->skip_attn = calloc((size_t)e->n_layer, 1);
+	e->skip_mlp = calloc((size_t)e->n_layer, 1);
+	e->d_top_ids = calloc((size_t)MAX_DRAFT * e->top_k, sizeof *e->d_top_ids);
+	e->d_top_probs = calloc((size_t)MAX_DRAFT * e->top_k, sizeof *e->d_top_probs);
+	e->p = malloc(nv * sizeof *e->p);
+	e->q = malloc(nv * sizeof *e->q);
+	e->scratch = malloc(nv * sizeof *e->scratch);
+	if (!e->skip_attn || !e->skip_mlp || !e->d_top_ids || !e->d_top_probs || !e->p || !e->q || !e->scratch) {
+		skipper_engine_free(e);
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	}
+	*out = e;
+	return SKIPPER_OK;
+}
+
+/* Buffers only sampling needs, allocated on first use. */
+static int need_sampling_buffers(struct skipper_engine *e, struct skipper_error *err)
+{
+	size_t nv = (size_t)e->n_vocab;
+	if (!e->logits)
+		e->logits = malloc((MAX_NODES + 1) * nv * sizeof *e->logits);
+	if (!e->d_q)
+		e->d_q = malloc(MAX_DRAFT * nv * sizeof *e->d_q);
+	if (!e->logits || !e->d_q)
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory (sampling buffers)");
+	return SKIPPER_OK;
+}
+
+static int push_generated(struct skipper_engine *e, int n, int32_t tok)
+{
+	if (n == e->gen_cap) {
+		int cap = e->gen_cap ? e->gen_cap * 2 : 256;
+		int32_t *g = realloc(e->gen, (size_t)cap * sizeof *g);
+		if (!g)
+			return SKIPPER_ERR_NOMEM;
+		e->gen = g;
+		e->gen_cap = cap;
+	}
+	e->gen[n] = tok;
+	return SKIPPER_OK;
+}
+
+/* Commit one output token: record, report, check EOS / max / callback. */
+int engine_emit(struct skipper_engine *e, struct round_ctx *r, int32_t tok)
+{
+	if (r->done)
+		return SKIPPER_OK;
+	if (push_generated(e, r->n_gen, tok))
+		return SKIPPER_ERR_NOMEM;
+	r->n_gen++;
+	if (r->cb && r->cb(r->user, tok))
+		r->done = 1;
+	if (skipper_tokenizer_is_eog(e->tok, tok) || r->n_gen >= r->gp->max_tokens)
+		r->done = 1;
+	return SKIPPER_OK;
+}
+
+/* Prefill, commit the first token, start the policy (begin hook). */
+static int start_request(struct skipper_engine *e, struct round_ctx *r, const int32_t *prompt, int n_prompt,
+                         int *began, struct skipper_error *err)
+{
+	const struct skipper_gen_params *gp = r->gp;
+	struct skipper_run_stats *st = r->st;
+	struct skipper_states prompt_states;
+	float *mean = NULL;
+	double t0 = engine_now();
+	int n_rows = 0, rc;
+	int32_t first;
+
+	if ((e->needs & SKIPPER_NEED_PROMPT_MEAN) && e->pol &&
+	    !(mean = malloc((size_t)e->be->model->hp.n_embd * sizeof *mean)))
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	if ((rc = engine_prefill(e, prompt, n_prompt, r->greedy, mean, &n_rows, err))) {
+		free(mean);
+		return rc;
+	}
+	if (e->cap) {
+		for (int i = 0; i < n_rows; i++) {
+			e->cap_pos[i] = e->b_rows[i];
+			e->cap_tok[i] = prompt[e->b_rows[i]];
+		}
+		prompt_states = (struct skipper_states){ .n_rows = n_rows, .n_points = e->n_points,
+		                                         .n_embd = e->be->model->hp.n_embd, .pos = e->cap_pos,
+		                                         .token = e->cap_tok, .data = e->cap_sel };
+	}
+	if (r->greedy) {
+		first = e->v_top[0];
+	} else {
+		skipper_process_logits(&gp->sampling, e->logits, e->n_vocab, e->p, e->scratch);
+		first = skipper_sample_probs(e->p, e->n_vocab, &e->rng);
+	}
+	st->t_prefill = engine_now() - t0;
+	r->n_past = n_prompt;
+	e->committed = r->n_past;
+	if ((rc = engine_emit(e, r, first))) {
+		free(mean);
+		return skipper_fail(err, rc, "out of memory");
+	}
+	r->root = first;
+
+	if (e->pol) {
+		struct skipper_request req = { .id = e->request_id, .prompt = prompt, .n_prompt = n_prompt,
+		                               .n_layer = e->n_layer, .max_tokens = gp->max_tokens, .greedy = r->greedy,
+		                               .prompt_mean = mean, .states = e->cap ? &prompt_states : NULL };
+		t0 = engine_now();
+		rc = skipper_policy_begin(e->pol, &req, err);
+		st->t_policy += engine_now() - t0;
+		*began = rc == SKIPPER_OK;
+	}
+	free(mean);
+	return rc;
+}
+
+/* This round's skip mask (e->skip_*) and draft length, from the policy or
+ * the fixed plan, never past max_tokens (a round always adds one bonus
+ * token) nor past the context. */
+static int plan_round(struct skipper_engine *e, struct round_ctx *r, int *n_draft, struct skipper_error *err)
+{
+	int cap = r->gp->max_tokens - r->n_gen - 1, n_ctx = e->be->n_ctx, rc;
+
+	*n_draft = 0;
+	if (cap > MAX_DRAFT)
+		cap = MAX_DRAFT;
+	if (cap > n_ctx - r->n_past - 1)
+		cap = n_ctx - r->n_past - 1;
+	if (r->n_past + 1 > n_ctx)
+		return skipper_fail(err, SKIPPER_ERR_RANGE, "context of %d tokens is full (raise [model] ctx)", n_ctx);
+	if (cap < 0)
+		cap = 0;
+	memset(e->skip_attn, 0, (size_t)e->n_layer);
+	memset(e->skip_mlp, 0, (size_t)e->n_layer);
+	if (e->pol) {
+		struct skipper_plan plan = { .n_layer = e->n_layer, .skip_attn = e->skip_attn, .skip_mlp = e->skip_mlp,
+		                             .max_draft = cap, .capture = e->cap != NULL, .round = r->st->rounds,
+		                             .n_committed = r->n_past, .n_generated = r->n_gen };
+		double t0 = engine_now();
+		rc = skipper_policy_select_draft(e->pol, &plan, err);
+		r->st->t_policy += engine_now() - t0;
+		if (rc)
+			return rc;
+		*n_draft = plan.max_draft < cap ? plan.max_draft : cap;
+		r->capture = e->cap && plan.capture; /* the policy may only turn captures off */
+		if (*n_draft < 0)
+			*n_draft = 0;
+	} else if (e->fixed_max_draft > 0) {
+		memcpy(e->skip_attn, e->fixed_attn, (size_t)e->n_layer);
+		memcpy(e->skip_mlp, e->fixed_mlp, (size_t)e->n_layer);
+		*n_draft = e->fixed_max_draft < cap ? e->fixed_max_draft : cap;
+	}
+	return SKIPPER_OK;
+}
+
+/* Fill the run's totals and end the policy (end hook), keeping the first error. */
+static int finish_request(struct skipper_engine *e, struct round_ctx *r, int n_prompt, double t_start, int began,
+                          int rc, struct skipper_error *err)
+{
+	struct skipper_run_stats *st = r->st;
+
+	st->n_generated = r->n_gen;
+	st->t_total = engine_now() - t_start;
+	st->alpha = st->drafted ? (double)st->accepted / st->drafted : 0;
+	st->mean_accepted = st->rounds ? (double)(r->n_gen - 1) / st->rounds : 1.0;
+	/* the first token comes out of the prefill; the rest out of decoding */
+	if (r->n_gen > 1 && st->t_total - st->t_prefill > 0)
+		st->tokens_per_s = (r->n_gen - 1) / (st->t_total - st->t_prefill);
+	if (began) {
+		struct skipper_stats ps = { .n_prompt = n_prompt, .n_generated = r->n_gen, .rounds = st->rounds,
+		                            .verify_passes = st->rounds, .drafted = st->drafted, .accepted = st->accepted,
+		                            .seconds = st->t_total, .prefill_seconds = st->t_prefill,
+		                            .draft_seconds = st->t_draft, .verify_seconds = st->t_verify,
+		                            .policy_seconds = st->t_policy };
+		struct skipper_error e2 = { 0 };
+		int rc2 = skipper_policy_end(e->pol, &ps, rc ? &e2 : err);
+		if (rc2 && !rc)
+			rc = rc2;
+	}
+	return rc;
+}
+
+int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int n_prompt,
+                            const struct skipper_gen_params *gp, skipper_token_cb cb, void *user,
+                            struct skipper_run_stats *st, struct skipper_error *err)
+{
+	struct round_ctx r = { .gp = gp, .greedy = gp->sampling.temperature <= 0, .cb = cb, .user = user, .st = st };
+	double t_start = engine_now();
+	int rc, began = 0;
+
+	memset(st, 0, sizeof *st);
+	st->n_prompt = n_prompt;
+	if (n_prompt <= 0)
+		return skipper_fail(err, SKIPPER_ERR_ARG, "empty prompt");
+	if (gp->max_tokens <= 0)
+		return SKIPPER_OK;
+	if (n_prompt + 1 > e->be->n_ctx)
+		return skipper_fail(err, SKIPPER_ERR_RANGE, "prompt of %d tokens does not fit the context of %d (raise [model] ctx)",
+		                    n_prompt, e->be->n_ctx);
+	if (!r.greedy && (rc = need_sampling_buffers(e, err)))
+		return rc;
+	skipper_rng_seed(&e->rng, gp->seed);
+	e->request_id++;
+
+	rc = start_request(e, &r, prompt, n_prompt, &began, err);
+	while (!rc && !r.done) {
+		int n_draft;
+		if ((rc = plan_round(e, &r, &n_draft, err)))
+			break;
+		if (n_draft > 0) {
+			double p0 = st->t_policy, t0 = engine_now(); /* should_exit time is the policy's */
+			rc = engine_draft(e, &r, n_draft, &n_draft, err);
+			st->t_draft += engine_now() - t0 - (st->t_policy - p0);
+			if (rc)
+				break;
+		}
+		int accepted0 = st->accepted, first_round = st->drafted == 0;
+		if ((rc = engine_verify(e, &r, n_draft, err)))
+			break;
+		if (!e->pol && e->fixed_max_draft > 0)
+			fixed_adapt(e, first_round, st->accepted - accepted0, n_draft);
+	}
+	return finish_request(e, &r, n_prompt, t_start, began, rc, err);
+}

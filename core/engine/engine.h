@@ -1,0 +1,80 @@
+/* core/engine/ -- the self-speculative decoding loop (DESIGN §2): full-model
+ * prefill (prefill.c), draft rounds with the policy's skip mask (draft.c),
+ * verification of the chain or tree by the full model with lossless
+ * acceptance and KV compaction (verify.c), sampling (sample.c), and the
+ * compute services plugins reach through the policy host
+ * (engine_services.c). With no policy (or a draft length of 0) it is plain
+ * autoregressive decoding. May include: every subsystem below it (model,
+ * tokenizer, backend, policy). Called by the CLI. */
+#ifndef SKIPPER_ENGINE_H
+#define SKIPPER_ENGINE_H
+
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "sample.h"
+#include "tokenizer/tokenizer.h"
+
+#include "policy/policy_host.h"
+
+struct skipper_gen_params {
+	int max_tokens;                   /* new tokens at most */
+	struct skipper_sampling sampling; /* temperature 0 = greedy */
+	uint64_t seed;
+};
+
+/* DESIGN §4. Times in seconds. */
+struct skipper_run_stats {
+	int n_prompt, n_generated;
+	int rounds;          /* verification passes (AR: one per decoded token after the first) */
+	int drafted, accepted;
+	double t_prefill, t_draft, t_verify, t_policy, t_total; /* policy = time inside its hooks */
+	double alpha;        /* accepted / drafted (0 when nothing was drafted) */
+	double mean_accepted;/* M: tokens committed per verify pass (1.00 for autoregressive) */
+	double tokens_per_s; /* decode speed: tokens after the first / (t_total - t_prefill) */
+};
+
+/* Called for every committed token, in order; return non-zero to stop. */
+typedef int (*skipper_token_cb)(void *user, int32_t token);
+
+struct skipper_engine;
+
+/* The engine borrows be, tok and pol (NULL = autoregressive); they must
+ * outlive it. *out owned by the caller: skipper_engine_free(). */
+int skipper_engine_new(struct skipper_backend *be, const struct skipper_tokenizer *tok,
+                       struct skipper_policy_instance *pol, struct skipper_engine **out,
+                       struct skipper_error *err);
+void skipper_engine_free(struct skipper_engine *e);
+
+/* Generate up to p->max_tokens tokens after prompt[0..n_prompt). Stops at an
+ * end-of-generation token (which is committed and reported) or max_tokens,
+ * never past either. Fills *st. */
+int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int n_prompt,
+                            const struct skipper_gen_params *p, skipper_token_cb cb, void *user,
+                            struct skipper_run_stats *st, struct skipper_error *err);
+
+/* Draft with a fixed plan instead of a policy (host->trial): this mask,
+ * up to max_draft tokens, stopping early when the draft's top probability
+ * falls below threshold (0 = never). max_draft = 0 turns it off. */
+void skipper_engine_set_fixed_plan(struct skipper_engine *e, const uint8_t *skip_attn, const uint8_t *skip_mlp,
+                                   int max_draft, double threshold);
+/* Make the fixed plan's threshold adaptive (Self-SD rule, host->trial's
+ * adaptive members): after each round AR is smoothed with beta1 (restarting
+ * with each generate call), and the threshold moves towards +-eps around
+ * itself with weight 1-beta2 depending on AR <= alpha. Call after
+ * skipper_engine_set_fixed_plan; alpha <= 0 turns it off. */
+void skipper_engine_set_fixed_adaptive(struct skipper_engine *e, double alpha, double eps, double beta1,
+                                       double beta2);
+
+/* Mean over rows of the final-normed hidden state after the last layer of
+ * a full-model prefill of prompt (writes the KV cache: call outside a
+ * request). out has n_embd floats. */
+int skipper_engine_prompt_mean(struct skipper_engine *e, const int32_t *prompt, int n, float *out,
+                               struct skipper_error *err);
+
+/* The backend the engine runs on, and its committed KV length (valid
+ * between hooks of a request; 0 outside a request). */
+struct skipper_backend *skipper_engine_backend(struct skipper_engine *e);
+int skipper_engine_committed(const struct skipper_engine *e);
+
+#endif

@@ -1,0 +1,98 @@
+/* What the parts of the engine share: the engine's state, one request's
+ * round context, and the functions one part calls in another. Internal to
+ * core/engine/. */
+#ifndef SKIPPER_ENGINE_IMPL_H
+#define SKIPPER_ENGINE_IMPL_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "engine.h"
+
+#define MAX_DRAFT 32        /* chain tokens per round */
+#define MAX_NODES 128       /* tree nodes per round (root excluded) */
+
+struct skipper_engine {
+	struct skipper_backend *be;
+	const struct skipper_tokenizer *tok;
+	struct skipper_policy_instance *pol; /* NULL = autoregressive */
+	int n_vocab, n_layer, top_k;
+	uint64_t request_id;
+
+	uint8_t *skip_attn, *skip_mlp;
+	/* draft chain */
+	int32_t d_tok[MAX_DRAFT];
+	float d_prob[MAX_DRAFT];
+	int32_t *d_top_ids;   /* [MAX_DRAFT][top_k] */
+	float *d_top_probs;
+	float *d_q;           /* [MAX_DRAFT][n_vocab] processed draft distributions (sampling) */
+	/* verification batch (root + nodes) */
+	int32_t b_tok[MAX_NODES + 1], b_pos[MAX_NODES + 1], b_parent[MAX_NODES + 1], b_rows[MAX_NODES + 1];
+	int32_t b_depth[MAX_NODES + 1];
+	int32_t v_top[MAX_NODES + 1];
+	float v_top_p[MAX_NODES + 1];
+	float *logits;        /* [MAX_NODES + 1][n_vocab] */
+	float *p, *q;         /* [n_vocab] work distributions */
+	struct skipper_prob_id *scratch;
+	/* tree handed to the policy */
+	int32_t t_tok[MAX_NODES], t_parent[MAX_NODES], t_chain[MAX_NODES];
+	/* output so far */
+	int32_t *gen;
+	int gen_cap;
+	int committed;        /* KV length visible to compute services */
+	/* captures the policy needs (skipper_needs) */
+	uint64_t needs;
+	int prompt_rows;
+	int n_points;         /* per captured row: n_layer + 1, or 2 n_layer + 1 (SUBLAYER_STATES) */
+	int cap_sub;          /* captures at sub-layer boundaries (backend cap_sublayers) */
+	int32_t cap_layers[1025];
+	float *cap;           /* [MAX_NODES + 1][n_points][n_embd] */
+	float *cap_sel;       /* the selected rows, handed to on_accept */
+	int32_t cap_pos[MAX_NODES + 1], cap_tok[MAX_NODES + 1];
+	/* fixed plan (no policy): host->trial */
+	uint8_t *fixed_attn, *fixed_mlp;
+	int fixed_max_draft;
+	double fixed_threshold;
+	double fixed_alpha, fixed_eps, fixed_beta1, fixed_beta2, fixed_ar; /* adaptive threshold (trial) */
+	struct skipper_rng rng;
+};
+
+struct round_ctx {
+	const struct skipper_gen_params *gp;
+	int greedy;
+	int n_past;           /* committed KV length */
+	int32_t root;         /* last committed token, not yet in the KV cache */
+	int n_gen;
+	int done;
+	int capture;          /* this round's verify pass captures states (plan.capture) */
+	skipper_token_cb cb;
+	void *user;
+	struct skipper_run_stats *st;
+};
+
+static inline double engine_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Commit one output token: record, report, check EOS / max / callback
+ * (engine.c). */
+int engine_emit(struct skipper_engine *e, struct round_ctx *r, int32_t tok);
+
+/* Draft up to max_draft chain tokens with the round's skip mask into
+ * e->d_tok / d_prob / d_top_*; *n_out gets how many (draft.c). */
+int engine_draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, int *n_out,
+                 struct skipper_error *err);
+
+/* Verify the root and the n_draft drafted tokens (or the policy's tree)
+ * with the full model, accept, compact the KV cache, emit, and report to
+ * the policy (verify.c). */
+int engine_verify(struct skipper_engine *e, struct round_ctx *r, int n_draft, struct skipper_error *err);
+
+/* The one full-model prefill of a request (prefill.c); see there. */
+int engine_prefill(struct skipper_engine *e, const int32_t *prompt, int n_prompt, int greedy, float *mean,
+                   int *st_rows, struct skipper_error *err);
+
+#endif

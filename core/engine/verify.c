@@ -1,0 +1,351 @@
+/* Verification and acceptance, the engine's lossless core: the candidates
+ * (chain or the policy's tree) go through the full model in one batch; a
+ * greedy draft token is accepted iff it equals the target argmax, sampled
+ * ones by speculative sampling (multi-candidate for trees); the accepted
+ * path is compacted in the KV cache and reported to the policy. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_impl.h"
+#include "error.h"
+
+/* Residual distribution norm(max(0, p - q)) into p; returns 0 if empty. */
+static int residual(float *p, const float *q, int n)
+{
+	double sum = 0;
+	for (int i = 0; i < n; i++) {
+		float d = p[i] - q[i];
+		p[i] = d > 0 ? d : 0;
+		sum += p[i];
+	}
+	if (sum <= 0)
+		return 0;
+	for (int i = 0; i < n; i++)
+		p[i] = (float)(p[i] / sum);
+	return 1;
+}
+
+/* Copy captured rows (batch rows, all layer points) into cap_sel and
+ * describe them; row r sits at position base + its index in the path. */
+static void select_states(struct skipper_engine *e, const int *rows, int n, int base, struct skipper_states *st)
+{
+	size_t per = (size_t)e->n_points * e->be->model->hp.n_embd;
+	for (int i = 0; i < n; i++) {
+		memcpy(&e->cap_sel[i * per], &e->cap[(size_t)rows[i] * per], per * sizeof *e->cap);
+		e->cap_pos[i] = base + i;
+		e->cap_tok[i] = e->b_tok[rows[i]];
+	}
+	if (n == 1) /* only the last committed row: its position is base + path length */
+		e->cap_pos[0] = base + e->b_depth[rows[0]];
+	*st = (struct skipper_states){ .n_rows = n, .n_points = e->n_points, .n_embd = e->be->model->hp.n_embd,
+	                               .pos = e->cap_pos, .token = e->cap_tok, .data = e->cap_sel };
+}
+
+/* Build the verification batch from the policy's tree (or the chain).
+ * Row 0 is the root; node i is row i + 1. In sampling mode only nodes
+ * hanging off the root or a chain node are kept, and siblings of a chain
+ * token are redrawn from the draft distribution without replacement, which
+ * is what makes multi-candidate rejection sampling exact. */
+static int build_batch(struct skipper_engine *e, struct round_ctx *r, int n_draft, int *n_rows,
+                       struct skipper_error *err)
+{
+	struct skipper_tree tree = { .capacity = MAX_NODES, .tokens = e->t_tok, .parent = e->t_parent,
+	                             .chain_node = e->t_chain };
+	int rc, n;
+
+	if (e->pol && n_draft > 0) {
+		struct skipper_draft d = { .root = r->root, .n = n_draft, .tokens = e->d_tok, .probs = e->d_prob,
+		                           .top_k = e->top_k, .top_ids = e->d_top_ids, .top_probs = e->d_top_probs,
+		                           .n_committed = r->n_past };
+		double t0 = engine_now();
+		rc = skipper_policy_verify(e->pol, &d, &tree, err);
+		r->st->t_policy += engine_now() - t0;
+		if (rc)
+			return rc;
+		if (r->n_past + 1 + tree.n > e->be->n_ctx)
+			tree.n = 0; /* near the end of the context only the chain fits */
+	}
+	if (tree.n == 0) { /* the chain */
+		for (int i = 0; i < n_draft; i++) {
+			e->t_tok[i] = e->d_tok[i];
+			e->t_parent[i] = i - 1;
+		}
+		tree.n = n_draft;
+	}
+	e->b_tok[0] = r->root;
+	e->b_parent[0] = -1;
+	e->b_depth[0] = 0;
+	n = 1;
+	for (int i = 0; i < tree.n; i++) {
+		int par = tree.parent[i]; /* checked by skipper_policy_verify */
+		e->b_tok[n] = tree.tokens[i];
+		e->b_parent[n] = par + 1; /* node index -> batch row */
+		e->b_depth[n] = e->b_depth[par + 1] + 1;
+		n++;
+	}
+	for (int i = 0; i < n; i++)
+		e->b_pos[i] = r->n_past + e->b_depth[i];
+	*n_rows = n;
+	return SKIPPER_OK;
+}
+
+/* Row of the chain token at depth d (1-based) or -1: the chain is the path of
+ * rows whose tokens equal d_tok[0..]. */
+static int chain_row(struct skipper_engine *e, int n_rows, int depth, int n_draft)
+{
+	int row = 0;
+	for (int d = 1; d <= depth; d++) {
+		int found = -1;
+		if (d > n_draft)
+			return -1;
+		for (int i = 1; i < n_rows && found < 0; i++)
+			if (e->b_parent[i] == row && e->b_tok[i] == e->d_tok[d - 1])
+				found = i;
+		if (found < 0)
+			return -1;
+		row = found;
+	}
+	return row;
+}
+
+/* Greedy: the longest root path whose tokens match the target argmax at
+ * their parent; first such path on ties. path[] gets the accepted rows. */
+static int accept_greedy(struct skipper_engine *e, int n_rows, int32_t *path, int32_t *bonus)
+{
+	int len = 0, row = 0;
+
+	for (;;) {
+		int next = -1;
+		for (int i = row + 1; i < n_rows; i++) {
+			if (e->b_parent[i] == row && e->b_tok[i] == e->v_top[row]) {
+				next = i;
+				break;
+			}
+		}
+		if (next < 0)
+			break;
+		path[len++] = next;
+		row = next;
+	}
+	*bonus = e->v_top[row];
+	return len;
+}
+
+/* Speculative sampling over the spine (chain) with leaf siblings. */
+static int accept_sample(struct skipper_engine *e, struct round_ctx *r, int n_rows, int n_draft,
+                         int32_t *path, int32_t *bonus)
+{
+	int nv = e->n_vocab, len = 0, row = 0;
+	float *p = e->p, *q = e->q;
+
+	skipper_process_logits(&r->gp->sampling, &e->logits[0], nv, p, e->scratch);
+	for (int depth = 1; depth <= n_draft; depth++) {
+		const float *qj = &e->d_q[(size_t)(depth - 1) * nv];
+		int accepted = -1;
+		memcpy(q, qj, (size_t)nv * sizeof *q);
+		for (int i = 1; i < n_rows; i++) {
+			double qs = 0;
+			int32_t x;
+			if (e->b_parent[i] != row)
+				continue;
+			x = e->b_tok[i];
+			if (q[x] <= 0)
+				continue; /* already tried or impossible under q~ */
+			if (skipper_rng_double(&e->rng) < fmin(1.0, (double)p[x] / q[x])) {
+				accepted = i;
+				break;
+			}
+			/* rejected: p <- norm(max(0, p - q~)), q~ <- q without x */
+			if (!residual(p, q, nv))
+				break;
+			q[x] = 0;
+			for (int k = 0; k < nv; k++)
+				qs += q[k];
+			if (qs <= 0)
+				break;
+			for (int k = 0; k < nv; k++)
+				q[k] = (float)(q[k] / qs);
+		}
+		if (accepted < 0)
+			break;
+		path[len++] = accepted;
+		row = accepted;
+		skipper_process_logits(&r->gp->sampling, &e->logits[(size_t)row * nv], nv, p, e->scratch);
+		if (chain_row(e, n_rows, depth, n_draft) != row)
+			break; /* an accepted sibling is a leaf */
+	}
+	*bonus = skipper_sample_probs(p, nv, &e->rng);
+	return len;
+}
+
+/* Replace the siblings of each chain node by draws without replacement
+ * from that depth's draft distribution (sampling mode). */
+static void redraw_siblings(struct skipper_engine *e, int n_rows, int n_draft)
+{
+	int nv = e->n_vocab;
+	for (int depth = 1; depth <= n_draft; depth++) {
+		int parent = chain_row(e, n_rows, depth - 1, n_draft), chain = chain_row(e, n_rows, depth, n_draft);
+		float *q = e->q;
+		if (parent < 0 || chain < 0)
+			return;
+		memcpy(q, &e->d_q[(size_t)(depth - 1) * nv], (size_t)nv * sizeof *q);
+		q[e->b_tok[chain]] = 0;
+		for (int i = 1; i < n_rows; i++) {
+			if (e->b_parent[i] != parent || i == chain)
+				continue;
+			int32_t x = skipper_sample_probs(q, nv, &e->rng);
+			if (q[x] <= 0)
+				x = e->b_tok[chain]; /* q exhausted: a duplicate is rejected harmlessly */
+			e->b_tok[i] = x;
+			q[x] = 0;
+		}
+	}
+}
+
+/* Drop tree nodes that sampling cannot verify (parent off the spine). */
+static int prune_to_spine(struct skipper_engine *e, int n_rows, int n_draft)
+{
+	int map[MAX_NODES + 1], n = 1;
+	map[0] = 0;
+	for (int i = 1; i < n_rows; i++) {
+		int par = e->b_parent[i], keep = 0;
+		for (int d = 0; d <= n_draft && !keep; d++)
+			keep = map[par] >= 0 && chain_row(e, n_rows, d, n_draft) == par;
+		map[i] = keep ? n : -1;
+		if (keep) {
+			e->b_tok[n] = e->b_tok[i];
+			e->b_parent[n] = map[par];
+			e->b_depth[n] = e->b_depth[i];
+			e->b_pos[n] = e->b_pos[i];
+			n++;
+		}
+	}
+	return n;
+}
+
+/* The full model over the batch rows (KV written), top-1 of every row, raw
+ * logits when sampling, captures when the round asks for them. */
+static int verify_pass(struct skipper_engine *e, struct round_ctx *r, int n_rows, int chain,
+                       struct skipper_error *err)
+{
+	struct skipper_forward fw = {
+		.n = n_rows, .tokens = e->b_tok, .pos = e->b_pos, .parent = chain ? NULL : e->b_parent,
+		.n_past = r->n_past, .kv_write = 1, .n_out = n_rows, .out_rows = e->b_rows, .top_k = 1,
+		.top_ids = e->v_top, .top_probs = e->v_top_p, .logits = r->greedy ? NULL : e->logits,
+	};
+	for (int i = 0; i < n_rows; i++)
+		e->b_rows[i] = i;
+	if (r->capture) {
+		fw.n_cap_layers = e->n_points;
+		fw.cap_layers = e->cap_layers;
+		fw.cap_sublayers = e->cap_sub;
+		fw.n_cap_rows = n_rows;
+		fw.cap_rows = e->b_rows;
+		fw.captures = e->cap;
+	}
+	return e->be->ops->forward(e->be, &fw, err);
+}
+
+/* Move the accepted path's K/V to contiguous slots after the root, emit its
+ * tokens and the bonus token, and advance the committed length. The root's
+ * K/V is now committed, and each emitted accepted token's except the last
+ * emitted one (it becomes the next root, exactly as in autoregressive
+ * decoding). Generation may stop inside the accepted run (EOS, max_tokens):
+ * what follows is not committed. */
+static int commit_path(struct skipper_engine *e, struct round_ctx *r, const int32_t *path, int n_acc, int chain,
+                       int32_t bonus, struct skipper_error *err)
+{
+	int emitted = 0, rc;
+
+	if (!chain && n_acc > 0) {
+		int32_t src[MAX_NODES], dst[MAX_NODES], m = 0;
+		for (int i = 0; i < n_acc; i++) {
+			if (path[i] != i + 1) {
+				src[m] = r->n_past + path[i];
+				dst[m] = r->n_past + i + 1;
+				m++;
+			}
+		}
+		if (m && (rc = e->be->ops->kv_move(e->be, src, dst, m, err)))
+			return rc;
+	}
+	for (int i = 0; i < n_acc && !r->done; i++, emitted++)
+		if ((rc = engine_emit(e, r, e->b_tok[path[i]])))
+			return skipper_fail(err, rc, "out of memory");
+	if (!r->done) {
+		if ((rc = engine_emit(e, r, bonus)))
+			return skipper_fail(err, rc, "out of memory");
+		r->n_past += n_acc + 1;
+	} else {
+		r->n_past += emitted;
+	}
+	e->committed = r->n_past;
+	r->root = bonus;
+	return SKIPPER_OK;
+}
+
+/* The policy's on_accept hook: what was accepted and, when the round
+ * captured states, those of the committed rows (the root and the accepted
+ * path with ACCEPTED_STATES, or only the last of them). */
+static int report_verdict(struct skipper_engine *e, struct round_ctx *r, const int32_t *path, int n_acc,
+                          int n_draft, int n_rows, int32_t bonus, double t_verify, struct skipper_error *err)
+{
+	int32_t acc_tok[MAX_NODES], acc_node[MAX_NODES];
+	struct skipper_states states;
+	int sel_rows[MAX_NODES + 1], n_sel = 0, rc;
+
+	for (int i = 0; i < n_acc; i++) {
+		acc_tok[i] = e->b_tok[path[i]];
+		acc_node[i] = path[i] - 1;
+	}
+	if (r->capture) {
+		if (e->needs & SKIPPER_NEED_ACCEPTED_STATES) {
+			sel_rows[n_sel++] = 0;
+			for (int i = 0; i < n_acc; i++)
+				sel_rows[n_sel++] = path[i];
+		} else {
+			sel_rows[n_sel++] = n_acc ? path[n_acc - 1] : 0;
+		}
+		select_states(e, sel_rows, n_sel, r->n_past - n_acc - 1, &states);
+	}
+	struct skipper_verdict v = {
+		.round = r->st->rounds - 1, .n_drafted = n_draft, .n_verified = n_rows - 1, .n_accepted = n_acc,
+		.accepted = acc_tok, .accepted_nodes = acc_node, .bonus = r->done ? -1 : bonus,
+		.n_committed = r->n_past, .generated = e->gen, .n_generated = r->n_gen,
+		.verify_seconds = t_verify, .states = r->capture ? &states : NULL,
+	};
+	double t0 = engine_now();
+	rc = skipper_policy_on_accept(e->pol, &v, err);
+	r->st->t_policy += engine_now() - t0;
+	return rc;
+}
+
+int engine_verify(struct skipper_engine *e, struct round_ctx *r, int n_draft, struct skipper_error *err)
+{
+	int32_t path[MAX_NODES], bonus;
+	int n_rows = 0, rc, n_acc, chain = 1;
+	double t0;
+
+	if ((rc = build_batch(e, r, n_draft, &n_rows, err)))
+		return rc;
+	for (int i = 1; i < n_rows; i++)
+		if (e->b_parent[i] != i - 1)
+			chain = 0;
+	if (!r->greedy && !chain) {
+		n_rows = prune_to_spine(e, n_rows, n_draft);
+		redraw_siblings(e, n_rows, n_draft);
+	}
+	t0 = engine_now();
+	if ((rc = verify_pass(e, r, n_rows, chain, err)))
+		return rc;
+	r->st->t_verify += engine_now() - t0;
+	r->st->rounds++;
+
+	n_acc = r->greedy ? accept_greedy(e, n_rows, path, &bonus) : accept_sample(e, r, n_rows, n_draft, path, &bonus);
+	r->st->drafted += n_draft;
+	r->st->accepted += n_acc;
+	if ((rc = commit_path(e, r, path, n_acc, chain, bonus, err)))
+		return rc;
+	return e->pol ? report_verdict(e, r, path, n_acc, n_draft, n_rows, bonus, engine_now() - t0, err) : SKIPPER_OK;
+}

@@ -1,0 +1,27 @@
+/* core/model/ -- model files. The GGUF reader (gguf.c, bounds-checked over a
+ * read-only mmap), tensor types and their block layouts (quant.c), and
+ * architectures (model.c): hyper-parameters and weight views into the mapping.
+ * Nothing here computes. May include: core/skipper/, error.h. Called by the
+ * tokenizer (metadata), backends (weights), the engine and the CLI. */
+#ifndef SKIPPER_MODEL_H
+#define SKIPPER_MODEL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gguf.h"
+#include "skipper/backend_abi.h"
+
+/* Load a model from a GGUF file. Checks architecture, every required tensor,
+ * its shape and type. *out is owned by the caller: skipper_model_free(). */
+int skipper_model_load(const char *path, struct skipper_model **out, struct skipper_error *err);
+void skipper_model_free(struct skipper_model *m);
+
+/* SHA-256 of the model file as 64 lowercase hex chars + NUL (computed on first
+ * call and cached). Used to bind skip profiles to a model. */
+int skipper_model_sha256(struct skipper_model *m, char out[65], struct skipper_error *err);
+
+/* `skipper info`: architecture, hyper-parameters, tensor types, tokenizer, size. */
+void skipper_model_print_info(const struct skipper_model *m, FILE *f);
+
+#endif

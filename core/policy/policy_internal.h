@@ -1,0 +1,34 @@
+/* What the three parts of the policy host share: the loaded library, the
+ * instance, and the host-services table instances copy. Internal to
+ * core/policy/. */
+#ifndef SKIPPER_POLICY_INTERNAL_H
+#define SKIPPER_POLICY_INTERNAL_H
+
+#include "policy_host.h"
+
+struct skipper_policy_lib {
+	void *handle; /* NULL for built-ins */
+	char *path;
+	struct skipper_policy desc;
+};
+
+struct skipper_policy_instance {
+	struct skipper_policy_lib *lib;
+	const struct skipper_policy_env *env;
+	struct skipper_host host; /* per instance: it carries the model facts */
+	void *state;
+	int created;
+	struct skipper_needs needs;
+	double seconds;
+	char msg[SKIPPER_ERROR_MAX];
+	int msg_set;
+};
+
+/* The host-services table (policy_services.c); each instance copies it and
+ * fills in the model facts. Every service's ctx is the instance. */
+extern const struct skipper_host skipper_policy_host_template;
+
+/* Monotonic clock in seconds (host->now and hook timing). */
+double skipper_policy_now(void);
+
+#endif

@@ -1,0 +1,178 @@
+/* safetensors files of F32 matrices beside skip profiles: written
+ * atomically (temporary file, fsync, rename), read with every header field
+ * checked against the file. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "tensor_file.h"
+
+static int little_endian(void)
+{
+	const uint16_t one = 1;
+	return *(const uint8_t *)&one == 1;
+}
+
+int skipper_tensors_write(const char *path, int n, const char *const *names, const float *const *data,
+                          const int *rows, const int *cols, struct skipper_error *err)
+{
+	json_t *hdr = json_object();
+	char *text = NULL, *tmp = NULL;
+	uint64_t off = 0, hlen;
+	size_t tlen, plen = strlen(path);
+	unsigned char len8[8];
+	FILE *fp = NULL;
+	int fd, rc = SKIPPER_OK;
+
+	if (!little_endian())
+		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED, "%s: safetensors needs a little-endian host", path);
+	if (!hdr)
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	for (int i = 0; i < n; i++) {
+		uint64_t bytes = (uint64_t)rows[i] * (uint64_t)cols[i] * sizeof(float);
+		json_t *t;
+		if (!names[i] || !names[i][0] || rows[i] <= 0 || cols[i] <= 0 || json_object_get(hdr, names[i])) {
+			rc = skipper_fail(err, SKIPPER_ERR_ARG, "%s: tensor %d: empty or repeated name, or empty shape", path, i);
+			goto out;
+		}
+		t = json_pack("{s:s, s:[i,i], s:[I,I]}", "dtype", "F32", "shape", rows[i], cols[i], "data_offsets",
+		              (json_int_t)off, (json_int_t)(off + bytes));
+		if (!t || json_object_set_new(hdr, names[i], t)) {
+			rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+		off += bytes;
+	}
+	if (!(text = json_dumps(hdr, JSON_COMPACT))) {
+		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	/* Pad the header with blanks so the data starts 8-byte aligned. */
+	tlen = strlen(text);
+	hlen = (tlen + 7) & ~(uint64_t)7;
+	for (int b = 0; b < 8; b++)
+		len8[b] = (unsigned char)(hlen >> (8 * b));
+	if (!(tmp = malloc(plen + 16))) {
+		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	memcpy(tmp, path, plen);
+	memcpy(tmp + plen, ".tmp.XXXXXX", 12);
+	if ((fd = mkstemp(tmp)) < 0 || !(fp = fdopen(fd, "wb"))) {
+		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: cannot create temporary file: %s", path, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		goto out;
+	}
+	fwrite(len8, 1, 8, fp);
+	fwrite(text, 1, tlen, fp);
+	for (uint64_t k = tlen; k < hlen; k++)
+		fputc(' ', fp);
+	for (int i = 0; i < n; i++)
+		fwrite(data[i], sizeof(float), (size_t)rows[i] * (size_t)cols[i], fp);
+	if (ferror(fp) || fflush(fp) != 0 || fsync(fileno(fp)) != 0) {
+		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
+		fclose(fp);
+		unlink(tmp);
+		goto out;
+	}
+	if (fclose(fp) != 0 || rename(tmp, path) != 0) {
+		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+		unlink(tmp);
+	}
+out:
+	free(tmp);
+	free(text);
+	json_decref(hdr);
+	return rc;
+}
+
+int skipper_tensor_read(const char *path, const char *name, float *out, size_t capacity, int *rows, int *cols,
+                        struct skipper_error *err)
+{
+	FILE *fp = fopen(path, "rb");
+	unsigned char len8[8];
+	uint64_t hlen = 0, begin, end;
+	long size;
+	char *text = NULL;
+	json_t *hdr = NULL, *t, *shape, *offs;
+	json_error_t jerr;
+	int rc = SKIPPER_OK;
+	int64_t r, c;
+
+	*rows = *cols = 0;
+	if (!fp) /* NOT_FOUND is kept for a missing tensor */
+		return skipper_fail(err, SKIPPER_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+	if (!little_endian()) {
+		rc = skipper_fail(err, SKIPPER_ERR_UNSUPPORTED, "%s: safetensors needs a little-endian host", path);
+		goto out;
+	}
+	if (fseek(fp, 0, SEEK_END) != 0 || (size = ftell(fp)) < 0 || fseek(fp, 0, SEEK_SET) != 0 ||
+	    fread(len8, 1, 8, fp) != 8) {
+		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: not a safetensors file (too short)", path);
+		goto out;
+	}
+	for (int b = 0; b < 8; b++)
+		hlen |= (uint64_t)len8[b] << (8 * b);
+	if (hlen == 0 || hlen > (uint64_t)size - 8 || hlen > (100u << 20)) {
+		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: header length %llu does not fit the file", path,
+		                  (unsigned long long)hlen);
+		goto out;
+	}
+	if (!(text = malloc(hlen))) {
+		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	if (fread(text, 1, hlen, fp) != hlen || !(hdr = json_loadb(text, hlen, 0, &jerr)) || !json_is_object(hdr)) {
+		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: bad safetensors header", path);
+		goto out;
+	}
+	if (!(t = json_object_get(hdr, name))) {
+		rc = skipper_fail(err, SKIPPER_ERR_NOT_FOUND, "%s: no tensor '%s'", path, name);
+		goto out;
+	}
+	shape = json_object_get(t, "shape");
+	offs = json_object_get(t, "data_offsets");
+	if (!json_is_string(json_object_get(t, "dtype")) || strcmp(json_string_value(json_object_get(t, "dtype")), "F32") ||
+	    !json_is_array(shape) || json_array_size(shape) < 1 || json_array_size(shape) > 2 || !json_is_array(offs) ||
+	    json_array_size(offs) != 2 || !json_is_integer(json_array_get(offs, 0)) ||
+	    !json_is_integer(json_array_get(offs, 1))) {
+		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: tensor '%s': expected F32 with a 1-D or 2-D shape", path,
+		                  name);
+		goto out;
+	}
+	r = json_array_size(shape) == 2 ? json_integer_value(json_array_get(shape, 0)) : 1;
+	c = json_integer_value(json_array_get(shape, json_array_size(shape) - 1));
+	begin = (uint64_t)json_integer_value(json_array_get(offs, 0));
+	end = (uint64_t)json_integer_value(json_array_get(offs, 1));
+	if (r <= 0 || c <= 0 || r > INT32_MAX || c > INT32_MAX || end < begin ||
+	    end - begin != (uint64_t)r * (uint64_t)c * sizeof(float) || end > (uint64_t)size - 8 - hlen) {
+		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: tensor '%s': shape and offsets disagree with the file",
+		                  path, name);
+		goto out;
+	}
+	*rows = (int)r;
+	*cols = (int)c;
+	if (!out)
+		goto out;
+	if (capacity < (size_t)r * (size_t)c) {
+		rc = skipper_fail(err, SKIPPER_ERR_RANGE, "%s: tensor '%s' has %lld floats, buffer holds %zu", path, name,
+		                  (long long)(r * c), capacity);
+		goto out;
+	}
+	if (fseek(fp, (long)(8 + hlen + begin), SEEK_SET) != 0 ||
+	    fread(out, sizeof(float), (size_t)r * (size_t)c, fp) != (size_t)r * (size_t)c)
+		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: read error", path);
+out:
+	json_decref(hdr);
+	free(text);
+	fclose(fp);
+	return rc;
+}

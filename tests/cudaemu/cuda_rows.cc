@@ -1,0 +1,157 @@
+#line 1 "./kernels/cuda_rows.cu"
+/* Row-wise kernels: embedding gather, RMSNorm, SwiGLU, RoPE with the K/V
+ * store, and K/V slot moves. One block per row where a row needs a
+ * reduction, so the reduction order is fixed by the row width alone. */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "cuda_kernels.h"
+
+#define ROW_THREADS 256
+
+__global__ static void k_embed(const __nv_bfloat16 *table, const int32_t *tok, int ne, float *h)
+{
+	int r = blockIdx.x;
+	const __nv_bfloat16 *e = table + (size_t)tok[r] * ne;
+	for (int i = threadIdx.x; i < ne; i += blockDim.x)
+		h[(size_t)r * ne + i] = __bfloat162float(e[i]);
+}
+
+extern "C" cudaError_t cuda_embed(const uint16_t *table, const int32_t *tok, int nr, int ne, float *h,
+                                  cudaStream_t st)
+{
+	if (nr <= 0)
+		return cudaSuccess;
+	cudaemu_launch("k_embed", cudaemu_cfg{nr, ROW_THREADS, 0, st}, k_embed, (const __nv_bfloat16 *)table, tok, ne, h);
+	return cudaGetLastError();
+}
+
+/* Squares summed per thread in index order, then a fixed tree over the
+ * block; the mean and scale in F32 as the CPU backend does. */
+__global__ static void k_rmsnorm(const float *x, size_t xs, const int32_t *rows, const float *w,
+                                 int ne, float eps, float *out, size_t os)
+{
+	__shared__ float part[ROW_THREADS];
+	int r = blockIdx.x;
+	const float *xr = x + (size_t)(rows ? rows[r] : r) * xs;
+	float s = 0.0f;
+	for (int i = threadIdx.x; i < ne; i += ROW_THREADS)
+		s = fmaf(xr[i], xr[i], s);
+	part[threadIdx.x] = s;
+	__syncthreads();
+	for (int h = ROW_THREADS / 2; h > 0; h >>= 1) {
+		if (threadIdx.x < h)
+			part[threadIdx.x] += part[threadIdx.x + h];
+		__syncthreads();
+	}
+	float scale = 1.0f / sqrtf(part[0] / (float)ne + eps);
+	float *o = out + (size_t)r * os;
+	for (int i = threadIdx.x; i < ne; i += ROW_THREADS)
+		o[i] = (xr[i] * scale) * w[i];
+}
+
+extern "C" cudaError_t cuda_rmsnorm(const float *x, size_t xs, const int32_t *rows, const float *w,
+                                    int ne, float eps, float *out, size_t os, int nr, cudaStream_t st)
+{
+	if (nr <= 0)
+		return cudaSuccess;
+	cudaemu_launch("k_rmsnorm", cudaemu_cfg{nr, ROW_THREADS, 0, st}, k_rmsnorm, x, xs, rows, w, ne, eps, out, os);
+	return cudaGetLastError();
+}
+
+__global__ static void k_swiglu(const float *g, const float *u, size_t gs, int nr, int nf, float *a,
+                                size_t as)
+{
+	int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (t >= (int64_t)nr * nf)
+		return;
+	int64_t r = t / nf, i = t % nf;
+	float gv = g[(size_t)r * gs + i];
+	a[(size_t)r * as + i] = (gv / (1.0f + expf(-gv))) * u[(size_t)r * gs + i];
+}
+
+extern "C" cudaError_t cuda_swiglu(const float *g, const float *u, size_t gs, int nr, int nf, float *a,
+                                   size_t as, cudaStream_t st)
+{
+	int64_t n = (int64_t)nr * nf;
+	if (n <= 0)
+		return cudaSuccess;
+	cudaemu_launch("k_swiglu", cudaemu_cfg{(unsigned)((n + 255) / 256), 256, 0, st}, k_swiglu, g, u, gs, nr, nf, a, as);
+	return cudaGetLastError();
+}
+
+/* One block per row. Angles in double like the CPU backend's table, so both
+ * backends rotate by the same F32 cos/sin. */
+__global__ static void k_rope_store(struct cuda_rope_args a)
+{
+	int r = blockIdx.x, np = a.rope_dim / 2;
+	int kvd = a.n_kv * a.hd;
+	double p = (double)a.pos[r];
+	float *q = a.q + (size_t)r * a.stride, *k = a.k + (size_t)r * a.stride;
+
+	for (int t = threadIdx.x; t < (a.n_head + a.n_kv) * np; t += blockDim.x) {
+		int h = t / np, i = t % np;
+		float *v = h < a.n_head ? q + (size_t)h * a.hd : k + (size_t)(h - a.n_head) * a.hd;
+		int ia = a.pairs ? 2 * i : i, ib = a.pairs ? 2 * i + 1 : i + np;
+		double th = p * a.freq[i];
+		float c = (float)cos(th), s = (float)sin(th);
+		float x0 = v[ia], x1 = v[ib];
+		v[ia] = x0 * c - x1 * s;
+		v[ib] = x0 * s + x1 * c;
+	}
+	__syncthreads();
+	/* stored as F16 before attention reads them, so batch rows and cached
+	 * rows look the same to attention */
+	size_t slot = (size_t)(a.r0 + r);
+	__half *kd, *vd;
+	if (a.kv_write) {
+		slot += (size_t)*a.n_past;
+		kd = (__half *)a.k_cache;
+		vd = (__half *)a.v_cache;
+	} else {
+		kd = (__half *)a.k_scr;
+		vd = (__half *)a.v_scr;
+	}
+	kd += slot * kvd;
+	vd += slot * kvd;
+	const float *v = a.v + (size_t)r * a.stride;
+	for (int i = threadIdx.x; i < kvd; i += blockDim.x) {
+		kd[i] = __float2half_rn(k[i]);
+		vd[i] = __float2half_rn(v[i]);
+	}
+}
+
+extern "C" cudaError_t cuda_rope_store(const struct cuda_rope_args *a, cudaStream_t st)
+{
+	if (a->nr <= 0)
+		return cudaSuccess;
+	cudaemu_launch("k_rope_store", cudaemu_cfg{a->nr, ROW_THREADS, 0, st}, k_rope_store, *a);
+	return cudaGetLastError();
+}
+
+/* Thread e of layer l moves element e of every listed slot in list order:
+ * the moves of one element never race with each other, and the order gives
+ * the sequential semantics of kv_move. */
+__global__ static void k_kv_move(unsigned short *k, unsigned short *v, int n_ctx, int kv_dim,
+                                 const int32_t *idx, int n)
+{
+	int e = blockIdx.x * blockDim.x + threadIdx.x, l = blockIdx.y;
+	if (e >= kv_dim)
+		return;
+	size_t base = (size_t)l * n_ctx * kv_dim + e;
+	for (int i = 0; i < n; i++) {
+		size_t s = base + (size_t)idx[i] * kv_dim, d = base + (size_t)idx[n + i] * kv_dim;
+		k[d] = k[s];
+		v[d] = v[s];
+	}
+}
+
+extern "C" cudaError_t cuda_kv_move(uint16_t *k, uint16_t *v, int n_layer, int n_ctx, int kv_dim,
+                                    const int32_t *idx, int n, cudaStream_t st)
+{
+	if (n <= 0)
+		return cudaSuccess;
+	dim3 grid((unsigned)((kv_dim + 255) / 256), (unsigned)n_layer);
+	cudaemu_launch("k_kv_move", cudaemu_cfg{grid, 256, 0, st}, k_kv_move, k, v, n_ctx, kv_dim, idx, n);
+	return cudaGetLastError();
+}
