@@ -114,6 +114,11 @@ static int check_model(const struct skipper_model *m, struct skipper_error *err)
 	int64_t ne = hp->n_embd, qd = (int64_t)hp->n_head * hp->head_dim,
 		kvd = (int64_t)hp->n_head_kv * hp->head_dim;
 
+	if (m->arch_id != SKIPPER_ARCH_LLAMA)
+		return cuda_failf(err, SKIPPER_ERR_UNSUPPORTED,
+		                  "cuda backend: architecture %s is not supported yet (llama is); use "
+		                  "[model] backend = cpu",
+		                  m->arch);
 	/* multiples of 8 for the 16-byte loads of the skinny GEMM */
 	if (hp->n_embd <= 0 || hp->n_embd % 8 || hp->n_ff <= 0 || hp->n_ff % 8 || hp->n_head <= 0 ||
 	    hp->n_head_kv <= 0 || hp->n_head % hp->n_head_kv || hp->head_dim <= 0 ||

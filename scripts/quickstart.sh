@@ -33,6 +33,10 @@ if [ -n "$missing" ]; then
 fi
 
 model=$(run ./scripts/fetch-model.sh)
+if [ "$what" = check ]; then
+	# the tests also check parity with llama.cpp on a qwen2 / K-quant model
+	run ./scripts/fetch-model.sh qwen2.5-coder-0.5b >/dev/null
+fi
 
 [ -x configure ] || run autoreconf -fi
 [ -f Makefile ] || run ./configure

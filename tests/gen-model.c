@@ -12,9 +12,11 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: gen-model --out FILE [--dtype f32|f16|bf16|q8_0|q4_0|q4_1] [--layers 4] [--embd 64]\n"
-	           "                 [--ff 128] [--heads 4] [--kv-heads 2] [--vocab N] [--ctx 256] [--seed 1]\n"
-	           "                 [--redundant 1,2] [--tied] [--tokenizer bytes|spm] [--theta 10000] [--name NAME]\n"
+	fprintf(f, "usage: gen-model --out FILE [--arch llama|qwen2|qwen3]\n"
+	           "                 [--dtype f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k]\n"
+	           "                 [--layers 4] [--embd 64] [--ff 128] [--heads 4] [--kv-heads 2] [--head-dim N]\n"
+	           "                 [--vocab N] [--ctx 256] [--seed 1] [--redundant 1,2] [--tied]\n"
+	           "                 [--tokenizer bytes|spm] [--theta 10000] [--name NAME]\n"
 	           "                 [--rope-scaling none|llama3-tensor|llama3-keys]\n");
 }
 
@@ -37,7 +39,7 @@ int main(int argc, char **argv)
 		{ "ff", 1, 0, 'f' }, { "heads", 1, 0, 'h' }, { "kv-heads", 1, 0, 'k' }, { "vocab", 1, 0, 'v' },
 		{ "ctx", 1, 0, 'c' }, { "seed", 1, 0, 's' }, { "redundant", 1, 0, 'r' }, { "tied", 0, 0, 't' },
 		{ "tokenizer", 1, 0, 'T' }, { "theta", 1, 0, 'R' }, { "name", 1, 0, 'n' }, { "help", 0, 0, 'H' },
-		{ "rope-scaling", 1, 0, 'S' },
+		{ "rope-scaling", 1, 0, 'S' }, { "arch", 1, 0, 'A' }, { "head-dim", 1, 0, 'D' },
 		{ 0, 0, 0, 0 },
 	};
 	struct skipper_test_model_opts o;
@@ -57,6 +59,8 @@ int main(int argc, char **argv)
 			static const struct { const char *n; int t; } dt[] = {
 				{ "f32", SKIPPER_F32 }, { "f16", SKIPPER_F16 }, { "bf16", SKIPPER_BF16 },
 				{ "q8_0", SKIPPER_Q8_0 }, { "q4_0", SKIPPER_Q4_0 }, { "q4_1", SKIPPER_Q4_1 },
+				{ "q5_0", SKIPPER_Q5_0 }, { "q5_1", SKIPPER_Q5_1 }, { "q4_k", SKIPPER_Q4_K },
+				{ "q5_k", SKIPPER_Q5_K }, { "q6_k", SKIPPER_Q6_K },
 			};
 			int found = 0;
 			for (size_t i = 0; i < sizeof dt / sizeof dt[0]; i++)
@@ -117,6 +121,14 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'n': o.name = optarg; break;
+		case 'A':
+			if (strcmp(optarg, "llama") && strcmp(optarg, "qwen2") && strcmp(optarg, "qwen3")) {
+				fprintf(stderr, "gen-model: --arch: '%s' is not llama, qwen2 or qwen3\n", optarg);
+				return 2;
+			}
+			o.arch = optarg;
+			break;
+		case 'D': if (parse_int(name, optarg, 2, 1024, &v)) return 2; o.head_dim = (int)v; break;
 		case 'H': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}

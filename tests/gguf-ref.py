@@ -1,6 +1,7 @@
 """Compare skipper's element types and GGUF reading with the gguf Python
 package (llama.cpp's own reader and numpy quantisers), an implementation we
-share no code with. Prints TAP. Usage: gguf-ref.py QUANT_TOOL GEN_MODEL TMPDIR [MODEL]"""
+share no code with. Prints TAP.
+Usage: gguf-ref.py QUANT_TOOL GEN_MODEL TMPDIR [LABEL=MODEL.gguf]..."""
 import os
 import subprocess
 import sys
@@ -14,7 +15,8 @@ except Exception as e:  # noqa: BLE001 - any import problem means: skip
     sys.exit(0)
 
 tool, gen, tmp = sys.argv[1:4]
-real = sys.argv[4] if len(sys.argv) > 4 and os.path.exists(sys.argv[4]) else None
+# the real models to check, "LABEL=PATH" each (skipped when not there)
+real = [a.split("=", 1) for a in sys.argv[4:]]
 n = 0
 failed = 0
 
@@ -40,7 +42,7 @@ x[5, ::2] = -x[5, 1::2]              # +-max in one block (Q4_0 asymmetry)
 src = os.path.join(tmp, "x.f32")
 x.tofile(src)
 
-for t in (T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q4_1):
+for t in (T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1):
     out = os.path.join(tmp, f"q{int(t)}.bin")
     rc = subprocess.run([tool, "quantize", str(int(t)), src, out]).returncode
     ours = np.fromfile(out, dtype=np.uint8) if rc == 0 else np.zeros(0, np.uint8)
@@ -49,9 +51,32 @@ for t in (T.F16, T.BF16, T.Q8_0, T.Q4_0, T.Q4_1):
     nd = int((ours != ref).sum()) if ours.size == ref.size else -1
     ok(same, f"{t.name} quantisation is byte-identical to gguf-py", f"{nd} bytes differ of {ref.size}")
 
-for dt, t in (("f32", T.F32), ("f16", T.F16), ("bf16", T.BF16), ("q8_0", T.Q8_0), ("q4_0", T.Q4_0), ("q4_1", T.Q4_1)):
+# gguf-py has no K-quant quantiser (nor does it need one: llama.cpp's is a
+# search); ours only has to write valid blocks that decode to what gguf-py
+# decodes, close to the input.
+for t in (T.Q4_K, T.Q5_K, T.Q6_K):
+    out = os.path.join(tmp, f"q{int(t)}.bin")
+    rc = subprocess.run([tool, "quantize", str(int(t)), src, out]).returncode
+    blocks = np.fromfile(out, dtype=np.uint8) if rc == 0 else np.zeros(0, np.uint8)
+    bs = {T.Q4_K: 144, T.Q5_K: 176, T.Q6_K: 210}[t]
+    good = rc == 0 and blocks.size == x.size // 256 * bs
+    if good:
+        ref = quants.dequantize(blocks.reshape(-1, bs), t).astype(np.float32).reshape(x.shape)
+        # row 4 overflows fp16 on purpose; it shares a 256-element super-block
+        # (and its scale) with rows 5-7, which it drowns
+        rows = [r for r in range(x.shape[0]) if r // 4 != 1]
+        err = float(np.abs(ref[rows] - x[rows]).max() / np.abs(x[rows]).max())
+        good = err < {T.Q4_K: 0.12, T.Q5_K: 0.06, T.Q6_K: 0.03}[t]
+    ok(good, f"{t.name} quantisation: gguf-py decodes our blocks to the input within the type's precision",
+       f"rc {rc}, {blocks.size} bytes" + (f", error {err:.3g} of the largest value" if rc == 0 and blocks.size else ""))
+
+models = [(dt, []) for dt in ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1")]
+models += [("q5_0", ["--arch", "qwen2"]), ("q5_1", ["--arch", "qwen3"])]
+wide = ["--embd", "256", "--ff", "512", "--heads", "4", "--kv-heads", "2"]
+models += [("q4_k", ["--arch", "qwen2"] + wide), ("q5_k", wide), ("q6_k", ["--arch", "qwen3", "--head-dim", "128"] + wide)]
+for dt, extra in models:
     path = os.path.join(tmp, f"m-{dt}.gguf")
-    subprocess.run([gen, "--out", path, "--dtype", dt, "--layers", "2", "--seed", "3"], check=True)
+    subprocess.run([gen, "--out", path, "--dtype", dt, "--layers", "2", "--seed", "3"] + extra, check=True)
     r = gguf.GGUFReader(path)
     worst = 0.0
     checked = 0
@@ -69,7 +94,8 @@ for dt, t in (("f32", T.F32), ("f16", T.F16), ("bf16", T.BF16), ("q8_0", T.Q8_0)
     ok(worst == 0.0 and checked == 4, f"generated {dt} model: our dequantisation equals gguf-py's", f"max diff {worst}")
     meta = dict(line.split("=", 1) for line in subprocess.run([tool, "meta", path], capture_output=True, text=True, check=True).stdout.split())
     f = r.fields
-    ok(int(meta["n_layer"]) == int(f["llama.block_count"].parts[-1][0])
+    arch = bytes(f["general.architecture"].parts[-1]).decode()
+    ok(int(meta["n_layer"]) == int(f[arch + ".block_count"].parts[-1][0])
        and int(meta["n_vocab"]) == len(f["tokenizer.ggml.tokens"].data)
        and int(meta["n_tensors"]) == len(r.tensors),
        f"generated {dt} model: gguf-py reads the same hyper-parameters and {len(r.tensors)} tensors")
@@ -86,6 +112,39 @@ if llama_cpp is None:
     print(f"ok {n + 1} # SKIP llama_cpp not available")
     n += 1
 else:
+    # Forward parity on tiny generated models of every architecture and every
+    # type llama.cpp's own kernels multiply (logits of a 24-token prefill).
+    # The tolerance is what rounding differences between two correct
+    # implementations give on these 2-layer models (seen: at most 1.5 % of
+    # the largest logit); a wrong layout, bias or norm is off by tens of %.
+    for dt, extra in models:
+        if dt in ("f32", "f16", "bf16", "q4_1"):
+            continue
+        path = os.path.join(tmp, f"m-{dt}.gguf")
+        mine = os.path.join(tmp, "ours.f32")
+        try:
+            with open(os.devnull, "w") as dn, contextlib.redirect_stderr(dn):
+                m = llama_cpp.Llama(model_path=path, n_ctx=64, n_threads=2, verbose=False, logits_all=True)
+            V, N, s_, ids = m.n_vocab(), 24, 7, []
+            for _ in range(N):
+                s_ = (s_ * 1103515245 + 12345) & 0xFFFFFFFF
+                ids.append((s_ >> 8) % V)
+            m.eval(ids)
+            ref = np.array(m.scores[:N], dtype=np.float32)
+            subprocess.run([tool, "logits", path, str(N), mine], check=True)
+            got = np.fromfile(mine, dtype=np.float32).reshape(N, V)
+            diff = float(np.abs(got - ref).max())
+            scale = float(np.abs(ref).max())
+            srt = np.sort(ref, axis=1)
+            clear = (srt[:, -1] - srt[:, -2]) > 2 * diff
+            flips = int(((got.argmax(1) != ref.argmax(1)) & clear).sum())
+            good = diff <= 0.05 * scale and flips == 0
+            detail = f"max |ours - llama.cpp| {diff:.4f}, scale {scale:.2f}, {flips} top-1 flips outside near ties"
+        except Exception as e:  # noqa: BLE001
+            good, detail = False, str(e)
+        arch = extra[1] if extra and extra[0] == "--arch" else "llama"
+        ok(good, f"generated {arch} {dt} model: logits agree with llama.cpp ({detail})", detail)
+
     for dt, tok in (("q4_1", "bytes"), ("bf16", "spm")):
         path = os.path.join(tmp, f"lc-{dt}.gguf")
         subprocess.run([gen, "--out", path, "--dtype", dt, "--tokenizer", tok, "--vocab", "300", "--redundant", "1"], check=True)
@@ -101,21 +160,24 @@ else:
             good, detail = False, str(e)
         ok(good, f"llama.cpp loads the generated {dt}/{tok} model and computes sane logits", detail)
 
-if real:
-    r = gguf.GGUFReader(real)
+# Real files: one tensor of every type each holds, dequantised by both.
+for label, path in real:
+    if not os.path.exists(path):
+        print(f"ok {n + 1} # SKIP {label} not found ({path})")
+        n += 1
+        continue
+    r = gguf.GGUFReader(path)
     types = {}
     for tt in r.tensors:
-        types.setdefault(tt.tensor_type, tt)
+        if tt.n_elements < types.get(tt.tensor_type, tt).n_elements or tt.tensor_type not in types:
+            types[tt.tensor_type] = tt  # the smallest of each type keeps the test quick
     for t, tt in sorted(types.items()):
         out = os.path.join(tmp, "d.f32")
-        rc = subprocess.run([tool, "dequant", real, tt.name, out]).returncode
+        rc = subprocess.run([tool, "dequant", path, tt.name, out]).returncode
         ours = np.fromfile(out, dtype=np.float32) if rc == 0 else np.zeros(0, np.float32)
         ref = quants.dequantize(tt.data, tt.tensor_type).astype(np.float32).reshape(-1)
         same = ours.size == ref.size and np.array_equal(ours, ref)
-        ok(same, f"SmolLM2 {tt.name} ({T(t).name}): dequantisation equals gguf-py's")
-else:
-    print(f"ok {n + 1} # SKIP SmolLM2 model not found")
-    n += 1
+        ok(same, f"{label} {tt.name} ({T(t).name}): dequantisation equals gguf-py's")
 
 print(f"1..{n}")
 sys.exit(1 if failed else 0)

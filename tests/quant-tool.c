@@ -1,14 +1,21 @@
 /* Helper for tests/t-gguf-ref.sh, which compares our element types with an
  * independent implementation (the gguf Python package of llama.cpp):
  *   quant-tool quantize TYPE IN.f32 OUT   quantise rows of raw f32 (row
- *                                          length 64) with our reference quantisers
+ *                                          length 64, 256 for the K-quants)
+ *                                          with our reference quantisers
  *   quant-tool dequant FILE TENSOR OUT.f32 dequantise a whole tensor of a GGUF file
  *   quant-tool meta FILE                   print hyper-parameters as key=value
+ *   quant-tool logits FILE N OUT.f32       the CPU backend's logits [N][n_vocab]
+ *                                          of a prefill of N seeded token ids
+ *                                          (LCG: s = s * 1103515245 + 12345 mod
+ *                                          2^32 from s = 7, id = (s >> 8) mod
+ *                                          n_vocab), for comparing with llama.cpp
  * TYPE is the GGML type number. Exit 0 on success. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "model/gguf.h"
 #include "model/model.h"
 #include "model/quant.h"
@@ -30,6 +37,43 @@ static void *slurp(const char *p, size_t *len)
 	return b;
 }
 
+static int logits(const char *path, int n, const char *out)
+{
+	struct skipper_error err = { 0 };
+	struct skipper_model *m = NULL;
+	struct skipper_backend *be = NULL;
+	int rc = 1;
+
+	if (n < 1 || n > 256 || skipper_model_load(path, &m, &err)) {
+		fprintf(stderr, "quant-tool: %s\n", err.msg[0] ? err.msg : "N must be in [1, 256]");
+		return 1;
+	}
+	int V = m->hp.n_vocab;
+	int32_t tok[256], rows[256];
+	uint32_t s = 7;
+	for (int i = 0; i < n; i++) {
+		s = s * 1103515245u + 12345u;
+		tok[i] = (int32_t)((s >> 8) % (uint32_t)V);
+		rows[i] = i;
+	}
+	float *lg = malloc(sizeof(float) * (size_t)V * n);
+	struct skipper_backend_opts o = { .n_ctx = n, .n_threads = 2, .kind = SKIPPER_BACKEND_CPU };
+	struct skipper_forward fw = { .n = n, .tokens = tok, .kv_write = 1, .n_out = n, .out_rows = rows, .logits = lg };
+	FILE *f = NULL;
+	if (lg && !skipper_backend_create(m, &o, &be, &err) && !be->ops->forward(be, &fw, &err) &&
+	    (f = fopen(out, "wb")) && fwrite(lg, sizeof(float) * V, (size_t)n, f) == (size_t)n)
+		rc = 0;
+	if (f && fclose(f))
+		rc = 1;
+	if (rc && err.msg[0])
+		fprintf(stderr, "quant-tool: %s\n", err.msg);
+	if (be)
+		be->ops->destroy(be);
+	free(lg);
+	skipper_model_free(m);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct skipper_error err = { 0 };
@@ -37,7 +81,7 @@ int main(int argc, char **argv)
 		int type = atoi(argv[2]);
 		size_t len;
 		float *x = slurp(argv[3], &len);
-		const int64_t n = 64;
+		const int64_t n = skipper_dtype_block(type) == SKIPPER_QK_K ? SKIPPER_QK_K : 64;
 		size_t rb = skipper_dtype_row_bytes(type, n);
 		if (!x || !rb || len % (n * 4))
 			return 1;
@@ -91,6 +135,9 @@ int main(int argc, char **argv)
 		skipper_model_free(m);
 		return 0;
 	}
-	fprintf(stderr, "usage: quant-tool quantize TYPE IN.f32 OUT | dequant FILE TENSOR OUT.f32 | meta FILE\n");
+	if (argc == 5 && !strcmp(argv[1], "logits"))
+		return logits(argv[2], atoi(argv[3]), argv[4]);
+	fprintf(stderr, "usage: quant-tool quantize TYPE IN.f32 OUT | dequant FILE TENSOR OUT.f32 | meta FILE |\n"
+	                "       logits FILE N OUT.f32\n");
 	return 2;
 }

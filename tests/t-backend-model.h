@@ -1,5 +1,6 @@
-/* Tiny Llama models built in memory for the backend tests: seeded random
- * weights in one dtype, plain struct skipper_model views, no file. */
+/* Tiny Llama-family models (llama, qwen2, qwen3) built in memory for the
+ * backend tests: seeded random weights in one dtype (quantised with the
+ * library's quantisers), plain struct skipper_model views, no file. */
 #ifndef T_BACKEND_MODEL_H
 #define T_BACKEND_MODEL_H
 
@@ -40,91 +41,6 @@ static inline uint16_t tm_bf16(float x)
 	return (uint16_t)(u >> 16);
 }
 
-/* Encode n floats (multiple of 32 for block types) of one row. */
-static inline size_t tm_encode(int type, const float *x, void *dst, int64_t n)
-{
-	switch (type) {
-	case SKIPPER_F32:
-		memcpy(dst, x, (size_t)n * 4);
-		return (size_t)n * 4;
-	case SKIPPER_F16:
-		for (int64_t i = 0; i < n; i++)
-			((uint16_t *)dst)[i] = tm_f16(x[i]);
-		return (size_t)n * 2;
-	case SKIPPER_BF16:
-		for (int64_t i = 0; i < n; i++)
-			((uint16_t *)dst)[i] = tm_bf16(x[i]);
-		return (size_t)n * 2;
-	case SKIPPER_Q8_0: {
-		struct skipper_block_q8_0 *b = dst;
-		for (int64_t k = 0; k < n / 32; k++) {
-			float amax = 0;
-			for (int i = 0; i < 32; i++)
-				amax = fmaxf(amax, fabsf(x[k * 32 + i]));
-			float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
-			b[k].d = tm_f16(d);
-			for (int i = 0; i < 32; i++)
-				b[k].qs[i] = (int8_t)lrintf(x[k * 32 + i] * id);
-		}
-		return (size_t)(n / 32) * sizeof *b;
-	}
-	case SKIPPER_Q4_0: {
-		struct skipper_block_q4_0 *b = dst;
-		for (int64_t k = 0; k < n / 32; k++) {
-			float amax = 0, mx = 0;
-			for (int i = 0; i < 32; i++)
-				if (fabsf(x[k * 32 + i]) > amax) {
-					amax = fabsf(x[k * 32 + i]);
-					mx = x[k * 32 + i];
-				}
-			float d = mx / -8.0f, id = d ? 1.0f / d : 0.0f;
-			b[k].d = tm_f16(d);
-			for (int i = 0; i < 16; i++) {
-				int a = (int)(x[k * 32 + i] * id + 8.5f), c = (int)(x[k * 32 + i + 16] * id + 8.5f);
-				a = a > 15 ? 15 : a < 0 ? 0 : a;
-				c = c > 15 ? 15 : c < 0 ? 0 : c;
-				b[k].qs[i] = (uint8_t)(a | (c << 4));
-			}
-		}
-		return (size_t)(n / 32) * sizeof *b;
-	}
-	case SKIPPER_Q4_1: {
-		struct skipper_block_q4_1 *b = dst;
-		for (int64_t k = 0; k < n / 32; k++) {
-			float lo = x[k * 32], hi = lo;
-			for (int i = 1; i < 32; i++) {
-				lo = fminf(lo, x[k * 32 + i]);
-				hi = fmaxf(hi, x[k * 32 + i]);
-			}
-			float d = (hi - lo) / 15.0f, id = d ? 1.0f / d : 0.0f;
-			b[k].d = tm_f16(d);
-			b[k].m = tm_f16(lo);
-			for (int i = 0; i < 16; i++) {
-				int a = (int)((x[k * 32 + i] - lo) * id + 0.5f);
-				int c = (int)((x[k * 32 + i + 16] - lo) * id + 0.5f);
-				a = a > 15 ? 15 : a;
-				c = c > 15 ? 15 : c;
-				b[k].qs[i] = (uint8_t)(a | (c << 4));
-			}
-		}
-		return (size_t)(n / 32) * sizeof *b;
-	}
-	}
-	return 0;
-}
-
-static inline size_t tm_row_bytes(int type, int64_t n)
-{
-	switch (type) {
-	case SKIPPER_F32: return (size_t)n * 4;
-	case SKIPPER_F16: case SKIPPER_BF16: return (size_t)n * 2;
-	case SKIPPER_Q8_0: return (size_t)(n / 32) * sizeof(struct skipper_block_q8_0);
-	case SKIPPER_Q4_0: return (size_t)(n / 32) * sizeof(struct skipper_block_q4_0);
-	case SKIPPER_Q4_1: return (size_t)(n / 32) * sizeof(struct skipper_block_q4_1);
-	}
-	return 0;
-}
-
 /* Owned buffers are chained so tm_free releases them. */
 struct tm_model {
 	struct skipper_model m;
@@ -139,12 +55,12 @@ static inline void tm_weight(struct tm_model *t, struct skipper_weight *w, int t
 	w->type = type;
 	w->ne0 = ne0;
 	w->ne1 = ne1;
-	w->row_bytes = tm_row_bytes(type, ne0);
+	w->row_bytes = skipper_dtype_row_bytes(type, ne0);
 	char *data = malloc(w->row_bytes * (size_t)ne1);
 	for (int64_t j = 0; j < ne1; j++) {
 		for (int64_t i = 0; i < ne0; i++)
 			row[i] = offset + scale * tm_normalish(r);
-		tm_encode(type, row, data + (size_t)j * w->row_bytes, ne0);
+		skipper_quantize_row(type, row, data + (size_t)j * w->row_bytes, ne0);
 	}
 	free(row);
 	w->data = data;
@@ -153,6 +69,7 @@ static inline void tm_weight(struct tm_model *t, struct skipper_weight *w, int t
 
 struct tm_opts {
 	int type;       /* dtype of the matrices */
+	int arch;       /* enum skipper_arch: qwen2 adds Q/K/V biases, qwen3 Q/K norms */
 	int tied;       /* LM head = token embeddings */
 	int rope_style;
 	int rope_scaling;
@@ -169,7 +86,9 @@ static inline struct tm_model *tm_build(const struct tm_opts *o)
 	struct skipper_hparams *hp = &m->hp;
 	struct tm_rng r = { o->seed * 0x9E3779B97F4A7C15ULL + 1 };
 
-	strcpy(m->arch, "llama");
+	static const char *const arch_names[] = { "llama", "qwen2", "qwen3" };
+	strcpy(m->arch, arch_names[o->arch]);
+	m->arch_id = o->arch;
 	strcpy(m->name, "tiny");
 	hp->n_vocab = 160;
 	hp->n_embd = o->n_embd ? o->n_embd : 64;
@@ -213,6 +132,14 @@ static inline struct tm_model *tm_build(const struct tm_opts *o)
 		tm_weight(t, &L->w_gate, o->type, ne, hp->n_ff, ws, 0.0f, &r);
 		tm_weight(t, &L->w_up, o->type, ne, hp->n_ff, ws, 0.0f, &r);
 		tm_weight(t, &L->w_down, o->type, hp->n_ff, ne, 1.0f / sqrtf((float)hp->n_ff), 0.0f, &r);
+		if (o->arch == SKIPPER_ARCH_QWEN2) {
+			tm_weight(t, &L->bq, SKIPPER_F32, qd, 1, 0.5f, 0.0f, &r);
+			tm_weight(t, &L->bk, SKIPPER_F32, kvd, 1, 0.5f, 0.0f, &r);
+			tm_weight(t, &L->bv, SKIPPER_F32, kvd, 1, 0.5f, 0.0f, &r);
+		} else if (o->arch == SKIPPER_ARCH_QWEN3) {
+			tm_weight(t, &L->q_norm, SKIPPER_F32, hp->head_dim, 1, 0.2f, 1.0f, &r);
+			tm_weight(t, &L->k_norm, SKIPPER_F32, hp->head_dim, 1, 0.2f, 1.0f, &r);
+		}
 	}
 	return t;
 }

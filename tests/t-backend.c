@@ -186,8 +186,7 @@ static void test_model(const char *label, const struct tm_opts *o)
 		ok(agree, "%s: head_argmax(sublayer states) == forward argmax == top-1", label);
 		/* embeddings capture (l = -1) is the token's embedding row */
 		float *emb = malloc(sizeof(float) * E);
-		void cpu_row_to_f32(int, const void *, float *, int64_t);
-		cpu_row_to_f32(m->tok_embd.type,
+		skipper_dequant_row(m->tok_embd.type,
 		               (const char *)m->tok_embd.data + (size_t)tok[P] * m->tok_embd.row_bytes,
 		               emb, E);
 		ok(memcmp(emb, cap, sizeof(float) * E) == 0, "%s: capture at l=-1 == embedding", label);
@@ -236,9 +235,9 @@ static void test_model(const char *label, const struct tm_opts *o)
 			               sizeof(float) * E) == 0;
 		ok(same, "%s: sub-layer boundary 2l+1 == layer capture l", label);
 		/* a skipped sub-layer leaves its boundary equal to the previous one */
-		uint8_t sa[16] = { 0 };
-		sa[0] = 1;
-		fw.skip_attn = sa;
+		uint8_t skip0[16] = { 0 };
+		skip0[0] = 1;
+		fw.skip_attn = skip0;
 		ok(b->ops->forward(b, &fw, &err) == 0 &&
 		   memcmp(cap, cap + E, sizeof(float) * E) == 0,
 		   "%s: skipped attention 0: boundary 0 == embeddings", label);
@@ -324,19 +323,32 @@ static void test_topk_ties(void)
 
 int main(void)
 {
-	static const struct { const char *name; int type; } types[] = {
-		{ "f32", SKIPPER_F32 }, { "f16", SKIPPER_F16 }, { "bf16", SKIPPER_BF16 },
+	static const struct {
+		const char *name;
+		int type, arch, wide; /* wide: 256-wide model, as the K-quants need */
+	} types[] = {
+		{ "f32", SKIPPER_F32 },   { "f16", SKIPPER_F16 },   { "bf16", SKIPPER_BF16 },
 		{ "q8_0", SKIPPER_Q8_0 }, { "q4_0", SKIPPER_Q4_0 }, { "q4_1", SKIPPER_Q4_1 },
+		{ "q5_0 qwen2", SKIPPER_Q5_0, SKIPPER_ARCH_QWEN2 }, { "q5_1 qwen3", SKIPPER_Q5_1, SKIPPER_ARCH_QWEN3 },
+		{ "q4_k qwen2", SKIPPER_Q4_K, SKIPPER_ARCH_QWEN2, 1 }, { "q5_k", SKIPPER_Q5_K, SKIPPER_ARCH_LLAMA, 1 },
+		{ "q6_k qwen3", SKIPPER_Q6_K, SKIPPER_ARCH_QWEN3, 1 },
 	};
 	const char *isa = getenv("SKIPPER_CPU_ISA");
 	diag("kernels: %s", isa && *isa ? isa : "native");
 	test_topk_ties();
 	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-		struct tm_opts o = { .type = types[i].type, .tied = (int)(i % 2), .n_layer = 3,
+		struct tm_opts o = { .type = types[i].type, .arch = types[i].arch, .tied = (int)(i % 2), .n_layer = 3,
 		                     .seed = 11 + i, .rope_style = SKIPPER_ROPE_PAIRS };
 		if (i == 2 || i == 4) {
 			o.rope_style = SKIPPER_ROPE_HALVES;
 			o.rope_scaling = i == 2 ? SKIPPER_ROPE_SCALING_LINEAR : SKIPPER_ROPE_SCALING_LLAMA3;
+		}
+		if (o.arch != SKIPPER_ARCH_LLAMA)
+			o.rope_style = SKIPPER_ROPE_HALVES;
+		if (types[i].wide) {
+			o.n_embd = 256;
+			o.n_ff = 512;
+			o.head_dim = 64;
 		}
 		test_model(types[i].name, &o);
 	}

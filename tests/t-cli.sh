@@ -20,7 +20,7 @@ check() { # description, expected exit code, expected stderr substring, command.
 		sed 's/^/#   /' "$t/err"
 	fi
 }
-echo "1..14"
+echo "1..17"
 printf '[model]\nthreads = 2\nbogus = 1\n' >"$t/a.ini"
 printf '[policy]\nname = fixed\n[fixed]\ndraft_lenght = 3\n' >"$t/b.ini"
 printf '[policy]\nname = nosuchpolicy\n' >"$t/c.ini"
@@ -48,3 +48,25 @@ check "bench names the bad JSONL line" 2 "$t/bad.jsonl:2: not a JSON object" "$S
 "$S" --version >"$t/out" 2>&1 && grep -q '^skipper [0-9]' "$t/out" && echo "ok 13 - --version" || echo "not ok 13 - --version"
 "$S" policies >"$t/out" 2>"$t/err" && grep -q '^none ' "$t/out" && grep -q '^fixed ' "$t/out" &&
 	echo "ok 14 - policies lists none and fixed" || { echo "not ok 14 - policies"; sed 's/^/#   /' "$t/out" "$t/err"; }
+
+# Known model names resolve into the model cache (an empty cache here), for
+# every name scripts/fetch-model.sh knows; a cached one loads.
+n=14
+for name in $("$top_srcdir/scripts/fetch-model.sh" --list | awk '{print $1}'); do
+	SKIPPER_CACHE_DIR="$t/cache" "$S" info -m "$name" >"$t/out" 2>"$t/err"
+	grep -qF "model $name is not in the cache ($t/cache/models/" "$t/err" &&
+		grep -qF "scripts/fetch-model.sh $name" "$t/err" || bad="$bad $name"
+done
+n=$((n + 1))
+[ -z "${bad:-}" ] && echo "ok $n - every fetch-model.sh name is a known -m name, with the fetch command when not cached" ||
+	{ echo "not ok $n - names not known to skipper:${bad:-}"; sed 's/^/#   /' "$t/err"; }
+mkdir -p "$t/cache/models"
+"$top_builddir/tests/gen-model" --out "$t/cache/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf" --arch qwen2 \
+	--dtype q5_0 --layers 1 >/dev/null
+n=$((n + 1))
+SKIPPER_CACHE_DIR="$t/cache" "$S" info -m qwen2.5-coder-0.5b >"$t/out" 2>&1 && grep -q 'architecture:    qwen2' "$t/out" &&
+	echo "ok $n - -m qwen2.5-coder-0.5b loads the cached file" || { echo "not ok $n - cached name"; sed 's/^/#   /' "$t/out"; }
+n=$((n + 1))
+(cd "$t" && cp cache/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf qwen2.5-coder-1.5b &&
+	SKIPPER_CACHE_DIR="$t/none" "$S" info -m qwen2.5-coder-1.5b >"$t/out" 2>&1) && grep -q 'qwen2' "$t/out" &&
+	echo "ok $n - a file named like a known model is taken as the file" || { echo "not ok $n - file over name"; sed 's/^/#   /' "$t/out"; }

@@ -16,7 +16,7 @@ t() { # t DESCRIPTION EXPECTED_STATUS ARGS... : run gen-model, compare exit stat
 }
 t "--help" 0 --help
 t "no --out" 2
-t "unknown dtype" 2 --out "$tmp/a.gguf" --dtype q5_k
+t "unknown dtype" 2 --out "$tmp/a.gguf" --dtype q2_k
 t "bad number" 2 --out "$tmp/a.gguf" --layers x
 t "redundant layer out of range" 2 --out "$tmp/a.gguf" --layers 4 --redundant 1,4
 t "heads not dividing embd" 1 --out "$tmp/a.gguf" --embd 64 --heads 3

@@ -2,6 +2,7 @@
  * files are made by tests/gguf-writer and then patched at recorded offsets,
  * so every corruption hits exactly the field it names. Every failure must be
  * a clean error whose message names the file and the key/tensor at fault. */
+#define _GNU_SOURCE /* memmem */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,8 +245,8 @@ static void test_corrupt(void)
 	p64(c, L->t[1].dims, 16);
 	expect_fail(c, len, SKIPPER_ERR_FORMAT, "Q8_0 row not a multiple of 32", "b.q8_0", "block");
 	RESET();
-	p32(c, L->t[1].type, 12);
-	expect_fail(c, len, SKIPPER_ERR_UNSUPPORTED, "unsupported type Q4_K", "b.q8_0", "Q4_K");
+	p32(c, L->t[1].type, 10);
+	expect_fail(c, len, SKIPPER_ERR_UNSUPPORTED, "unsupported type Q2_K", "b.q8_0", "Q2_K");
 	RESET();
 	p32(c, L->t[1].type, 999);
 	expect_fail(c, len, SKIPPER_ERR_FORMAT, "invalid type 999", "b.q8_0", "999");
@@ -358,9 +359,120 @@ static void expect_model_fail(const uint8_t *buf, size_t len, int want, const ch
 	skipper_model_free(m);
 }
 
+/* File offset of a tensor's data in buf (its first bytes are random enough
+ * to be unique). */
+static size_t data_at(const uint8_t *buf, size_t len, const char *name)
+{
+	struct skipper_gguf *g = NULL;
+	struct skipper_error err = { 0 };
+	size_t at = 0;
+	if (skipper_gguf_open(path, &g, &err) == 0) {
+		const struct skipper_gguf_tensor *t = skipper_gguf_find_tensor(g, name);
+		const uint8_t *hit = t ? memmem(buf, len, t->data, 64) : NULL;
+		at = hit ? (size_t)(hit - buf) : 0;
+		skipper_gguf_close(g);
+	}
+	return at;
+}
+
+/* qwen2 / qwen3 files: what loads, and what a damaged one says. */
+static void test_qwen_models(void)
+{
+	struct skipper_test_model_opts o;
+	struct skipper_model *m;
+	struct skipper_error err = { 0 };
+
+	skipper_test_model_defaults(&o);
+	o.arch = "qwen2";
+	o.dtype = SKIPPER_Q4_K;
+	o.n_embd = 256;
+	o.n_ff = 512;
+	o.n_layer = 2;
+	if (skipper_test_model_write(path, &o) || skipper_model_load(path, &m, &err)) {
+		ok(0, "generated qwen2 Q4_K model loads: %s", err.msg);
+		return;
+	}
+	ok(m->arch_id == SKIPPER_ARCH_QWEN2 && !strcmp(m->arch, "qwen2") && m->hp.rope_style == SKIPPER_ROPE_HALVES &&
+	   m->layers[1].bq.data && m->layers[1].bq.ne0 == 256 && m->layers[1].bv.ne0 == 128 && !m->layers[1].q_norm.data &&
+	   m->layers[0].wq.type == SKIPPER_Q4_K,
+	   "generated qwen2 Q4_K model: biases bound, NeoX rope, no q/k norms");
+	skipper_model_free(m);
+
+	size_t len, at;
+	uint8_t *b = slurp(path, &len), *c = malloc(len);
+	memcpy(c, b, len);
+	at = find(c, len, "qwen2.block_count");
+	c[at + 6] = 'X';
+	expect_model_fail(c, len, SKIPPER_ERR_FORMAT, "qwen2: missing hyper-parameter", "qwen2.block_count", NULL);
+	memcpy(c, b, len);
+	at = find(c, len, "blk.1.attn_v.bias");
+	c[at + 16] = 'X';
+	expect_model_fail(c, len, SKIPPER_ERR_FORMAT, "qwen2: missing bias", "blk.1.attn_v.bias", "missing tensor");
+	memcpy(c, b, len);
+	at = find(c, len, "blk.0.attn_q.bias") + strlen("blk.0.attn_q.bias") + 4;
+	p64(c, at, 128);
+	expect_model_fail(c, len, SKIPPER_ERR_FORMAT, "qwen2: wrong bias shape", "blk.0.attn_q.bias",
+	                  "[128], expected [256]");
+	memcpy(c, b, len);
+	at = data_at(b, len, "blk.1.ffn_up.weight") + 5 * 144; /* d of super-block 5 */
+	c[at] = 0x00;
+	c[at + 1] = 0x7e; /* NaN */
+	expect_model_fail(c, len, SKIPPER_ERR_FORMAT, "qwen2: a Q4_K block with a NaN scale", "blk.1.ffn_up.weight",
+	                  "block 5 (row 5) has a non-finite scale");
+	memcpy(c, b, len);
+	at = find(c, len, "blk.0.ffn_gate.weight") + strlen("blk.0.ffn_gate.weight") + 4;
+	p64(c, at, 128);
+	p64(c, at + 8, 1024);
+	expect_model_fail(c, len, SKIPPER_ERR_FORMAT, "qwen2: Q4_K rows of 128 elements", "blk.0.ffn_gate.weight", "256");
+	expect_model_fail(b, len - 100, SKIPPER_ERR_FORMAT, "qwen2: truncated K-quant file", "blk.1.ffn_down.weight",
+	                  "outside the file");
+	memcpy(c, b, len);
+	at = find(c, len, "general.architecture") + strlen("general.architecture") + 4 + 8;
+	memcpy(c + at, "llama", 5);
+	for (size_t k = find(c, len, "qwen2."); k != (size_t)-1; k = find(c, len, "qwen2."))
+		memcpy(c + k, "llama", 5); /* every qwen2.* key becomes llama.* */
+	expect_model_fail(c, len, SKIPPER_ERR_FORMAT, "a qwen2 file claiming llama: its biases are foreign",
+	                  "blk.0.attn_q.bias", "does not belong to architecture llama");
+	free(b);
+	free(c);
+
+	skipper_test_model_defaults(&o);
+	o.arch = "qwen3";
+	o.dtype = SKIPPER_Q6_K;
+	o.n_embd = 256;
+	o.n_ff = 512;
+	o.n_layer = 2;
+	o.head_dim = 128; /* 4 x 128 = 512 != embedding, as in Qwen3 */
+	if (skipper_test_model_write(path, &o) || skipper_model_load(path, &m, &err)) {
+		ok(0, "generated qwen3 Q6_K model loads: %s", err.msg);
+		return;
+	}
+	ok(m->arch_id == SKIPPER_ARCH_QWEN3 && m->hp.head_dim == 128 && m->layers[0].wq.ne1 == 512 &&
+	   m->layers[0].wo.ne0 == 512 && m->layers[1].k_norm.data && m->layers[1].k_norm.ne0 == 128 &&
+	   !m->layers[1].bq.data,
+	   "generated qwen3 Q6_K model: head dim 128 from key_length, q/k norms bound, no biases");
+	skipper_model_free(m);
+	b = slurp(path, &len);
+	c = malloc(len);
+	memcpy(c, b, len);
+	at = find(c, len, "blk.0.attn_k_norm.weight");
+	c[at + 12] = 'X';
+	expect_model_fail(c, len, SKIPPER_ERR_FORMAT, "qwen3: missing k norm", "blk.0.attn_k_norm.weight", "missing tensor");
+	memcpy(c, b, len);
+	at = find(c, len, "general.architecture") + strlen("general.architecture") + 4 + 8;
+	memcpy(c + at, "qwen2", 5);
+	for (size_t k = find(c, len, "qwen3."); k != (size_t)-1; k = find(c, len, "qwen3."))
+		c[k + 4] = '2'; /* every qwen3.* key becomes qwen2.* */
+	expect_model_fail(c, len, SKIPPER_ERR_FORMAT, "a qwen3 file claiming qwen2: the biases are missing",
+	                  "blk.0.attn_q.bias", "missing tensor");
+	free(b);
+	free(c);
+}
+
 static void test_models(void)
 {
-	static const int dtypes[] = { SKIPPER_F32, SKIPPER_F16, SKIPPER_BF16, SKIPPER_Q8_0, SKIPPER_Q4_0, SKIPPER_Q4_1 };
+	static const int dtypes[] = { SKIPPER_F32, SKIPPER_F16, SKIPPER_BF16, SKIPPER_Q8_0, SKIPPER_Q4_0, SKIPPER_Q4_1,
+		                      SKIPPER_Q5_0, SKIPPER_Q5_1 };
 	struct skipper_test_model_opts o;
 	struct skipper_model *m;
 	struct skipper_error err = { 0 };
@@ -463,6 +575,7 @@ static void test_models(void)
 	expect_model_fail(c, len, SKIPPER_ERR_UNSUPPORTED, "norm must be F32", "output_norm.weight", "F32");
 	free(b);
 	free(c);
+	test_qwen_models();
 
 	/* info output */
 	skipper_test_model_defaults(&o);

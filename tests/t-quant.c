@@ -17,11 +17,19 @@ static void test_geometry(void)
 	is_int(skipper_dtype_block_bytes(SKIPPER_Q4_0), 18, "Q4_0 block is 18 bytes");
 	is_int(skipper_dtype_block_bytes(SKIPPER_Q4_1), 20, "Q4_1 block is 20 bytes");
 	is_int(skipper_dtype_block_bytes(SKIPPER_Q8_0), 34, "Q8_0 block is 34 bytes");
+	is_int(skipper_dtype_block_bytes(SKIPPER_Q5_0), 22, "Q5_0 block is 22 bytes");
+	is_int(skipper_dtype_block_bytes(SKIPPER_Q5_1), 24, "Q5_1 block is 24 bytes");
+	is_int(skipper_dtype_block_bytes(SKIPPER_Q4_K), 144, "Q4_K super-block is 144 bytes");
+	is_int(skipper_dtype_block_bytes(SKIPPER_Q5_K), 176, "Q5_K super-block is 176 bytes");
+	is_int(skipper_dtype_block_bytes(SKIPPER_Q6_K), 210, "Q6_K super-block is 210 bytes");
+	is_int(skipper_dtype_row_bytes(SKIPPER_Q4_K, 128), 0, "K-quant row not a multiple of 256 -> 0");
+	is_int(skipper_dtype_row_bytes(SKIPPER_Q6_K, 512), 420, "Q6_K row of 512");
 	is_int(skipper_dtype_row_bytes(SKIPPER_Q4_0, 64), 36, "Q4_0 row of 64");
 	is_int(skipper_dtype_row_bytes(SKIPPER_Q4_0, 33), 0, "row not a multiple of 32 -> 0");
 	is_int(skipper_dtype_row_bytes(SKIPPER_BF16, 3), 6, "BF16 row of 3");
-	is_int(skipper_dtype_row_bytes(12, 256), 0, "unsupported type (Q4_K) -> 0");
-	ok(skipper_dtype_name(12) == NULL && !strcmp(skipper_dtype_name(SKIPPER_BF16), "BF16"), "names");
+	is_int(skipper_dtype_row_bytes(10, 256), 0, "unsupported type (Q2_K) -> 0");
+	ok(skipper_dtype_name(10) == NULL && !strcmp(skipper_dtype_name(SKIPPER_BF16), "BF16") &&
+	   !strcmp(skipper_dtype_name(SKIPPER_Q6_K), "Q6_K"), "names");
 }
 
 static void test_fp16(void)
@@ -144,24 +152,32 @@ static void test_roundtrip(void)
 	static const struct { int t; float rel; } tc[] = {
 		{ SKIPPER_F16, 1.0f / 2048 }, { SKIPPER_BF16, 1.0f / 256 }, { SKIPPER_Q8_0, 0.5f / 127 + 1e-3f },
 		{ SKIPPER_Q4_0, 1.0f / 8 + 1e-3f } /* +max can only reach 7/8 when -max sets d */, { SKIPPER_Q4_1, 0.5f / 15 + 2e-3f },
+		{ SKIPPER_Q5_0, 1.0f / 16 + 1e-3f }, { SKIPPER_Q5_1, 0.5f / 31 + 2e-3f },
+		/* K-quants: half a step plus the rounding of the 6-bit (8-bit) sub-block scale */
+		{ SKIPPER_Q4_K, 0.5f / 15 + 0.02f }, { SKIPPER_Q5_K, 0.5f / 31 + 0.02f }, { SKIPPER_Q6_K, 0.5f / 32 + 0.01f },
 	};
 	for (size_t k = 0; k < sizeof tc / sizeof tc[0]; k++) {
 		size_t nb = skipper_quantize_row(tc[k].t, x, buf, N);
 		skipper_dequant_row(tc[k].t, buf, y, N);
 		float worst = 0;
-		for (int b = 0; b < N / 32; b++) {
-			float amax = 0, lo = x[b * 32], hi = x[b * 32];
-			for (int j = 0; j < 32; j++) {
-				float v = x[b * 32 + j];
+		/* errors are bounded relative to the range of the block that shares a
+		 * scale: 32 elements, or a K-quant's whole super-block (whose small
+		 * sub-blocks lose their 6-bit scales to a large neighbour) */
+		int bs = skipper_dtype_block(tc[k].t) == SKIPPER_QK_K ? SKIPPER_QK_K : 32;
+		for (int b = 0; b < N / bs; b++) {
+			float amax = 0, lo = x[b * bs], hi = x[b * bs];
+			for (int j = 0; j < bs; j++) {
+				float v = x[b * bs + j];
 				amax = fmaxf(amax, fabsf(v));
 				lo = fminf(lo, v);
 				hi = fmaxf(hi, v);
 			}
-			/* block quantisers: error is bounded relative to the block's range */
-			float scale = tc[k].t == SKIPPER_Q4_1 ? hi - lo : amax;
-			for (int j = 0; j < 32; j++) {
-				float e = fabsf(y[b * 32 + j] - x[b * 32 + j]);
-				float bound = tc[k].t == SKIPPER_F16 || tc[k].t == SKIPPER_BF16 ? fabsf(x[b * 32 + j]) : scale;
+			int has_min = tc[k].t == SKIPPER_Q4_1 || tc[k].t == SKIPPER_Q5_1 || tc[k].t == SKIPPER_Q4_K ||
+			              tc[k].t == SKIPPER_Q5_K;
+			float scale = has_min ? hi - lo : amax;
+			for (int j = 0; j < bs; j++) {
+				float e = fabsf(y[b * bs + j] - x[b * bs + j]);
+				float bound = tc[k].t == SKIPPER_F16 || tc[k].t == SKIPPER_BF16 ? fabsf(x[b * bs + j]) : scale;
 				if (bound > 0)
 					worst = fmaxf(worst, e / bound);
 			}

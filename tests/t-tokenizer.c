@@ -716,6 +716,42 @@ static void random_tests(const struct skipper_tokenizer *t)
 	ok(bytes_bad == 0, "300 random byte strings tokenize to valid ids (%d failed)", bytes_bad);
 }
 
+/* The Qwen2.5 vocabulary (151936 tokens, qwen2 pre-tokenizer, chatml
+ * specials) from the cached Qwen2.5-Coder-0.5B file, when it is there. */
+static void qwen_tests(void)
+{
+	const char *cache = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char path[4096];
+	struct skipper_gguf *g = NULL;
+	struct skipper_tokenizer *t = NULL;
+	struct skipper_error err = { 0 };
+
+	if (cache && *cache)
+		snprintf(path, sizeof path, "%s/skipper/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", cache);
+	else
+		snprintf(path, sizeof path, "%s/.cache/skipper/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+		         home ? home : "");
+	if (skipper_gguf_open(path, &g, &err)) {
+		tap_skip(1, "Qwen2.5-Coder-0.5B not cached (scripts/fetch-model.sh qwen2.5-coder-0.5b)");
+		return;
+	}
+	if (!ok(skipper_tokenizer_from_gguf(g, &t, &err) == 0, "Qwen2.5 tokenizer loads from GGUF")) {
+		diag("%s", err.msg);
+		skipper_gguf_close(g);
+		return;
+	}
+	is_str(skipper_tokenizer_kind(t), "gpt2/qwen2", "Qwen2.5 kind");
+	is_int(skipper_tokenizer_n_vocab(t), 151936, "Qwen2.5 n_vocab");
+	is_int(skipper_tokenizer_add_bos(t), 0, "Qwen2.5 does not add BOS");
+	ok(skipper_tokenizer_is_eog(t, 151645) && skipper_tokenizer_is_eog(t, 151643) &&
+	   !skipper_tokenizer_is_eog(t, 151644),
+	   "Qwen2.5 EOG: <|im_end|> and <|endoftext|>, not <|im_start|>");
+	check_cases(t, "qwen", 1);
+	check_cases(t, "qwen-bad", 0);
+	skipper_tokenizer_free(t);
+	skipper_gguf_close(g);
+}
+
 static void smollm_tests(const char *path)
 {
 	struct skipper_gguf *g = NULL;
@@ -852,6 +888,7 @@ int main(void)
 	} else {
 		tap_skip(1, "SmolLM2 GGUF not found (set SKIPPER_TEST_MODEL)");
 	}
+	qwen_tests();
 	for (size_t i = 0; i < n_cases; i++)
 		free(cases[i].text);
 	return tap_done();

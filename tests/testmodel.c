@@ -23,6 +23,7 @@ void skipper_test_model_defaults(struct skipper_test_model_opts *o)
 	o->rope_theta = 10000.0f;
 	o->rms_eps = 1e-5f;
 	o->name = "skipper-test";
+	o->arch = "llama";
 }
 
 int skipper_test_model_parse_layers(struct skipper_test_model_opts *o, const char *list)
@@ -262,9 +263,12 @@ int skipper_test_model_write(const char *path, const struct skipper_test_model_o
 	char name[96];
 	int rc = 0;
 
+	const char *arch = o->arch ? o->arch : "llama";
+	int qwen2 = !strcmp(arch, "qwen2"), qwen3 = !strcmp(arch, "qwen3");
+	int hd = o->head_dim ? o->head_dim : o->n_head ? o->n_embd / o->n_head : 0;
 	if (!skipper_dtype_name(o->dtype) || o->n_layer < 1 || o->n_layer > SKIPPER_TEST_MAX_LAYERS || o->n_embd < 2 ||
-	    o->n_ff < 1 || o->n_head < 1 || o->n_head_kv < 1 || o->n_embd % o->n_head || o->n_head % o->n_head_kv ||
-	    (o->n_embd / o->n_head) % 2 || o->n_ctx < 1) {
+	    o->n_ff < 1 || o->n_head < 1 || o->n_head_kv < 1 || (!o->head_dim && o->n_embd % o->n_head) ||
+	    o->n_head % o->n_head_kv || hd < 2 || hd % 2 || o->n_ctx < 1 || (!qwen2 && !qwen3 && strcmp(arch, "llama"))) {
 		fprintf(stderr, "gen-model: inconsistent options (dtype %d, %d layers, embd %d, ff %d, heads %d/%d)\n",
 		        o->dtype, o->n_layer, o->n_embd, o->n_ff, o->n_head, o->n_head_kv);
 		return -1;
@@ -274,33 +278,46 @@ int skipper_test_model_write(const char *path, const struct skipper_test_model_o
 	else
 		tok_bytes(&v, o->n_vocab);
 
-	int hd = o->n_embd / o->n_head;
 	w = gw_new();
 	gw_set_alignment(w, 32);
-	gw_str(w, "general.architecture", "llama");
+	gw_str(w, "general.architecture", arch);
 	gw_str(w, "general.name", o->name ? o->name : "skipper-test");
 	/* llama.cpp's file-type numbering, not the tensor type's */
-	uint32_t ftype = o->dtype == SKIPPER_F32 ? 0 : o->dtype == SKIPPER_F16 ? 1 : o->dtype == SKIPPER_Q4_0 ? 2 :
-	                 o->dtype == SKIPPER_Q4_1 ? 3 : o->dtype == SKIPPER_Q8_0 ? 7 : 32;
+	static const struct { int dtype; uint32_t ftype; } ftypes[] = {
+		{ SKIPPER_F32, 0 },   { SKIPPER_F16, 1 },  { SKIPPER_Q4_0, 2 }, { SKIPPER_Q4_1, 3 },  { SKIPPER_Q8_0, 7 },
+		{ SKIPPER_Q5_0, 8 },  { SKIPPER_Q5_1, 9 }, { SKIPPER_Q4_K, 15 }, { SKIPPER_Q5_K, 17 }, { SKIPPER_Q6_K, 18 },
+		{ SKIPPER_BF16, 32 },
+	};
+	uint32_t ftype = 0;
+	for (size_t i = 0; i < sizeof ftypes / sizeof ftypes[0]; i++)
+		if (ftypes[i].dtype == o->dtype)
+			ftype = ftypes[i].ftype;
 	gw_u32(w, "general.file_type", ftype);
-	gw_u32(w, "llama.block_count", (uint32_t)o->n_layer);
-	gw_u32(w, "llama.context_length", (uint32_t)o->n_ctx);
-	gw_u32(w, "llama.embedding_length", (uint32_t)o->n_embd);
-	gw_u32(w, "llama.feed_forward_length", (uint32_t)o->n_ff);
-	gw_u32(w, "llama.attention.head_count", (uint32_t)o->n_head);
-	gw_u32(w, "llama.attention.head_count_kv", (uint32_t)o->n_head_kv);
-	gw_u32(w, "llama.rope.dimension_count", (uint32_t)hd);
-	gw_f32(w, "llama.rope.freq_base", o->rope_theta);
-	gw_f32(w, "llama.attention.layer_norm_rms_epsilon", o->rms_eps);
-	gw_u32(w, "llama.vocab_size", (uint32_t)v.n);
+	char key[96];
+#define KEY(s) (snprintf(key, sizeof key, "%s." s, arch), key)
+	gw_u32(w, KEY("block_count"), (uint32_t)o->n_layer);
+	gw_u32(w, KEY("context_length"), (uint32_t)o->n_ctx);
+	gw_u32(w, KEY("embedding_length"), (uint32_t)o->n_embd);
+	gw_u32(w, KEY("feed_forward_length"), (uint32_t)o->n_ff);
+	gw_u32(w, KEY("attention.head_count"), (uint32_t)o->n_head);
+	gw_u32(w, KEY("attention.head_count_kv"), (uint32_t)o->n_head_kv);
+	if (o->head_dim) {
+		gw_u32(w, KEY("attention.key_length"), (uint32_t)hd);
+		gw_u32(w, KEY("attention.value_length"), (uint32_t)hd);
+	}
+	gw_u32(w, KEY("rope.dimension_count"), (uint32_t)hd);
+	gw_f32(w, KEY("rope.freq_base"), o->rope_theta);
+	gw_f32(w, KEY("attention.layer_norm_rms_epsilon"), o->rms_eps);
+	gw_u32(w, KEY("vocab_size"), (uint32_t)v.n);
 	int orig_ctx = o->n_ctx / 4 > 0 ? o->n_ctx / 4 : 1;
 	if (o->rope_llama3 == 2) {
-		gw_str(w, "llama.rope.scaling.type", "llama3");
-		gw_f32(w, "llama.rope.scaling.factor", 8.0f);
-		gw_f32(w, "llama.rope.scaling.low_freq_factor", 1.0f);
-		gw_f32(w, "llama.rope.scaling.high_freq_factor", 4.0f);
-		gw_u32(w, "llama.rope.scaling.original_context_length", (uint32_t)orig_ctx);
+		gw_str(w, KEY("rope.scaling.type"), "llama3");
+		gw_f32(w, KEY("rope.scaling.factor"), 8.0f);
+		gw_f32(w, KEY("rope.scaling.low_freq_factor"), 1.0f);
+		gw_f32(w, KEY("rope.scaling.high_freq_factor"), 4.0f);
+		gw_u32(w, KEY("rope.scaling.original_context_length"), (uint32_t)orig_ctx);
 	}
+#undef KEY
 
 	if (o->tokenizer == SKIPPER_TEST_TOK_SPM) {
 		gw_str(w, "tokenizer.ggml.model", "llama");
@@ -316,7 +333,7 @@ int skipper_test_model_write(const char *path, const struct skipper_test_model_o
 		gw_str(w, "tokenizer.chat_template", llama2_template);
 	} else {
 		gw_str(w, "tokenizer.ggml.model", "gpt2");
-		gw_str(w, "tokenizer.ggml.pre", "gpt-2");
+		gw_str(w, "tokenizer.ggml.pre", qwen2 || qwen3 ? "qwen2" : "gpt-2");
 		gw_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)v.tok, (size_t)v.n);
 		gw_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, v.type, (size_t)v.n);
 		gw_arr_str(w, "tokenizer.ggml.merges", (const char *const *)v.merges, (size_t)v.n_merges);
@@ -362,6 +379,18 @@ int skipper_test_model_write(const char *path, const struct skipper_test_model_o
 		rc |= add_matrix(w, T("attn_q"), o->dtype, E, Q, 1.0f, &rng);
 		rc |= add_matrix(w, T("attn_k"), o->dtype, E, KV, 1.0f, &rng);
 		rc |= add_matrix(w, T("attn_v"), o->dtype, E, KV, 1.0f, &rng);
+		if (qwen2) { /* F32 biases ~U(-0.5, 0.5) */
+			snprintf(name, sizeof name, "blk.%d.attn_q.bias", l);
+			gw_tensor_gen(w, name, SKIPPER_F32, 1, &Q, fill_matrix, gen_new(SKIPPER_F32, Q, 0.5f, &rng));
+			snprintf(name, sizeof name, "blk.%d.attn_k.bias", l);
+			gw_tensor_gen(w, name, SKIPPER_F32, 1, &KV, fill_matrix, gen_new(SKIPPER_F32, KV, 0.5f, &rng));
+			snprintf(name, sizeof name, "blk.%d.attn_v.bias", l);
+			gw_tensor_gen(w, name, SKIPPER_F32, 1, &KV, fill_matrix, gen_new(SKIPPER_F32, KV, 0.5f, &rng));
+		}
+		if (qwen3) {
+			add_norm(w, T("attn_q_norm"), hd, &rng);
+			add_norm(w, T("attn_k_norm"), hd, &rng);
+		}
 		rc |= add_matrix(w, T("attn_output"), o->dtype, Q, E, res, &rng);
 		add_norm(w, T("ffn_norm"), E, &rng);
 		rc |= add_matrix(w, T("ffn_gate"), o->dtype, E, F, 1.0f, &rng);

@@ -1,4 +1,4 @@
-/* Tiny Llama GGUF test models with seeded random weights (tests/gen-model is
+/* Tiny Llama-family (llama, qwen2, qwen3) GGUF test models with seeded random weights (tests/gen-model is
  * the command-line face of this). Same options and seed give the same bytes
  * on every machine: the PRNG is our own splitmix64 and every float step is
  * plain IEEE arithmetic. */
@@ -28,6 +28,8 @@ struct skipper_test_model_opts {
 	 * n_ctx/4): 1 = as a rope_freqs.weight tensor (llama.cpp converter),
 	 * 2 = as llama.rope.scaling.* keys */
 	int rope_llama3;
+	const char *arch;          /* "llama" (default), "qwen2" (Q/K/V biases), "qwen3" (Q/K norms) */
+	int head_dim;              /* 0 = n_embd / n_head; else written as key/value_length */
 };
 
 /* Defaults: F32, 4 layers, embd 64, ff 128, 4 heads, 2 kv heads, vocab 0

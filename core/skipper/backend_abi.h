@@ -25,7 +25,12 @@ enum skipper_dtype {
 	SKIPPER_F16 = 1,
 	SKIPPER_Q4_0 = 2,
 	SKIPPER_Q4_1 = 3,
+	SKIPPER_Q5_0 = 6,
+	SKIPPER_Q5_1 = 7,
 	SKIPPER_Q8_0 = 8,
+	SKIPPER_Q4_K = 12,
+	SKIPPER_Q5_K = 13,
+	SKIPPER_Q6_K = 14,
 	SKIPPER_BF16 = 30,
 };
 
@@ -66,13 +71,23 @@ struct skipper_weight {
 struct skipper_layer {
 	struct skipper_weight attn_norm;          /* [n_embd] F32 */
 	struct skipper_weight wq, wk, wv, wo;     /* q: n_embd -> n_head*head_dim, k/v -> n_head_kv*head_dim */
+	struct skipper_weight bq, bk, bv;         /* F32 biases added to q, k, v (qwen2); data NULL = none */
+	struct skipper_weight q_norm, k_norm;     /* F32 [head_dim]: RMSNorm of each q / k head before
+	                                             RoPE (qwen3); data NULL = none */
 	struct skipper_weight ffn_norm;           /* [n_embd] F32 */
 	struct skipper_weight w_gate, w_up;       /* n_embd -> n_ff */
 	struct skipper_weight w_down;             /* n_ff -> n_embd */
 };
 
+enum skipper_arch {
+	SKIPPER_ARCH_LLAMA = 0, /* Llama 2/3/3.1, SmolLM2, Mistral: GGUF rope pairs */
+	SKIPPER_ARCH_QWEN2 = 1, /* Q/K/V biases, NeoX rope (halves) */
+	SKIPPER_ARCH_QWEN3 = 2  /* per-head Q/K RMSNorm, NeoX rope, no biases */
+};
+
 struct skipper_model {
-	char arch[32];          /* "llama" */
+	char arch[32];          /* "llama", "qwen2", "qwen3" */
+	int arch_id;            /* enum skipper_arch */
 	char name[128];         /* general.name or file base name */
 	struct skipper_hparams hp;
 	struct skipper_weight tok_embd;  /* rows = n_vocab, ne0 = n_embd */
@@ -228,7 +243,7 @@ struct skipper_backend_opts {
 
 /* Bumped whenever anything above changes layout; the loader also compares
  * the skipper version string, so this is a second line of defence. */
-#define SKIPPER_BACKEND_MODULE_ABI 1
+#define SKIPPER_BACKEND_MODULE_ABI 2
 #define SKIPPER_BACKEND_MODULE_ENTRY "skipper_backend_module_init"
 
 struct skipper_backend_module {

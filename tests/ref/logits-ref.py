@@ -2,7 +2,14 @@
 """Reference logits from llama.cpp (llama-cpp-python) for t-parity.
 
   logits-ref.py MODEL.gguf > tests/data/logits-smollm2.json
+  logits-ref.py MODEL.gguf --qwen > tests/data/logits-qwen2.5-coder-0.5b.json
   logits-ref.py MODEL.gguf --bench THREADS [N]   decode tokens/s of llama.cpp
+
+--qwen takes the Qwen prompt set (chatml: code, math, chat, a code edit,
+Chinese; and raw code) and fixed ids of the Qwen vocabulary. llama.cpp must
+be a build that runs batches on this CPU (on Xeons with AMX, build
+llama-cpp-python with -mno-amx-tile -mno-amx-int8: its AMX kernels crashed
+on batches > 1 when these files were recorded).
 
 For each prompt (tokenized by llama.cpp, ids stored) and each position: the
 argmax, the max logit, and the logits of a few ids (llama.cpp's top 4 at that
@@ -26,17 +33,37 @@ PROMPTS = [
 FIXED_IDS = [0, 1, 2, 198, 30, 314, 504, 1000, 20000, 49151]
 N_GREEDY = 64
 
+QWEN_PROMPTS = [
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
+    "Write a Python function that returns the n-th Fibonacci number.<|im_end|>\n<|im_start|>assistant\n",
+    "<|im_start|>user\nCompute 123 * 456 step by step.<|im_end|>\n<|im_start|>assistant\n",
+    "<|im_start|>user\nExplain in two sentences what a hash table is.<|im_end|>\n<|im_start|>assistant\n",
+    "<|im_start|>user\nRewrite this function with type hints:\ndef add(a, b):\n    return a + b<|im_end|>\n"
+    "<|im_start|>assistant\n",
+    "<|im_start|>user\n把这句话翻译成英文：我喜欢写代码。<|im_end|>\n<|im_start|>assistant\n",
+    "def quicksort(arr):\n    \"\"\"Sort a list of numbers.\"\"\"\n",
+    "<|im_start|>user\nWrite a SQL query that returns the ten most recent orders.<|im_end|>\n"
+    "<|im_start|>assistant\n",
+    "<|im_start|>user\nIf a train travels 60 km in 45 minutes, what is its speed in km/h?<|im_end|>\n"
+    "<|im_start|>assistant\n",
+    "<|im_start|>user\nWhat does the Unix command `ls -la` show?<|im_end|>\n<|im_start|>assistant\n",
+    "<|im_start|>user\nWrite a C function that reverses a string in place.<|im_end|>\n<|im_start|>assistant\n",
+    "<|im_start|>user\nSolve for x: 3x + 7 = 22.<|im_end|>\n<|im_start|>assistant\n",
+    "import numpy as np\n\n\ndef moving_average(x, n):\n",
+]
+QWEN_FIXED_IDS = [0, 11, 198, 220, 271, 1000, 20000, 100000, 151643, 151645]
+
 
 def load(path, threads, logits_all=True):
-    return Llama(model_path=path, n_ctx=512, n_threads=threads, n_threads_batch=threads,
+    return Llama(model_path=path, n_ctx=1024, n_threads=threads, n_threads_batch=threads,
                  logits_all=logits_all, verbose=False, seed=0)
 
 
-def record(path):
+def record(path, prompts, fixed_ids):
     llm = load(path, 2)
-    out = {"model": path.rsplit("/", 1)[-1], "n_vocab": llm.n_vocab(), "fixed_ids": FIXED_IDS,
+    out = {"model": path.rsplit("/", 1)[-1], "n_vocab": llm.n_vocab(), "fixed_ids": fixed_ids,
            "prompts": []}
-    for text in PROMPTS:
+    for text in prompts:
         toks = llm.tokenize(text.encode(), add_bos=False, special=True)
         llm.reset()
         llm.eval(toks)
@@ -44,7 +71,7 @@ def record(path):
         pos = []
         for i, row in enumerate(scores):
             top = [int(t) for t in np.argsort(-row, kind="stable")[:4]]
-            ids = top + FIXED_IDS
+            ids = top + fixed_ids
             pos.append({"argmax": int(np.argmax(row)), "max": round(float(row.max()), 4),
                         "ids": ids, "logits": [round(float(row[t]), 4) for t in ids]})
         greedy, margin = [], []
@@ -91,5 +118,7 @@ def bench(path, threads, n):
 if __name__ == "__main__":
     if len(sys.argv) >= 4 and sys.argv[2] == "--bench":
         bench(sys.argv[1], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 128)
+    elif len(sys.argv) >= 3 and sys.argv[2] == "--qwen":
+        record(sys.argv[1], QWEN_PROMPTS, QWEN_FIXED_IDS)
     else:
-        record(sys.argv[1])
+        record(sys.argv[1], PROMPTS, FIXED_IDS)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Record llama.cpp's tokenization as reference data for tests/t-tokenizer.c.
 
-Usage: python3 tests/ref/tokenizer-ref.py [MODEL.gguf]
+Usage: python3 tests/ref/tokenizer-ref.py [MODEL.gguf [QWEN.gguf]]
 writes tests/data/tokenizer-ref.tsv and tests/data/pretokenize-ref.tsv.
 
 MODEL defaults to $SKIPPER_TEST_MODEL, else
@@ -11,7 +11,9 @@ Needs the PyPI packages llama-cpp-python (builds llama.cpp) and gguf.
 Besides the real SmolLM2 vocabulary ("smollm"), the same vocabulary is
 written into vocab-only GGUF files whose tokenizer.ggml.pre names another
 pre-tokenizer, so that llama.cpp's GPT-2, default and Llama-3 splitting are
-recorded on a real 49k vocabulary too; and a tiny SentencePiece ("llama")
+recorded on a real 49k vocabulary too; the real Qwen2.5 vocabulary ("qwen",
+151936 tokens: QWEN defaults to the cached qwen2.5-coder-0.5b-instruct file)
+on the same texts plus code, CJK, emoji and whitespace runs; and a tiny SentencePiece ("llama")
 vocabulary, defined below and mirrored in t-tokenizer.c, records llama.cpp's
 SPM merging and byte fallback.
 
@@ -62,6 +64,19 @@ TEXTS = [
     "$100 + 50% = <tag> ~~~ |||",
     "½ ² Ⅻ ٣ 一二三",
     "ǅungla ΐ ﬁ",
+]
+
+QWEN_TEXTS = [
+    "    def __init__(self, x: int) -> None:\n        self.x = x  # comment\n",
+    "        \n\n\n    \t\t  x",
+    "if (a && b || !c) { return a->b[0] >> 2; } // C++\n",
+    "SELECT id, name FROM users WHERE age >= 18 ORDER BY name;",
+    "我喜欢写代码。日本語、한국어、中文混合 text 123",
+    "👍🏽👨‍👩‍👧🇫🇷✨🚀 emoji after text😀",
+    "<|im_start|>system\nYou are Qwen.<|im_end|>\n<|im_start|>user\n2+2=?<|im_end|>\n",
+    "<|endoftext|><|fim_prefix|>def f():<|fim_suffix|>\n<|fim_middle|>",
+    "1234567890 3.14159 ١٢٣ ½",
+    "https://example.com/a_b-c?d=1&e=%20 user@example.com",
 ]
 
 BAD_UTF8 = [b"bad \xff\xfe bytes \xc3", b"\xe6\x97", b"\x80\x80abc\xed\xa0\x80", b"\xf0\x9f\x98"]
@@ -191,6 +206,13 @@ def write_pretokenize(path):
                                            " ".join(w.encode("utf-8").hex() for w in words)))
 
 
+def qwen_path():
+    if len(sys.argv) > 2:
+        return sys.argv[2]
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return os.path.join(cache, "skipper", "models", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+
+
 def main():
     src = model_path()
     data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
@@ -208,6 +230,10 @@ def main():
     emit("smollm", llm, ["Hello"], [(True, False)])
     # Invalid UTF-8 (no round trip: llama.cpp reads each bad byte as U+FFFD)
     emit("smollm-bad", llm, BAD_UTF8, [(False, False)])
+    del llm
+    llm = Llama(model_path=qwen_path(), vocab_only=True, verbose=False)
+    emit("qwen", llm, TEXTS + QWEN_TEXTS, cases)
+    emit("qwen-bad", llm, BAD_UTF8, [(False, False)])
     del llm
     with tempfile.TemporaryDirectory() as d:
         for name, pre in (("gpt2", "gpt-2"), ("llama3", "llama-bpe"), ("default", "default"), ("qwen2", "qwen2")):

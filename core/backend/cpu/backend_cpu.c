@@ -37,6 +37,7 @@ static void cpu_destroy(struct skipper_backend *base)
 	free(be->h);
 	free(be->xn);
 	free(be->xq);
+	free(be->xqk);
 	free(be->q);
 	free(be->k);
 	free(be->v);
@@ -174,6 +175,7 @@ int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipp
 	be->h = malloc(C * ne * sizeof(float));
 	be->xn = malloc(C * be->xn_w * sizeof(float));
 	be->xq = malloc(C * (be->xn_w / 32) * sizeof(struct cpu_q8));
+	be->xqk = aligned_alloc(64, C * ((size_t)be->xn_w / 256 + 1) * sizeof(struct cpu_q8k));
 	be->q = malloc(C * be->q_dim * sizeof(float));
 	be->k = malloc(C * be->kv_dim * sizeof(float));
 	be->v = malloc(C * be->kv_dim * sizeof(float));
@@ -187,7 +189,7 @@ int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipp
 	be->anc = malloc((size_t)be->n_threads * o->n_ctx * sizeof(int32_t));
 	be->tp = skipper_threadpool_new(be->n_threads);
 	if (!be->rope_freq || !be->norm_attn || !be->norm_ffn || !be->norm_out || !be->k_cache ||
-	    !be->v_cache || !be->h || !be->xn || !be->xq || !be->q || !be->k || !be->v || !be->att ||
+	    !be->v_cache || !be->h || !be->xn || !be->xq || !be->xqk || !be->q || !be->k || !be->v || !be->att ||
 	    !be->proj || !be->gate || !be->up || !be->rope_cs || !be->logits || !be->scores ||
 	    !be->anc || !be->tp || grow_scratch(be, CPU_CHUNK, err)) {
 		cpu_destroy(&be->base);
@@ -196,12 +198,12 @@ int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipp
 	}
 	skipper_rope_freqs(m, be->rope_dim, be->rope_freq);
 	for (int l = 0; l < be->n_layer; l++) {
-		cpu_row_to_f32(m->layers[l].attn_norm.type, m->layers[l].attn_norm.data,
+		skipper_dequant_row(m->layers[l].attn_norm.type, m->layers[l].attn_norm.data,
 		               be->norm_attn + l * ne, (int64_t)ne);
-		cpu_row_to_f32(m->layers[l].ffn_norm.type, m->layers[l].ffn_norm.data,
+		skipper_dequant_row(m->layers[l].ffn_norm.type, m->layers[l].ffn_norm.data,
 		               be->norm_ffn + l * ne, (int64_t)ne);
 	}
-	cpu_row_to_f32(m->out_norm.type, m->out_norm.data, be->norm_out, (int64_t)ne);
+	skipper_dequant_row(m->out_norm.type, m->out_norm.data, be->norm_out, (int64_t)ne);
 	*out = &be->base;
 	return 0;
 }
@@ -327,7 +329,7 @@ static int cpu_forward(struct skipper_backend *base, const struct skipper_forwar
 		int nr = fw->n - r0 < CPU_CHUNK ? fw->n - r0 : CPU_CHUNK;
 		for (int r = 0; r < nr; r++) {
 			int32_t t = fw->tokens[r0 + r];
-			cpu_row_to_f32(mdl->tok_embd.type,
+			skipper_dequant_row(mdl->tok_embd.type,
 			               (const char *)mdl->tok_embd.data + (size_t)t * mdl->tok_embd.row_bytes,
 			               be->h + r * ne, (int64_t)ne);
 			pos[r] = fw->pos ? fw->pos[r0 + r] : fw->n_past + r0 + r;

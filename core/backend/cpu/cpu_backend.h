@@ -46,7 +46,8 @@ struct cpu_backend {
 	/* one chunk of rows */
 	float *h;       /* [CHUNK][n_embd] residual stream */
 	float *xn;      /* [CHUNK][max(n_embd, n_ff)] normed input / MLP activation */
-	struct cpu_q8 *xq; /* [CHUNK][max(n_embd, n_ff) / 32] */
+	struct cpu_q8 *xq; /* [CHUNK][xn_w / 32] */
+	struct cpu_q8k *xqk; /* [CHUNK][xn_w / 256] (xn_w rounded up to 256) */
 	float *q, *k, *v;  /* [CHUNK][q_dim], [CHUNK][kv_dim] x2 */
 	float *att;     /* [CHUNK][q_dim] */
 	float *proj;    /* [CHUNK][n_embd] output of wo / w_down */
@@ -78,16 +79,24 @@ void cpu_mlp_block(struct cpu_backend *be, int layer, int nr);
 /* out = rmsnorm(x) * w for nr rows of width be->n_embd (x rows xs floats apart). */
 void cpu_rmsnorm_rows(const struct cpu_backend *be, const float *x, size_t xs, const float *w,
                       float *out, size_t os, int nr);
+/* The same for rows of width d with epsilon eps (in place is fine). */
+void cpu_rmsnorm(const float *x, size_t xs, const float *w, float *out, size_t os, int nr, int d, float eps);
 
 /* y[nr][nc] (rows ys apart) = W . x for all rows; x already in the layout the
  * weight kind needs (quantized when the weight is). Threaded over columns. */
 void cpu_matmul(struct cpu_backend *be, const struct skipper_weight *w, const void *x,
                 size_t x_stride, int nr, float *y, size_t ys);
 
-/* Prepare activations for a weight: quantize rows of x into be->xq when w is
- * quantized; returns the pointer and row stride to pass to cpu_matmul. */
+/* Prepare activations for a weight: quantize rows of x into be->xq or
+ * be->xqk when w is quantized (cpu_wact); returns the pointer and row
+ * stride to pass to cpu_matmul. */
 const void *cpu_prepare_act(struct cpu_backend *be, const struct skipper_weight *w,
                             const float *x, size_t xs, int nr, int64_t k, size_t *stride);
+
+/* y[i] = w[i] . x for n (<= 3) weights over the same nr rows of x (length
+ * k, rows xs floats apart), converting x once per layout. */
+void cpu_matmul_same_x(struct cpu_backend *be, int n, const struct skipper_weight *const *w, float *const *y,
+                       const size_t *ys, const float *x, size_t xs, int nr, int64_t k);
 
 /* Fill rope_cs for nr rows at positions pos[]. */
 void cpu_rope_table(const struct cpu_backend *be, const int32_t *pos, int nr, float *cs);

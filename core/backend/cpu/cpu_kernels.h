@@ -24,21 +24,46 @@ struct cpu_q8 {
 	int8_t qs[32];
 };
 
+/* One 256-element block of an activation row for the K-quants (GGML's
+ * Q8_K): x[i] ~= d * qs[i], d = max / -127 for the element of largest
+ * magnitude (kept as a float), bsums[j] = sum of qs[16 j .. 16 j + 15]
+ * (the K-quants' mins and offsets need only these sums). qs first and the
+ * block 64-byte aligned so SIMD loads never split a cache line. */
+struct cpu_q8k {
+	int8_t qs[256];
+	int16_t bsums[16];
+	float d;
+} __attribute__((aligned(64)));
+
 /* y[r * y_stride + c] = dot(weight row c, activation row r) for r < nr,
  * c < nc. w points at weight row 0 (rows w_row_bytes apart); x at activation
- * row 0, rows x_stride bytes apart (struct cpu_q8 blocks for quantized
- * weights, floats for F32/F16/BF16 weights). k = row length. */
+ * row 0, rows x_stride bytes apart, in the layout cpu_wact() names for the
+ * weight kind. k = row length. */
 typedef void (*cpu_matmul_fn)(int64_t k, const void *w, size_t w_row_bytes, int nc,
                               const void *x, size_t x_stride, int nr, float *y,
                               size_t y_stride);
 
-enum cpu_wkind { CPU_W_F32, CPU_W_F16, CPU_W_BF16, CPU_W_Q4_0, CPU_W_Q4_1, CPU_W_Q8_0, CPU_W_N };
+enum cpu_wkind {
+	CPU_W_F32, CPU_W_F16, CPU_W_BF16, CPU_W_Q4_0, CPU_W_Q4_1, CPU_W_Q8_0,
+	CPU_W_Q5_0, CPU_W_Q5_1, CPU_W_Q4_K, CPU_W_Q5_K, CPU_W_Q6_K, CPU_W_N
+};
+
+/* What a weight kind multiplies: float rows, struct cpu_q8 blocks or struct
+ * cpu_q8k blocks. */
+enum cpu_act { CPU_ACT_F32, CPU_ACT_Q8, CPU_ACT_Q8K };
+
+static inline int cpu_wact(int kind)
+{
+	return kind <= CPU_W_BF16 ? CPU_ACT_F32 : kind >= CPU_W_Q4_K ? CPU_ACT_Q8K : CPU_ACT_Q8;
+}
 
 struct cpu_kernels {
 	const char *name;
 	cpu_matmul_fn matmul[CPU_W_N];
 	/* Quantize k floats (multiple of 32) into k/32 blocks. */
 	void (*quantize_q8)(const float *x, struct cpu_q8 *q, int64_t k);
+	/* Quantize k floats (multiple of 256) into k/256 blocks. */
+	void (*quantize_q8k)(const float *x, struct cpu_q8k *q, int64_t k);
 	/* Attention helpers over f16 K/V rows of length d (multiple of 8). */
 	float (*dot_f32_f16)(const float *a, const uint16_t *b, int d);
 	void (*axpy_f16)(float *y, float a, const uint16_t *x, int d);
@@ -50,10 +75,17 @@ struct cpu_kernels {
 extern const struct cpu_kernels cpu_kernels_generic;
 #ifdef SKIPPER_X86_64
 extern const struct cpu_kernels cpu_kernels_avx2;
+/* Override the entries of an AVX2 table that have AVX-512 kernels. */
+void cpu_kernels_avx512_fill(struct cpu_kernels *t);
 #endif
 
-/* The table for this process: AVX2+FMA+F16C when the CPU has them, unless
- * SKIPPER_CPU_ISA=generic. Decided on first call. */
+/* The table of one instruction set: "avx512" (AVX-512 F/BW/VL/DQ + VNNI),
+ * "avx2" (AVX2 + FMA + F16C) or "generic"; NULL when this CPU lacks it. */
+const struct cpu_kernels *cpu_kernels_for(const char *isa);
+
+/* The table a backend uses: the best this CPU runs, capped by
+ * SKIPPER_CPU_ISA=generic|avx2|avx512 (tests run every path the machine
+ * has). */
 const struct cpu_kernels *cpu_kernels_select(void);
 
 /* Weight kind for a GGUF dtype, or -1 when unsupported. */
@@ -83,7 +115,5 @@ static inline float cpu_bf16_to_f32(uint16_t h)
 	return f;
 }
 
-/* Convert one weight row of any supported dtype to floats (embeddings, norms). */
-void cpu_row_to_f32(int dtype, const void *src, float *dst, int64_t n);
 
 #endif

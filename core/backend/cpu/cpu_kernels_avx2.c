@@ -9,6 +9,7 @@
 
 #include <immintrin.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "cpu_kernels.h"
 #include "model/quant.h"
@@ -112,6 +113,159 @@ static TGT INL void q8_0_rows(int64_t nb, const struct skipper_block_q8_0 *w,
 			__m256i xq = _mm256_loadu_si256((const __m256i *)xb->qs);
 			__m256 p = dot_us8(aw, _mm256_sign_epi8(xq, wq));
 			acc[r] = _mm256_fmadd_ps(p, _mm256_set1_ps(dw * xb->d), acc[r]);
+		}
+	}
+	for (int r = 0; r < R; r++)
+		y[(size_t)r * ys] = hsum8(acc[r]);
+}
+
+/* 32 bits -> 32 bytes: byte i is 0x10 when bit i of x is set (Q5 fifth bits). */
+static TGT INL __m256i bits_to_0x10(uint32_t x)
+{
+	__m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x),
+	                                _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+	                                                  0x0101010101010101, 0));
+	v = _mm256_or_si256(v, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+	return _mm256_and_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1)), _mm256_set1_epi8(0x10));
+}
+
+/* Q5_0 / Q5_1: the Q4 bodies with the fifth bit ORed into each value; Q5_0's
+ * offset 16 comes off through the activation sums. */
+static TGT INL void q5_rows(int has_min, int64_t nb, const uint8_t *w, const char *x, size_t xs, int R,
+                            float *y, size_t ys)
+{
+	size_t bb = has_min ? sizeof(struct skipper_block_q5_1) : sizeof(struct skipper_block_q5_0);
+	__m256 acc[4];
+	float off[4];
+	for (int r = 0; r < R; r++) {
+		acc[r] = _mm256_setzero_ps();
+		off[r] = 0.0f;
+	}
+	for (int64_t b = 0; b < nb; b++, w += bb) {
+		uint16_t d16, m16 = 0;
+		uint32_t qh;
+		memcpy(&d16, w, 2);
+		if (has_min)
+			memcpy(&m16, w + 2, 2);
+		memcpy(&qh, w + (has_min ? 4 : 2), 4);
+		__m256i wq = _mm256_or_si256(unpack_nibbles(w + (has_min ? 8 : 6)), bits_to_0x10(qh));
+		float dw = h2f(d16), mw = h2f(m16);
+		for (int r = 0; r < R; r++) {
+			const struct cpu_q8 *xb = (const struct cpu_q8 *)(x + (size_t)r * xs) + b;
+			__m256i xq = _mm256_loadu_si256((const __m256i *)xb->qs);
+			float dd = dw * xb->d;
+			acc[r] = _mm256_fmadd_ps(dot_us8(wq, xq), _mm256_set1_ps(dd), acc[r]);
+			off[r] += has_min ? mw * xb->s : dd * (float)(-16 * xb->sum);
+		}
+	}
+	for (int r = 0; r < R; r++)
+		y[(size_t)r * ys] = hsum8(acc[r]) + off[r];
+}
+
+/* u8 x s8 products summed in pairs, then pairs scaled by s16 and summed. */
+static TGT INL __m256i dot_scaled(__m256i u, __m256i s, __m256i scale)
+{
+	return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scale);
+}
+
+/* The 8 scales and 8 mins of a Q4_K/Q5_K super-block as 16-bit lanes. */
+static TGT INL void k_scales(const uint8_t *q, int16_t sc[8], __m256i *mins2)
+{
+	uint8_t s, m;
+	int16_t mm[16];
+	for (int j = 0; j < 8; j++) {
+		skipper_k_scale_min(j, q, &s, &m);
+		sc[j] = s;
+		mm[2 * j] = mm[2 * j + 1] = m;
+	}
+	*mins2 = _mm256_loadu_si256((const __m256i *)mm);
+}
+
+/* Q4_K / Q5_K: per 64-element chunk the low nibbles are one sub-block, the
+ * high nibbles the next; integer sums scaled per sub-block, the mins taken
+ * against the activation's 16-element sums. */
+static TGT INL void q45_K_rows(int five, int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
+                               size_t ys)
+{
+	size_t bb = five ? sizeof(struct skipper_block_q5_K) : sizeof(struct skipper_block_q4_K);
+	const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+	__m256 acc[4];
+	for (int r = 0; r < R; r++)
+		acc[r] = _mm256_setzero_ps();
+	for (int64_t b = 0; b < nb; b++, w += bb) {
+		const uint8_t *qh = w + 16, *qs = five ? qh + 32 : qh;
+		uint16_t d16, m16;
+		int16_t sc[8];
+		__m256i mins2, sumi[4], hb = five ? _mm256_loadu_si256((const __m256i *)qh) : _mm256_setzero_si256();
+		memcpy(&d16, w, 2);
+		memcpy(&m16, w + 2, 2);
+		k_scales(w + 4, sc, &mins2);
+		for (int r = 0; r < R; r++)
+			sumi[r] = _mm256_setzero_si256();
+		for (int c = 0; c < 4; c++) {
+			__m256i q4 = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
+			__m256i lo = _mm256_and_si256(q4, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+			if (five) {
+				lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * c), one), 4));
+				hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2 * c + 1), one), 4));
+			}
+			__m256i slo = _mm256_set1_epi16(sc[2 * c]), shi = _mm256_set1_epi16(sc[2 * c + 1]);
+			for (int r = 0; r < R; r++) {
+				const int8_t *xq = ((const struct cpu_q8k *)(x + (size_t)r * xs) + b)->qs + 64 * c;
+				__m256i p = _mm256_add_epi32(dot_scaled(lo, _mm256_loadu_si256((const __m256i *)xq), slo),
+				                             dot_scaled(hi, _mm256_loadu_si256((const __m256i *)(xq + 32)), shi));
+				sumi[r] = _mm256_add_epi32(sumi[r], p);
+			}
+		}
+		float dw = h2f(d16), dmw = h2f(m16);
+		for (int r = 0; r < R; r++) {
+			const struct cpu_q8k *xb = (const struct cpu_q8k *)(x + (size_t)r * xs) + b;
+			__m256i summ = _mm256_madd_epi16(mins2, _mm256_loadu_si256((const __m256i *)xb->bsums));
+			acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[r]), _mm256_set1_ps(dw * xb->d), acc[r]);
+			acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(summ), _mm256_set1_ps(dmw * xb->d), acc[r]);
+		}
+	}
+	for (int r = 0; r < R; r++)
+		y[(size_t)r * ys] = hsum8(acc[r]);
+}
+
+/* Q6_K: four 32-element groups per half, each two sub-blocks of 16 with
+ * their own int8 scale; values 0..63 with the offset 32 taken off through
+ * the activation sums. */
+static TGT INL void q6_K_rows(int64_t nb, const struct skipper_block_q6_K *w, const char *x, size_t xs, int R,
+                              float *y, size_t ys)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+	__m256 acc[4];
+	for (int r = 0; r < R; r++)
+		acc[r] = _mm256_setzero_ps();
+	for (int64_t b = 0; b < nb; b++) {
+		__m256i sumi[4];
+		__m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w[b].scales));
+		for (int r = 0; r < R; r++) {
+			const struct cpu_q8k *xb = (const struct cpu_q8k *)(x + (size_t)r * xs) + b;
+			__m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)xb->bsums));
+			sumi[r] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 5));
+		}
+		for (int h = 0; h < 2; h++) {
+			__m256i ql0 = _mm256_loadu_si256((const __m256i *)(w[b].ql + 64 * h));
+			__m256i ql1 = _mm256_loadu_si256((const __m256i *)(w[b].ql + 64 * h + 32));
+			__m256i qh = _mm256_loadu_si256((const __m256i *)(w[b].qh + 32 * h));
+			for (int k = 0; k < 4; k++) {
+				__m256i lo = _mm256_and_si256(k >= 2 ? _mm256_srli_epi16(k & 1 ? ql1 : ql0, 4) : (k & 1 ? ql1 : ql0), m4);
+				__m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * k), m2), 4));
+				int g = 8 * h + 2 * k; /* sub-blocks g, g + 1 */
+				__m256i scale = _mm256_set_m128i(_mm_set1_epi16(w[b].scales[g + 1]), _mm_set1_epi16(w[b].scales[g]));
+				for (int r = 0; r < R; r++) {
+					const int8_t *xq = ((const struct cpu_q8k *)(x + (size_t)r * xs) + b)->qs + 128 * h + 32 * k;
+					sumi[r] = _mm256_add_epi32(sumi[r], dot_scaled(q, _mm256_loadu_si256((const __m256i *)xq), scale));
+				}
+			}
+		}
+		float dw = h2f(w[b].d);
+		for (int r = 0; r < R; r++) {
+			const struct cpu_q8k *xb = (const struct cpu_q8k *)(x + (size_t)r * xs) + b;
+			acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[r]), _mm256_set1_ps(dw * xb->d), acc[r]);
 		}
 	}
 	for (int r = 0; r < R; r++)
@@ -223,6 +377,11 @@ static TGT INL void fl_rows(int fk, int64_t k, const void *w, const char *x, siz
 #define B_Q4_0(R) q4_0_rows(k / 32, wr, XR, xs, R, YR, ys)
 #define B_Q4_1(R) q4_1_rows(k / 32, wr, XR, xs, R, YR, ys)
 #define B_Q8_0(R) q8_0_rows(k / 32, wr, XR, xs, R, YR, ys)
+#define B_Q5_0(R) q5_rows(0, k / 32, wr, XR, xs, R, YR, ys)
+#define B_Q5_1(R) q5_rows(1, k / 32, wr, XR, xs, R, YR, ys)
+#define B_Q4_K(R) q45_K_rows(0, k / 256, wr, XR, xs, R, YR, ys)
+#define B_Q5_K(R) q45_K_rows(1, k / 256, wr, XR, xs, R, YR, ys)
+#define B_Q6_K(R) q6_K_rows(k / 256, wr, XR, xs, R, YR, ys)
 #define B_F32(R) fl_rows(FK_F32, k, wr, XR, xs, R, YR, ys)
 #define B_F16(R) fl_rows(FK_F16, k, wr, XR, xs, R, YR, ys)
 #define B_BF16(R) fl_rows(FK_BF16, k, wr, XR, xs, R, YR, ys)
@@ -253,6 +412,11 @@ AVX2_MATMUL(mm_q4_1_rows, B_Q4_1)
 AVX2_MATMUL(mm_q8_0_rows, B_Q8_0)
 AVX2_MATMUL_2COL(mm_q4_1, struct skipper_block_q4_1, q4_1_2col, B_Q4_1)
 AVX2_MATMUL_2COL(mm_q8_0, struct skipper_block_q8_0, q8_0_2col, B_Q8_0)
+AVX2_MATMUL(mm_q5_0, B_Q5_0)
+AVX2_MATMUL(mm_q5_1, B_Q5_1)
+AVX2_MATMUL(mm_q4_K, B_Q4_K)
+AVX2_MATMUL(mm_q5_K, B_Q5_K)
+AVX2_MATMUL(mm_q6_K, B_Q6_K)
 AVX2_MATMUL(mm_f32, B_F32)
 AVX2_MATMUL(mm_f16, B_F16)
 AVX2_MATMUL(mm_bf16, B_BF16)
@@ -290,6 +454,46 @@ static TGT void quantize_q8(const float *x, struct cpu_q8 *q, int64_t k)
 		q->d = d;
 		q->sum = _mm_cvtsi128_si32(s4);
 		q->s = _cvtsh_ss(_cvtss_sh(d * (float)q->sum, _MM_FROUND_TO_NEAREST_INT));
+	}
+}
+
+/* Same values as the generic quantize_q8k: the first element of largest
+ * magnitude maps to -127, products rounded half to even. */
+static TGT void quantize_q8k(const float *x, struct cpu_q8k *q, int64_t k)
+{
+	const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+	for (int64_t b = 0; b < k / 256; b++, x += 256, q++) {
+		__m256 m = _mm256_setzero_ps();
+		for (int i = 0; i < 256; i += 8)
+			m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + i), absmask));
+		__m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+		m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+		m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+		float amax = _mm_cvtss_f32(m4), max = 0.0f;
+		for (int i = 0; i < 256 && amax > 0.0f; i++)
+			if (x[i] == amax || x[i] == -amax) {
+				max = x[i];
+				break;
+			}
+		float iscale = amax > 0.0f ? -127.0f / max : 0.0f;
+		__m256 iv = _mm256_set1_ps(iscale);
+		for (int i = 0; i < 256; i += 32) {
+			__m256i v[4];
+			for (int j = 0; j < 4; j++)
+				v[j] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8 * j), iv),
+				                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+			__m256i p8 = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+			p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+			_mm256_storeu_si256((__m256i *)(q->qs + i), p8);
+			/* two 16-element sums: widen to 16 bits, add pairs down */
+			__m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), p8);
+			__m256i s32 = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+			__m256i t = _mm256_hadd_epi32(s32, s32);
+			t = _mm256_hadd_epi32(t, t);
+			q->bsums[i / 16] = (int16_t)_mm256_extract_epi32(t, 0);
+			q->bsums[i / 16 + 1] = (int16_t)_mm256_extract_epi32(t, 4);
+		}
+		q->d = amax > 0.0f ? 1.0f / iscale : 0.0f;
 	}
 }
 
@@ -335,8 +539,11 @@ const struct cpu_kernels cpu_kernels_avx2 = {
 	.matmul = {
 		[CPU_W_F32] = mm_f32, [CPU_W_F16] = mm_f16, [CPU_W_BF16] = mm_bf16,
 		[CPU_W_Q4_0] = mm_q4_0, [CPU_W_Q4_1] = mm_q4_1, [CPU_W_Q8_0] = mm_q8_0,
+		[CPU_W_Q5_0] = mm_q5_0, [CPU_W_Q5_1] = mm_q5_1, [CPU_W_Q4_K] = mm_q4_K,
+		[CPU_W_Q5_K] = mm_q5_K, [CPU_W_Q6_K] = mm_q6_K,
 	},
 	.quantize_q8 = quantize_q8,
+	.quantize_q8k = quantize_q8k,
 	.dot_f32_f16 = a_dot_f32_f16,
 	.axpy_f16 = a_axpy_f16,
 	.f32_to_f16 = a_f32_to_f16,

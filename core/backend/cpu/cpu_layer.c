@@ -54,16 +54,39 @@ void cpu_matmul(struct cpu_backend *be, const struct skipper_weight *w, const vo
 const void *cpu_prepare_act(struct cpu_backend *be, const struct skipper_weight *w,
                             const float *x, size_t xs, int nr, int64_t k, size_t *stride)
 {
-	int kind = cpu_wkind(w->type);
-	if (kind == CPU_W_F32 || kind == CPU_W_F16 || kind == CPU_W_BF16) {
-		*stride = xs * sizeof(float);
-		return x;
+	switch (cpu_wact(cpu_wkind(w->type))) {
+	case CPU_ACT_Q8: {
+		size_t nb = (size_t)(be->xn_w / 32);
+		for (int r = 0; r < nr; r++)
+			be->K->quantize_q8(x + (size_t)r * xs, be->xq + (size_t)r * nb, k);
+		*stride = nb * sizeof(struct cpu_q8);
+		return be->xq;
 	}
-	size_t nb = (size_t)(be->xn_w / 32);
-	for (int r = 0; r < nr; r++)
-		be->K->quantize_q8(x + (size_t)r * xs, be->xq + (size_t)r * nb, k);
-	*stride = nb * sizeof(struct cpu_q8);
-	return be->xq;
+	case CPU_ACT_Q8K: {
+		size_t nb = (size_t)(be->xn_w / 256);
+		for (int r = 0; r < nr; r++)
+			be->K->quantize_q8k(x + (size_t)r * xs, be->xqk + (size_t)r * nb, k);
+		*stride = nb * sizeof(struct cpu_q8k);
+		return be->xqk;
+	}
+	}
+	*stride = xs * sizeof(float);
+	return x;
+}
+
+/* y = W . x for several weights that read the same rows x: the activation
+ * rows are converted once per layout the weights need. */
+void cpu_matmul_same_x(struct cpu_backend *be, int n, const struct skipper_weight *const *w, float *const *y,
+                       const size_t *ys, const float *x, size_t xs, int nr, int64_t k)
+{
+	const void *xq[3] = { NULL, NULL, NULL };
+	size_t st[3];
+	for (int i = 0; i < n; i++) {
+		int a = cpu_wact(cpu_wkind(w[i]->type));
+		if (!xq[a])
+			xq[a] = cpu_prepare_act(be, w[i], x, xs, nr, k, &st[a]);
+		cpu_matmul(be, w[i], xq[a], st[a], nr, y[i], ys[i]);
+	}
 }
 
 /* ---------- row-wise pieces ---------- */
@@ -71,7 +94,11 @@ const void *cpu_prepare_act(struct cpu_backend *be, const struct skipper_weight 
 void cpu_rmsnorm_rows(const struct cpu_backend *be, const float *x, size_t xs, const float *w,
                       float *out, size_t os, int nr)
 {
-	int d = be->n_embd;
+	cpu_rmsnorm(x, xs, w, out, os, nr, be->n_embd, be->rms_eps);
+}
+
+void cpu_rmsnorm(const float *x, size_t xs, const float *w, float *out, size_t os, int nr, int d, float eps)
+{
 	for (int r = 0; r < nr; r++) {
 		const float *xr = x + (size_t)r * xs;
 		float *o = out + (size_t)r * os;
@@ -80,7 +107,7 @@ void cpu_rmsnorm_rows(const struct cpu_backend *be, const float *x, size_t xs, c
 		for (int i = 0; i < d; i++)
 			ss += (double)(xr[i] * xr[i]);
 		float mean = (float)(ss / d);
-		float scale = 1.0f / sqrtf(mean + be->rms_eps);
+		float scale = 1.0f / sqrtf(mean + eps);
 		for (int i = 0; i < d; i++)
 			o[i] = (xr[i] * scale) * w[i];
 	}
@@ -111,6 +138,12 @@ static void rope_heads(const struct cpu_backend *be, float *x, int n_heads, cons
 			v[b] = x0 * s + x1 * c;
 		}
 	}
+}
+
+static void add_row(float *y, const float *b, int n)
+{
+	for (int i = 0; i < n; i++)
+		y[i] += b[i];
 }
 
 /* ---------- attention ---------- */
@@ -198,14 +231,21 @@ void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer
 	uint16_t *kb, *vb;
 
 	cpu_rmsnorm_rows(be, be->h, ne, be->norm_attn + (size_t)layer * ne, be->xn, be->xn_w, nr);
-	const void *x = cpu_prepare_act(be, &L->wq, be->xn, be->xn_w, nr, ne, &xs);
-	cpu_matmul(be, &L->wq, x, xs, nr, be->q, be->q_dim);
-	if (L->wk.type != L->wq.type)
-		x = cpu_prepare_act(be, &L->wk, be->xn, be->xn_w, nr, ne, &xs);
-	cpu_matmul(be, &L->wk, x, xs, nr, be->k, kvd);
-	if (L->wv.type != L->wk.type)
-		x = cpu_prepare_act(be, &L->wv, be->xn, be->xn_w, nr, ne, &xs);
-	cpu_matmul(be, &L->wv, x, xs, nr, be->v, kvd);
+	{
+		const struct skipper_weight *w[3] = { &L->wq, &L->wk, &L->wv };
+		float *y[3] = { be->q, be->k, be->v };
+		size_t ys[3] = { (size_t)be->q_dim, (size_t)kvd, (size_t)kvd };
+		cpu_matmul_same_x(be, 3, w, y, ys, be->xn, be->xn_w, nr, ne);
+	}
+	for (int r = 0; r < nr; r++) {
+		float *q = be->q + (size_t)r * be->q_dim, *k = be->k + (size_t)r * kvd, *v = be->v + (size_t)r * kvd;
+		if (L->bq.data) /* qwen2 */
+			add_row(q, L->bq.data, be->q_dim), add_row(k, L->bk.data, kvd), add_row(v, L->bv.data, kvd);
+		if (L->q_norm.data) { /* qwen3: each head normed on its own */
+			cpu_rmsnorm(q, be->hd, L->q_norm.data, q, be->hd, be->n_head, be->hd, be->rms_eps);
+			cpu_rmsnorm(k, be->hd, L->k_norm.data, k, be->hd, be->n_kv, be->hd, be->rms_eps);
+		}
+	}
 
 	if (b->kv_write) {
 		size_t base = ((size_t)layer * be->base.n_ctx + (size_t)b->n_past) * kvd;
@@ -229,7 +269,7 @@ void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer
 	struct attn_job j = { .be = be, .b = b, .layer = layer, .r0 = r0, .kb = kb, .vb = vb };
 	skipper_threadpool_run(be->tp, attn_task, &j, nr * be->n_kv);
 
-	x = cpu_prepare_act(be, &L->wo, be->att, be->q_dim, nr, be->q_dim, &xs);
+	const void *x = cpu_prepare_act(be, &L->wo, be->att, be->q_dim, nr, be->q_dim, &xs);
 	cpu_matmul(be, &L->wo, x, xs, nr, be->proj, ne);
 	for (int r = 0; r < nr; r++)
 		for (int i = 0; i < ne; i++)
@@ -245,11 +285,12 @@ void cpu_mlp_block(struct cpu_backend *be, int layer, int nr)
 	size_t xs;
 
 	cpu_rmsnorm_rows(be, be->h, ne, be->norm_ffn + (size_t)layer * ne, be->xn, be->xn_w, nr);
-	const void *x = cpu_prepare_act(be, &L->w_gate, be->xn, be->xn_w, nr, ne, &xs);
-	cpu_matmul(be, &L->w_gate, x, xs, nr, be->gate, nf);
-	if (L->w_up.type != L->w_gate.type)
-		x = cpu_prepare_act(be, &L->w_up, be->xn, be->xn_w, nr, ne, &xs);
-	cpu_matmul(be, &L->w_up, x, xs, nr, be->up, nf);
+	{
+		const struct skipper_weight *w[2] = { &L->w_gate, &L->w_up };
+		float *y[2] = { be->gate, be->up };
+		size_t ys[2] = { (size_t)nf, (size_t)nf };
+		cpu_matmul_same_x(be, 2, w, y, ys, be->xn, be->xn_w, nr, ne);
+	}
 
 	for (int r = 0; r < nr; r++) {
 		const float *g = be->gate + (size_t)r * nf, *u = be->up + (size_t)r * nf;
@@ -257,7 +298,7 @@ void cpu_mlp_block(struct cpu_backend *be, int layer, int nr)
 		for (int i = 0; i < nf; i++)
 			a[i] = (g[i] / (1.0f + expf(-g[i]))) * u[i];
 	}
-	x = cpu_prepare_act(be, &L->w_down, be->xn, be->xn_w, nr, nf, &xs);
+	const void *x = cpu_prepare_act(be, &L->w_down, be->xn, be->xn_w, nr, nf, &xs);
 	cpu_matmul(be, &L->w_down, x, xs, nr, be->proj, ne);
 	for (int r = 0; r < nr; r++)
 		for (int i = 0; i < ne; i++)

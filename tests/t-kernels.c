@@ -1,0 +1,173 @@
+/* The CPU matmul kernels of every instruction set this machine runs
+ * (generic, avx2, avx512), for every weight type, against the same
+ * arithmetic done in double: y[r][c] = sum over blocks of (weight block
+ * dequantised) . (activation block as the kernel's quantiser wrote it).
+ * A wrong bit layout or scale is off by O(1); float accumulation only by
+ * ~1e-6 of the magnitude. Then bitwise batch invariance: any number of
+ * rows in a call, any split of the columns, gives each output the same
+ * bits as computing it alone. */
+#include "build-config.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_kernels.h"
+#include "model/quant.h"
+#include "tap.h"
+
+#define K 768 /* a multiple of 256 and 32 */
+#define NC 37
+#define NR 13
+
+static uint64_t rng = 88172645463325252ull;
+
+static float frand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (float)((rng >> 11) * 0x1.0p-53) * 2.0f - 1.0f;
+}
+
+/* Activation element i of row r as the quantiser stored it, and the
+ * per-block constant term (Q4_1/Q5_1's min times the block sum as the
+ * kernel uses it: s, rounded to fp16). */
+static double act(const struct cpu_kernels *kt, int a, const void *xq, int i)
+{
+	(void)kt;
+	if (a == CPU_ACT_Q8) {
+		const struct cpu_q8 *b = (const struct cpu_q8 *)xq + i / 32;
+		return (double)b->d * b->qs[i % 32];
+	}
+	const struct cpu_q8k *b = (const struct cpu_q8k *)xq + i / 256;
+	return (double)b->d * b->qs[i % 256];
+}
+
+static int type_has_min(int t) { return t == SKIPPER_Q4_1 || t == SKIPPER_Q5_1; }
+
+static void test_type(const char *isa, const struct cpu_kernels *kt, int type)
+{
+	int kind = cpu_wkind(type), a = cpu_wact(kind);
+	size_t wrb = skipper_dtype_row_bytes(type, K);
+	uint8_t *w = malloc(wrb * NC);
+	float *wf = malloc(sizeof(float) * K * NC), *x = malloc(sizeof(float) * K * NR);
+	size_t xs = a == CPU_ACT_Q8 ? (K / 32) * sizeof(struct cpu_q8) : (K / 256) * sizeof(struct cpu_q8k);
+	char *xq = aligned_alloc(64, xs * NR);
+	float *y = malloc(sizeof(float) * NC * NR), *y1 = malloc(sizeof(float) * NC * NR);
+	const char *tn = skipper_dtype_name(type);
+
+	for (int c = 0; c < NC; c++) {
+		float row[K], scale = c % 5 == 0 ? 1e-3f : c % 5 == 1 ? 40.0f : 1.0f;
+		for (int i = 0; i < K; i++)
+			row[i] = frand() * scale + (c % 3 == 0 ? 0.3f * scale : 0.0f);
+		skipper_quantize_row(type, row, w + wrb * c, K);
+		skipper_dequant_row(type, w + wrb * c, wf + (size_t)K * c, K);
+	}
+	for (int r = 0; r < NR; r++) {
+		float *xr = x + (size_t)K * r;
+		for (int i = 0; i < K; i++)
+			xr[i] = frand() * (r % 4 == 0 ? 8.0f : 1.0f);
+		if (r == 3)
+			memset(xr, 0, sizeof(float) * 256); /* an all-zero block */
+		if (a == CPU_ACT_Q8)
+			kt->quantize_q8(xr, (struct cpu_q8 *)(xq + xs * r), K);
+		else
+			kt->quantize_q8k(xr, (struct cpu_q8k *)(xq + xs * r), K);
+	}
+	kt->matmul[kind](K, w, wrb, NC, xq, xs, NR, y, NC);
+
+	/* against the same arithmetic in double */
+	double worst = 0;
+	for (int r = 0; r < NR; r++)
+		for (int c = 0; c < NC; c++) {
+			double ref = 0, mag = 0;
+			for (int i = 0; i < K; i++) {
+				double wi = wf[(size_t)K * c + i], xi = act(kt, a, xq + xs * r, i);
+				if (type_has_min(type)) {
+					/* the kernel takes the min term through s = fp16(d * sum) */
+					const uint8_t *blk = w + wrb * c + (i / 32) * skipper_dtype_block_bytes(type);
+					uint16_t d16, m16;
+					memcpy(&d16, blk, 2);
+					memcpy(&m16, blk + 2, 2);
+					double m = skipper_fp16_to_f32(m16);
+					wi -= m;
+					if (i % 32 == 0)
+						ref += m * ((const struct cpu_q8 *)(xq + xs * r))[i / 32].s;
+				}
+				ref += wi * xi;
+				mag += fabs(wi * xi);
+			}
+			double err = fabs(y[(size_t)r * NC + c] - ref) / (mag + 1e-30);
+			if (err > worst)
+				worst = err;
+		}
+	ok(worst < 2e-5, "%s %s: %d x %d outputs equal the double-precision sum (worst relative error %.2g)", isa, tn,
+	   NR, NC, worst);
+
+	/* batch invariance: every row count and column split */
+	int same = 1;
+	for (int nr = 1; nr <= NR && same; nr++)
+		for (int r0 = 0; r0 + nr <= NR && same; r0 += nr) {
+			kt->matmul[kind](K, w, wrb, NC, xq + xs * r0, xs, nr, y1, NC);
+			same = memcmp(y1, y + (size_t)r0 * NC, sizeof(float) * NC * nr) == 0;
+		}
+	for (int c0 = 0; c0 < NC && same; c0 += 5) {
+		int nc = NC - c0 < 5 ? NC - c0 : 5;
+		kt->matmul[kind](K, w + wrb * c0, wrb, nc, xq, xs, NR, y1, NC);
+		for (int r = 0; r < NR; r++)
+			same &= memcmp(y1 + (size_t)r * NC, y + (size_t)r * NC + c0, sizeof(float) * nc) == 0;
+	}
+	ok(same, "%s %s: bit-identical outputs for 1..%d rows per call and any column split", isa, tn, NR);
+
+	free(w);
+	free(wf);
+	free(x);
+	free(xq);
+	free(y);
+	free(y1);
+}
+
+/* The K-quant activation blocks: d and the 16-element sums as specified. */
+static void test_q8k(const char *isa, const struct cpu_kernels *kt)
+{
+	float x[512];
+	struct cpu_q8k q[2] __attribute__((aligned(64)));
+	int good = 1;
+	for (int i = 0; i < 512; i++)
+		x[i] = frand() * (i < 256 ? 3.0f : 0.01f);
+	x[100] = -5.0f; /* the element of largest magnitude, negative */
+	kt->quantize_q8k(x, q, 512);
+	good &= q[0].qs[100] == -127 && fabsf(q[0].d - 5.0f / 127.0f) < 1e-7f;
+	for (int b = 0; b < 2; b++)
+		for (int j = 0; j < 16; j++) {
+			int s = 0;
+			for (int i = 0; i < 16; i++)
+				s += q[b].qs[16 * j + i];
+			good &= s == q[b].bsums[j];
+		}
+	for (int i = 0; i < 512; i++)
+		good &= fabsf(q[i / 256].d * q[i / 256].qs[i % 256] - x[i]) <= 0.5001f * fabsf(q[i / 256].d);
+	ok(good, "%s: Q8_K activations: -127 at the largest magnitude, values within half a step, sums per 16", isa);
+}
+
+int main(void)
+{
+	static const char *const isas[] = { "generic", "avx2", "avx512" };
+	static const int types[] = { SKIPPER_Q4_0, SKIPPER_Q4_1, SKIPPER_Q5_0, SKIPPER_Q5_1, SKIPPER_Q8_0,
+		                     SKIPPER_Q4_K, SKIPPER_Q5_K, SKIPPER_Q6_K };
+	for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+		const struct cpu_kernels *kt = cpu_kernels_for(isas[i]);
+		if (!kt) {
+			tap_skip(1 + 2 * (int)(sizeof types / sizeof types[0]), "this CPU has no such instruction set");
+			diag("%s: not supported by this CPU", isas[i]);
+			continue;
+		}
+		test_q8k(isas[i], kt);
+		for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+			test_type(isas[i], kt, types[t]);
+	}
+	return tap_done();
+}
