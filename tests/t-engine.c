@@ -148,6 +148,7 @@ static struct skipper_policy rec_desc = {
 	.on_accept = rec_accept,
 };
 static const struct skipper_policy *next_desc = &tp_desc; /* what run_open loads */
+static int next_lookup; /* run_open turns context lookup on */
 
 struct run {
 	struct skipper_backend *be;
@@ -173,6 +174,8 @@ static void run_open(struct run *r, const struct tp_state *policy)
 	}
 	if (skipper_engine_new(r->be, tok, r->inst, &r->eng, &err))
 		BAIL(err.msg);
+	struct skipper_lookup_opts lk = { .enable = next_lookup, .min_ngram = 1, .max_ngram = 3, .max_draft = 8 };
+	skipper_engine_set_lookup(r->eng, &lk);
 }
 
 static void run_close(struct run *r)
@@ -280,6 +283,50 @@ static void greedy_lossless(int32_t *prompt, int n_prompt)
 				}
 				run_close(&ssd);
 			}
+	run_close(&ar);
+}
+
+/* Context lookup alone and beside a layer-skip draft (chain and tree): the
+ * output and the committed KV stay those of plain decoding. The prompt
+ * repeats itself so that lookup has something to propose. */
+static void lookup_lossless(const int32_t *prompt, int n_prompt)
+{
+	struct skipper_gen_params gp = { .max_tokens = 48, .seed = 1 };
+	int32_t rep[64];
+	int n = 0, L = model->hp.n_layer, drafted = 0, accepted = 0;
+	struct run ar, ssd;
+	struct toks ref, got;
+	struct skipper_run_stats st;
+
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < n_prompt && n < 64; j++)
+			rep[n++] = prompt[j];
+	run_open(&ar, NULL);
+	if (generate(&ar, rep, n, &gp, &ref, &st))
+		BAIL("AR generation failed");
+	for (int v = 0; v < 4; v++) {
+		struct tp_state p = { .n_layer = L, .k = v == 1 ? 2 : 4, .width = v == 3 ? 3 : 1 };
+		mask_set(p.attn, v == 2 ? "1" : "0110", L);
+		mask_set(p.mlp, "0100", L);
+		next_lookup = 1;
+		run_open(&ssd, v == 0 ? NULL : &p);
+		next_lookup = 0;
+		if (generate(&ssd, rep, n, &gp, &got, &st) == 0) {
+			ok(got.n == ref.n && !memcmp(got.t, ref.t, ref.n * sizeof *ref.t),
+			   "greedy lookup%s == AR (lookup %d / %d accepted, all drafts %d / %d)",
+			   v == 0 ? " alone" : v == 3 ? " + tree draft" : " + chain draft", st.lookup_accepted,
+			   st.lookup_drafted, st.accepted, st.drafted);
+			ok(same_kv(ar.be, ssd.be, skipper_engine_committed(ssd.eng)) &&
+			       skipper_engine_committed(ssd.eng) == skipper_engine_committed(ar.eng),
+			   "committed KV equals AR's (%d slots)", skipper_engine_committed(ssd.eng));
+			drafted += st.lookup_drafted;
+			accepted += st.lookup_accepted;
+		} else {
+			ok(0, "generation failed");
+		}
+		run_close(&ssd);
+	}
+	ok(drafted > 0 && accepted > 0, "lookup proposed and got tokens accepted (%d of %d)", accepted, drafted);
 	run_close(&ar);
 }
 
@@ -400,7 +447,47 @@ static void exact_next(struct skipper_backend *be, const int32_t *seq, int n, fl
 	free(scratch);
 }
 
-static void sampling_distribution(int32_t *prompt, int n_prompt, int width)
+/* For the lookup sampling test, on a model whose every block is
+ * near-redundant (so the next token depends on the last one only): a
+ * prompt "a1 b1 a2 b2 ... c" where the a are the tokens the model may draw
+ * after c and each b the most likely token after its a. Lookup then
+ * proposes, whatever is drawn first, a token the model likes next: its
+ * deterministic drafts (q = 1) are accepted often and rejected often. */
+static int lookup_prompt(int32_t c, int32_t *out)
+{
+	int nv = model->hp.n_vocab, n = 0;
+	float *p = malloc(nv * sizeof *p), *p2 = malloc(nv * sizeof *p2);
+	struct run ex;
+
+	run_open(&ex, NULL);
+	out[n++] = c;
+	for (int iter = 0; iter < 4; iter++) { /* the support settles at once on such a model */
+		int m = 0;
+		int32_t next[64];
+		exact_next(ex.be, out, n, p);
+		for (int a = 0; a < nv && m < 60; a++) {
+			if (p[a] <= 0 || skipper_tokenizer_is_eog(tok, a))
+				continue;
+			next[m++] = a;
+			int32_t two[2] = { c, a };
+			exact_next(ex.be, two, 2, p2);
+			int32_t b = 0;
+			for (int x = 1; x < nv; x++)
+				if (p2[x] > p2[b])
+					b = x;
+			next[m++] = b;
+		}
+		memcpy(out, next, m * sizeof *out);
+		out[m] = c;
+		n = m + 1;
+	}
+	run_close(&ex);
+	free(p);
+	free(p2);
+	return n;
+}
+
+static void sampling_distribution(int32_t *prompt, int n_prompt, int width, int lookup)
 {
 	int nv = model->hp.n_vocab, n_cells = 0, N = 4000, L = model->hp.n_layer;
 	struct skipper_test_cell cells[64];
@@ -443,14 +530,28 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width)
 	}
 	run_close(&ex);
 
-	run_open(&ssd, &pol);
+	next_lookup = lookup;
+	run_open(&ssd, width ? &pol : NULL);
+	next_lookup = 0;
+	int lk_drafted = 0, lk_accepted = 0;
 	for (int i = 0; i < N; i++) {
 		struct skipper_gen_params gp = { .max_tokens = SEQ, .sampling = samp, .seed = 1000 + i };
 		struct skipper_run_stats st;
 		struct toks got;
 		int found = 0;
+		if (lookup) {
+			/* a fresh engine: what lookup learnt from earlier samples (its
+			 * acceptance, its pauses) would otherwise stop its proposals */
+			struct skipper_lookup_opts lk = { .enable = 1, .min_ngram = 1, .max_ngram = 3, .max_draft = 8 };
+			skipper_engine_free(ssd.eng);
+			if (skipper_engine_new(ssd.be, tok, ssd.inst, &ssd.eng, &err))
+				BAIL(err.msg);
+			skipper_engine_set_lookup(ssd.eng, &lk);
+		}
 		if (generate(&ssd, prompt, n_prompt, &gp, &got, &st))
 			break;
+		lk_drafted += st.lookup_drafted;
+		lk_accepted += st.lookup_accepted;
 		for (int k = got.n; k < SEQ; k++)
 			got.t[k] = -1;
 		for (int c = 0; c < n_cells; c++)
@@ -463,12 +564,16 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width)
 	}
 	run_close(&ssd);
 	chi = skipper_test_chi_square(cells, n_cells, N, &df);
-	diag("%s sampling: %d cells, df %d, chi-square %.2f, %d outside", width > 1 ? "tree" : "chain", n_cells, df,
-	     chi, outside);
+	const char *what = !width ? "lookup" : lookup ? "lookup or chain" : width > 1 ? "tree" : "chain";
+	diag("%s sampling: %d cells, df %d, chi-square %.2f, %d outside, lookup tokens %d accepted of %d", what,
+	     n_cells, df, chi, outside, lk_accepted, lk_drafted);
 	/* 0.1% critical value ~ df + 3.1*sqrt(2 df) + 2 (Wilson-Hilferty bound is
 	 * tighter; this keeps the false-alarm rate below 1e-3 for df in 5..60) */
 	ok(df >= 3 && chi < df + 3.3 * sqrt(2.0 * df) + 3, "%s speculative sampling matches the model distribution",
-	   width > 1 ? "tree" : "chain");
+	   what);
+	if (lookup)
+		ok(lk_drafted > N / 2 && lk_accepted > lk_drafted / 5 && lk_accepted < lk_drafted * 4 / 5,
+		   "lookup drafted in most runs, both accepted and rejected (%d of %d)", lk_accepted, lk_drafted);
 	is_int(outside, 0, "every sample is a sequence of the exact support");
 	free(p1);
 	free(p2);
@@ -499,14 +604,32 @@ int main(void)
 		diag("model dtype %s, prompt %zu tokens, backend %s", skipper_dtype_name(o.dtype), n_prompt,
 		     test_backend_name(test_backend_kind()));
 		greedy_lossless(prompt, (int)n_prompt);
+		lookup_lossless(prompt, (int)n_prompt);
 		state_captures(prompt, (int)n_prompt);
 		if (d == 0 && quick()) {
 			diag("SKIPPER_TEST_QUICK: sampling distribution not tested");
 		} else if (d == 0) {
-			sampling_distribution(prompt, (int)n_prompt, 1);
-			sampling_distribution(prompt, (int)n_prompt, 3);
+			sampling_distribution(prompt, (int)n_prompt, 1, 0);
+			sampling_distribution(prompt, (int)n_prompt, 3, 0);
+
 		}
 		free(prompt);
+		skipper_tokenizer_free(tok);
+		skipper_model_free(model);
+	}
+	if (!quick()) {
+		/* lookup's deterministic drafts under speculative sampling */
+		skipper_test_model_defaults(&o);
+		o.n_layer = 2;
+		o.seed = 5;
+		o.redundant[0] = o.redundant[1] = 1;
+		if (skipper_test_model_write(path, &o) || skipper_model_load(path, &model, &err) ||
+		    skipper_tokenizer_from_gguf(model->gguf, &tok, &err))
+			BAIL(err.msg);
+		int32_t lp[128];
+		int nl = lookup_prompt(skipper_tokenizer_find(tok, "h"), lp);
+		sampling_distribution(lp, nl, 0, 1);
+		sampling_distribution(lp, nl, 1, 1);
 		skipper_tokenizer_free(tok);
 		skipper_model_free(model);
 	}

@@ -59,6 +59,15 @@ int cli_session_open(struct cli_session *s, struct skipper_config *cfg);
 int cli_session_set_policy(struct cli_session *s, const char *name);
 void cli_session_close(struct cli_session *s);
 
+/* Configure a new engine e for policy NAME under cfg: [policy] lookup and
+ * the [lookup] keys, and, unless it never drafts, the cost curve (cached per
+ * model and machine). Prints errors; returns an exit code. */
+int cli_engine_setup(struct cli_session *s, const struct skipper_config *cfg, const char *policy,
+                     struct skipper_engine *e);
+/* The engine's cost curve, from the cache or measured (a note on a TTY). */
+int cli_engine_costs(struct cli_session *s, struct skipper_engine *e, const struct skipper_costs **out,
+                     struct skipper_error *err);
+
 /* Apply the chat template and tokenize one user text; *ids malloc'ed. */
 int cli_prompt_tokens(struct cli_session *s, const char *user, int32_t **ids, size_t *n);
 

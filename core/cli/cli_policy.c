@@ -10,10 +10,10 @@
 #include "engine/engine_services.h"
 #include "error.h"
 #include "hub_cli.h"
-#include "policy/policy_none.h"
+#include "policy/policy_builtin.h"
 #include "model/quant.h"
 
-static const struct skipper_policy *const builtins[] = { &skipper_policy_none, NULL };
+static const struct skipper_policy *const builtins[] = { &skipper_policy_none, &skipper_policy_lookup, NULL };
 
 struct cli_policy {
 	struct skipper_policy_lib *lib;
@@ -82,6 +82,12 @@ static int svc_time(void *ctx, int kind, int layer, int ctx_len, double *s, stru
 	return skipper_engine_time_sublayer(((struct cli_policy *)ctx)->engine, kind, layer, ctx_len, s, err);
 }
 
+static int svc_costs(void *ctx, const struct skipper_costs **out, struct skipper_error *err)
+{
+	struct cli_policy *p = ctx;
+	return cli_engine_costs(p->session, p->engine, out, err);
+}
+
 int cli_policy_open(struct cli_session *s, const struct skipper_config *cfg, const char *name,
                     struct cli_policy **out, struct skipper_error *err)
 {
@@ -125,6 +131,7 @@ int cli_policy_open(struct cli_session *s, const struct skipper_config *cfg, con
 	p->env.time_sublayer = svc_time;
 	p->env.trial = cli_trial;
 	p->env.embed_prompt = cli_embed_prompt;
+	p->env.costs = svc_costs;
 	p->env.engine = p;
 	if ((rc = skipper_policy_instance_new(p->lib, &p->env, cfg, &p->inst, err))) {
 		cli_policy_close(p);

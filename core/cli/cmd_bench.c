@@ -118,7 +118,7 @@ static int open_variant(struct cli_session *s, const struct cli_common *base, co
 	}
 	if (v->policy)
 		cli_policy_bind_engine(v->policy, v->engine);
-	return EXIT_OK;
+	return cli_engine_setup(s, v->cfg, name, v->engine);
 }
 
 static void close_variant(struct variant *v)

@@ -161,7 +161,7 @@ int cli_session_set_policy(struct cli_session *s, const char *name)
 		return fail(&err, EXIT_FAILURE_GENERIC);
 	if (s->policy)
 		cli_policy_bind_engine(s->policy, s->engine);
-	return EXIT_OK;
+	return cli_engine_setup(s, s->cfg, name, s->engine);
 }
 
 void cli_session_close(struct cli_session *s)

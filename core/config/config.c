@@ -371,6 +371,13 @@ static const struct skipper_config_key *find_key(const char *section, const char
 	return NULL;
 }
 
+int skipper_config_core_section(const char *section)
+{
+	int known;
+	find_key(section, "", &known);
+	return known;
+}
+
 static int where(const struct skipper_config_entry *e, char *buf, size_t cap)
 {
 	if (e->line)

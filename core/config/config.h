@@ -54,6 +54,10 @@ int skipper_config_get_bool(const struct skipper_config *cfg, const char *sectio
 
 /* All entries of one section in file order (for policy sections); the array
  * is owned by cfg and valid until the next change. */
+/* 1 if the core owns this section ([model], [lookup], ...): its keys are
+ * never a policy's, even one of that name. */
+int skipper_config_core_section(const char *section);
+
 size_t skipper_config_section(const struct skipper_config *cfg, const char *section,
                               const struct skipper_config_entry *const **entries);
 

@@ -22,6 +22,11 @@ const struct skipper_config_key skipper_config_keys[] = {
 	{ "policy", "name", "none", SKIPPER_KEY_STRING, NULL },
 	{ "policy", "profile", "", SKIPPER_KEY_STRING, NULL },
 	{ "policy", "plugin_dir", "", SKIPPER_KEY_STRING, NULL },
+	{ "policy", "lookup", "no", SKIPPER_KEY_BOOL, NULL },
+
+	{ "lookup", "min_ngram", "1", SKIPPER_KEY_INT, NULL, 1, 8 },
+	{ "lookup", "max_ngram", "4", SKIPPER_KEY_INT, NULL, 1, 8 },
+	{ "lookup", "max_draft", "16", SKIPPER_KEY_INT, NULL, 1, 32 },
 
 	{ "hub", "endpoint", "", SKIPPER_KEY_STRING, NULL },
 	{ "hub", "cache_dir", "", SKIPPER_KEY_STRING, NULL },

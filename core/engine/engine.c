@@ -75,7 +75,19 @@ void skipper_engine_free(struct skipper_engine *e)
 	free(e->fixed_mlp);
 	free(e->cap);
 	free(e->cap_sel);
+	free(e->hist);
 	free(e);
+}
+
+void skipper_engine_set_lookup(struct skipper_engine *e, const struct skipper_lookup_opts *o)
+{
+	e->lk = *o;
+	if (e->lk.max_ngram > LOOKUP_MAX_NGRAM)
+		e->lk.max_ngram = LOOKUP_MAX_NGRAM;
+	if (e->lk.min_ngram < 1)
+		e->lk.min_ngram = 1;
+	if (e->lk.max_draft > MAX_DRAFT)
+		e->lk.max_draft = MAX_DRAFT;
 }
 
 int skipper_engine_new(struct skipper_backend *be, const struct skipper_tokenizer *tok,
@@ -167,11 +179,29 @@ static int push_generated(struct skipper_engine *e, int n, int32_t tok)
 }
 
 /* Commit one output token: record, report, check EOS / max / callback. */
+/* Append to the lookup history (prompt, then committed output). */
+static int hist_push(struct skipper_engine *e, const int32_t *t, int n)
+{
+	if (e->hist_n + n > e->hist_cap) {
+		int cap = e->hist_cap ? e->hist_cap : 1024;
+		while (cap < e->hist_n + n)
+			cap *= 2;
+		int32_t *h = realloc(e->hist, (size_t)cap * sizeof *h);
+		if (!h)
+			return SKIPPER_ERR_NOMEM;
+		e->hist = h;
+		e->hist_cap = cap;
+	}
+	memcpy(e->hist + e->hist_n, t, (size_t)n * sizeof *t);
+	e->hist_n += n;
+	return SKIPPER_OK;
+}
+
 int engine_emit(struct skipper_engine *e, struct round_ctx *r, int32_t tok)
 {
 	if (r->done)
 		return SKIPPER_OK;
-	if (push_generated(e, r->n_gen, tok))
+	if (push_generated(e, r->n_gen, tok) || hist_push(e, &tok, 1))
 		return SKIPPER_ERR_NOMEM;
 	r->n_gen++;
 	if (r->cb && r->cb(r->user, tok))
@@ -193,6 +223,9 @@ static int start_request(struct skipper_engine *e, struct round_ctx *r, const in
 	int n_rows = 0, rc;
 	int32_t first;
 
+	e->hist_n = 0;
+	if (hist_push(e, prompt, n_prompt))
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 	if ((e->needs & SKIPPER_NEED_PROMPT_MEAN) && e->pol &&
 	    !(mean = malloc((size_t)e->be->model->hp.n_embd * sizeof *mean)))
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
@@ -237,14 +270,101 @@ static int start_request(struct skipper_engine *e, struct round_ctx *r, const in
 	return rc;
 }
 
-/* This round's skip mask (e->skip_*) and draft length, from the policy or
- * the fixed plan, never past max_tokens (a round always adds one bonus
- * token) nor past the context. */
+/* Tokens per second of plain steps: the recent plain rounds, or the
+ * measured step before there were any; 0 = not known yet. */
+static double plain_rate(const struct skipper_engine *e)
+{
+	if (e->plain_sec > 0)
+		return e->plain_tok / e->plain_sec;
+	return e->have_costs ? 1.0 / e->costs.step_seconds : 0.0;
+}
+
+/* Whether a draft source may draft this round (and one round of its pause
+ * served if not). */
+static int guard_open(struct guard *g)
+{
+	if (g->pause > 0) {
+		g->pause--;
+		return 0;
+	}
+	return 1;
+}
+
+/* A drafting round of source g committed tok tokens in sec seconds. When
+ * the source's recent rounds yield fewer tokens per second than plain steps
+ * do, it pauses (8 rounds, doubling while probes keep failing, at most 256)
+ * and is probed again afterwards: speculation never costs more than noise. */
+static void guard_record(struct skipper_engine *e, struct guard *g, double tok, double sec,
+                         struct skipper_run_stats *st)
+{
+	double plain = plain_rate(e);
+	g->tok = 0.75 * g->tok + tok;
+	g->sec = 0.75 * g->sec + sec;
+	g->rounds++;
+	if (plain <= 0 || g->rounds < 4)
+		return;
+	if (g->tok / g->sec < 0.98 * plain) {
+		g->pause = g->pause_len ? g->pause_len : 8;
+		g->pause_len = 2 * g->pause < 256 ? 2 * g->pause : 256;
+		g->tok = g->sec = 0;
+		g->rounds = 0;
+		st->backoffs++;
+	} else if (g->rounds >= 8) {
+		g->pause_len = 8; /* it pays: a later pause starts short again */
+	}
+}
+
+/* The lookup proposal worth verifying on its own: the k that maximises
+ * tokens per decode step, (1 + expected accepted) / cost of k + 1 rows,
+ * and only when that beats a plain step. */
+static void lookup_plan(struct skipper_engine *e, int cap)
+{
+	int max = e->lk.max_draft < cap ? e->lk.max_draft : cap;
+	int n = lookup_propose(e->hist, e->hist_n, e->lk.min_ngram, e->lk.max_ngram, max, e->lk_tok, &e->lk_ngram);
+	double a = lookup_accept_rate(&e->lk_stats, e->lk_ngram), best = 1.02;
+	e->lk_n = 0;
+	for (int k = 1; k <= n; k++) {
+		double v = (1.0 + lookup_expected(a, k)) / engine_verify_cost(e, k + 1);
+		if (v > best) {
+			best = v;
+			e->lk_n = k;
+		}
+	}
+}
+
+/* A lookup proposal as the round's chain: a deterministic proposal, q = 1
+ * on each of its tokens, which speculative sampling accepts with
+ * probability p(token) and otherwise resamples from p without it. */
+static int lookup_as_chain(struct skipper_engine *e, const struct round_ctx *r)
+{
+	for (int i = 0; i < e->lk_n; i++) {
+		e->d_tok[i] = e->lk_tok[i];
+		e->d_prob[i] = 1.0f;
+		for (int j = 0; j < e->top_k; j++) {
+			e->d_top_ids[i * e->top_k + j] = j ? -1 : e->lk_tok[i];
+			e->d_top_probs[i * e->top_k + j] = j ? 0.0f : 1.0f;
+		}
+		if (!r->greedy) {
+			float *q = &e->d_q[(size_t)i * e->n_vocab];
+			memset(q, 0, (size_t)e->n_vocab * sizeof *q);
+			q[e->lk_tok[i]] = 1.0f;
+		}
+	}
+	return e->lk_n;
+}
+
+/* This round's plan, never past max_tokens (a round always adds one bonus
+ * token) nor past the context: the skip mask (e->skip_*) and draft length
+ * from the policy or the fixed plan, and the context-lookup tokens worth
+ * verifying (e->lk_n). A source whose drafting was slower than plain steps
+ * sits out its pause; with sampling a round verifies one source's chain. */
 static int plan_round(struct skipper_engine *e, struct round_ctx *r, int *n_draft, struct skipper_error *err)
 {
 	int cap = r->gp->max_tokens - r->n_gen - 1, n_ctx = e->be->n_ctx, rc;
 
 	*n_draft = 0;
+	e->lk_n = 0;
+	r->lookup_only = 0;
 	if (cap > MAX_DRAFT)
 		cap = MAX_DRAFT;
 	if (cap > n_ctx - r->n_past - 1)
@@ -253,27 +373,46 @@ static int plan_round(struct skipper_engine *e, struct round_ctx *r, int *n_draf
 		return skipper_fail(err, SKIPPER_ERR_RANGE, "context of %d tokens is full (raise [model] ctx)", n_ctx);
 	if (cap < 0)
 		cap = 0;
+	if (e->lk.enable && cap > 0 && guard_open(&e->guard[GUARD_LOOKUP]))
+		lookup_plan(e, cap);
+	int pcap = (e->pol || e->fixed_max_draft > 0) && !guard_open(&e->guard[GUARD_SKIP]) ? 0 : cap;
+	if (!r->greedy && e->lk_n > 0)
+		pcap = 0;
 	memset(e->skip_attn, 0, (size_t)e->n_layer);
 	memset(e->skip_mlp, 0, (size_t)e->n_layer);
 	if (e->pol) {
 		struct skipper_plan plan = { .n_layer = e->n_layer, .skip_attn = e->skip_attn, .skip_mlp = e->skip_mlp,
-		                             .max_draft = cap, .capture = e->cap != NULL, .round = r->st->rounds,
+		                             .max_draft = pcap, .capture = e->cap != NULL, .round = r->st->rounds,
 		                             .n_committed = r->n_past, .n_generated = r->n_gen };
 		double t0 = engine_now();
 		rc = skipper_policy_select_draft(e->pol, &plan, err);
 		r->st->t_policy += engine_now() - t0;
 		if (rc)
 			return rc;
-		*n_draft = plan.max_draft < cap ? plan.max_draft : cap;
+		*n_draft = plan.max_draft < pcap ? plan.max_draft : pcap;
 		r->capture = e->cap && plan.capture; /* the policy may only turn captures off */
 		if (*n_draft < 0)
 			*n_draft = 0;
 	} else if (e->fixed_max_draft > 0) {
 		memcpy(e->skip_attn, e->fixed_attn, (size_t)e->n_layer);
 		memcpy(e->skip_mlp, e->fixed_mlp, (size_t)e->n_layer);
-		*n_draft = e->fixed_max_draft < cap ? e->fixed_max_draft : cap;
+		*n_draft = e->fixed_max_draft < pcap ? e->fixed_max_draft : pcap;
 	}
+	r->lookup_only = *n_draft == 0 && e->lk_n > 0;
 	return SKIPPER_OK;
+}
+
+/* After a round: the guards and the plain-step rate learn from it. */
+static void account_round(struct skipper_engine *e, struct round_ctx *r, int drafted, int n_gen0)
+{
+	double sec = engine_now() - r->t_round;
+	int tok = r->n_gen - n_gen0;
+	if (drafted == 0) {
+		e->plain_tok = 0.75 * e->plain_tok + tok;
+		e->plain_sec = 0.75 * e->plain_sec + sec;
+	} else {
+		guard_record(e, &e->guard[r->lookup_only ? GUARD_LOOKUP : GUARD_SKIP], tok, sec, r->st);
+	}
 }
 
 /* Fill the run's totals and end the policy (end hook), keeping the first error. */
@@ -327,10 +466,13 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 
 	rc = start_request(e, &r, prompt, n_prompt, &began, err);
 	while (!rc && !r.done) {
-		int n_draft;
+		int n_draft, n_gen0 = r.n_gen, drafted0 = st->drafted;
+		r.t_round = engine_now();
 		if ((rc = plan_round(e, &r, &n_draft, err)))
 			break;
-		if (n_draft > 0) {
+		if (r.lookup_only) {
+			n_draft = lookup_as_chain(e, &r);
+		} else if (n_draft > 0) {
 			double p0 = st->t_policy, t0 = engine_now(); /* should_exit time is the policy's */
 			rc = engine_draft(e, &r, n_draft, &n_draft, err);
 			st->t_draft += engine_now() - t0 - (st->t_policy - p0);
@@ -340,8 +482,9 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 		int accepted0 = st->accepted, first_round = st->drafted == 0;
 		if ((rc = engine_verify(e, &r, n_draft, err)))
 			break;
-		if (!e->pol && e->fixed_max_draft > 0)
+		if (!e->pol && e->fixed_max_draft > 0 && !r.lookup_only)
 			fixed_adapt(e, first_round, st->accepted - accepted0, n_draft);
+		account_round(e, &r, st->drafted - drafted0, n_gen0);
 	}
 	return finish_request(e, &r, n_prompt, t_start, began, rc, err);
 }

@@ -30,6 +30,8 @@ struct skipper_run_stats {
 	int drafted, accepted;
 	double t_prefill, t_draft, t_verify, t_policy, t_total; /* policy = time inside its hooks */
 	double alpha;        /* accepted / drafted (0 when nothing was drafted) */
+	int lookup_drafted, lookup_accepted; /* of drafted / accepted: context-lookup candidates */
+	int backoffs;        /* times drafting was found slower than plain steps and paused */
 	double mean_accepted;/* M: tokens committed per verify pass (1.00 for autoregressive) */
 	double tokens_per_s; /* decode speed: tokens after the first / (t_total - t_prefill) */
 };
@@ -71,6 +73,27 @@ void skipper_engine_set_fixed_adaptive(struct skipper_engine *e, double alpha, d
  * request). out has n_embd floats. */
 int skipper_engine_prompt_mean(struct skipper_engine *e, const int32_t *prompt, int n, float *out,
                                struct skipper_error *err);
+
+/* Context-lookup drafts beside (or instead of) the policy's: the
+ * continuation of the longest suffix n-gram of the prompt and output that
+ * occurred earlier, verified like any draft, sized by the cost curve and
+ * the acceptance seen so far. */
+struct skipper_lookup_opts {
+	int enable;
+	int min_ngram, max_ngram; /* 1..8 */
+	int max_draft;            /* tokens per round, 1..32 */
+};
+void skipper_engine_set_lookup(struct skipper_engine *e, const struct skipper_lookup_opts *o);
+
+/* The cost curve of this engine's backend and model on this machine
+ * (struct skipper_costs, skipper/policy.h): read from cache_path when that
+ * file holds one for the same backend, model shape and thread count, else
+ * measured (a few seconds: verify passes of 1..32 rows, draft steps) and
+ * written there atomically (cache_path NULL: measured, not cached). Kept by
+ * the engine, which sizes drafts and backs off with it; *out stays valid
+ * until skipper_engine_free. Call outside a request. */
+int skipper_engine_costs(struct skipper_engine *e, const char *cache_path, const struct skipper_costs **out,
+                         struct skipper_error *err);
 
 /* The backend the engine runs on, and its committed KV length (valid
  * between hooks of a request; 0 outside a request). */

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "lookup.h"
 
 #define MAX_DRAFT 32        /* chain tokens per round */
 #define MAX_NODES 128       /* tree nodes per round (root excluded) */
@@ -55,7 +56,30 @@ struct skipper_engine {
 	double fixed_threshold;
 	double fixed_alpha, fixed_eps, fixed_beta1, fixed_beta2, fixed_ar; /* adaptive threshold (trial) */
 	struct skipper_rng rng;
+	/* context lookup: the history it searches (prompt + committed output),
+	 * this round's proposal and, after build_batch, the batch row of each
+	 * proposed token (-1 = not verified) */
+	struct skipper_lookup_opts lk;
+	int32_t *hist;
+	int hist_n, hist_cap;
+	struct lookup_stats lk_stats;
+	int32_t lk_tok[MAX_DRAFT], lk_row[MAX_DRAFT];
+	int lk_n, lk_ngram;
+	/* measured costs (costs.c) */
+	struct skipper_costs costs;
+	int have_costs;
+	/* never slower than plain steps: a rate guard per draft source */
+	struct guard {
+		double tok, sec;   /* tokens and seconds of recent rounds, decayed */
+		int rounds;        /* rounds in that window */
+		int pause;         /* rounds left in which this source does not draft */
+		int pause_len;     /* next pause, doubled by each failed probe */
+	} guard[2];
+	double plain_tok, plain_sec; /* recent plain rounds, decayed */
+	double skip_hits, skip_tries; /* the policy drafts' tokens accepted / tried, decayed */
 };
+
+enum { GUARD_SKIP = 0, GUARD_LOOKUP = 1 };
 
 struct round_ctx {
 	const struct skipper_gen_params *gp;
@@ -65,6 +89,9 @@ struct round_ctx {
 	int n_gen;
 	int done;
 	int capture;          /* this round's verify pass captures states (plan.capture) */
+	int lookup_only;      /* the chain is the lookup proposal (no policy draft) */
+	int n_policy_rows;    /* batch rows 1 .. n_policy_rows - 1 are the policy's candidates */
+	double t_round;       /* when the round started (for the guards) */
 	skipper_token_cb cb;
 	void *user;
 	struct skipper_run_stats *st;
@@ -90,6 +117,9 @@ int engine_draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, i
  * with the full model, accept, compact the KV cache, emit, and report to
  * the policy (verify.c). */
 int engine_verify(struct skipper_engine *e, struct round_ctx *r, int n_draft, struct skipper_error *err);
+
+/* Cost of a full-model pass over n rows, in decode steps (costs.c). */
+double engine_verify_cost(const struct skipper_engine *e, int n);
 
 /* The one full-model prefill of a request (prefill.c); see there. */
 int engine_prefill(struct skipper_engine *e, const int32_t *prompt, int n_prompt, int greedy, float *mean,

@@ -47,6 +47,52 @@ static void select_states(struct skipper_engine *e, const int *rows, int n, int 
  * hanging off the root or a chain node are kept, and siblings of a chain
  * token are redrawn from the draft distribution without replacement, which
  * is what makes multi-candidate rejection sampling exact. */
+/* Beside a policy's draft (greedy only): the lookup proposal as a branch
+ * from the root, sharing the rows of any prefix the draft already has, cut
+ * to the k whose expected extra tokens pay for its extra rows. With a the
+ * lookup's per-token acceptance and s the policy draft's, the branch adds
+ * sum over j <= k of a^j (1 - s^j) expected tokens (it helps where the
+ * draft fails) to a round that yields T tokens for C decode steps; it is
+ * kept when (T + gain) / (C + extra cost) beats T / C. */
+static int add_lookup_branch(struct skipper_engine *e, int n_draft, int n)
+{
+	double a = lookup_accept_rate(&e->lk_stats, e->lk_ngram), t = 1, c;
+	double s = (e->skip_hits + 1.0) / (e->skip_tries + 2.0);
+	double d = e->have_costs ? skipper_draft_cost(&e->costs, e->n_layer, e->skip_attn, e->skip_mlp) : 0.5;
+	int shared = 0, row = 0, k_best = 0;
+
+	for (int j = 1; j <= n_draft; j++)
+		t += pow(s, j);
+	c = n_draft * d + engine_verify_cost(e, n);
+	/* the prefix already in the tree */
+	for (; shared < e->lk_n; shared++) {
+		int child = -1;
+		for (int i = row + 1; i < n && child < 0; i++)
+			if (e->b_parent[i] == row && e->b_tok[i] == e->lk_tok[shared])
+				child = i;
+		if (child < 0)
+			break;
+		e->lk_row[shared] = row = child;
+	}
+	double best = t / c, gain = 0;
+	for (int k = 1; k <= e->lk_n && n + (k - shared) <= MAX_NODES + 1; k++) {
+		gain += pow(a, k) * (1.0 - (k <= n_draft ? pow(s, k) : 0.0));
+		double extra = k > shared ? engine_verify_cost(e, n + k - shared) - engine_verify_cost(e, n) : 0.0;
+		if ((t + gain) / (c + extra) > best) {
+			best = (t + gain) / (c + extra);
+			k_best = k;
+		}
+	}
+	e->lk_n = k_best;
+	for (int i = shared; i < k_best; i++) {
+		e->b_tok[n] = e->lk_tok[i];
+		e->b_parent[n] = row;
+		e->b_depth[n] = e->b_depth[row] + 1;
+		e->lk_row[i] = row = n++;
+	}
+	return n;
+}
+
 static int build_batch(struct skipper_engine *e, struct round_ctx *r, int n_draft, int *n_rows,
                        struct skipper_error *err)
 {
@@ -54,7 +100,7 @@ static int build_batch(struct skipper_engine *e, struct round_ctx *r, int n_draf
 	                             .chain_node = e->t_chain };
 	int rc, n;
 
-	if (e->pol && n_draft > 0) {
+	if (e->pol && n_draft > 0 && !r->lookup_only) {
 		struct skipper_draft d = { .root = r->root, .n = n_draft, .tokens = e->d_tok, .probs = e->d_prob,
 		                           .top_k = e->top_k, .top_ids = e->d_top_ids, .top_probs = e->d_top_probs,
 		                           .n_committed = r->n_past };
@@ -84,6 +130,12 @@ static int build_batch(struct skipper_engine *e, struct round_ctx *r, int n_draf
 		e->b_depth[n] = e->b_depth[par + 1] + 1;
 		n++;
 	}
+	r->n_policy_rows = r->lookup_only ? 1 : n;
+	if (r->lookup_only)
+		for (int i = 0; i < e->lk_n; i++)
+			e->lk_row[i] = i + 1;
+	else if (e->lk_n > 0)
+		n = add_lookup_branch(e, n_draft, n);
 	for (int i = 0; i < n; i++)
 		e->b_pos[i] = r->n_past + e->b_depth[i];
 	*n_rows = n;
@@ -285,17 +337,37 @@ static int commit_path(struct skipper_engine *e, struct round_ctx *r, const int3
 	return SKIPPER_OK;
 }
 
-/* The policy's on_accept hook: what was accepted and, when the round
- * captured states, those of the committed rows (the root and the accepted
- * path with ACCEPTED_STATES, or only the last of them). */
+/* Who proposed the accepted path: its leading rows among the policy's
+ * candidates, and its leading rows along the lookup branch (a shared
+ * prefix counts for both). */
+static void count_sources(const struct skipper_engine *e, const struct round_ctx *r, const int32_t *path, int n_acc,
+                          int *pol_acc, int *lk_acc)
+{
+	*pol_acc = *lk_acc = 0;
+	while (*pol_acc < n_acc && path[*pol_acc] < r->n_policy_rows)
+		(*pol_acc)++;
+	while (*lk_acc < n_acc && *lk_acc < e->lk_n && path[*lk_acc] == e->lk_row[*lk_acc])
+		(*lk_acc)++;
+}
+
+struct verdict_counts {
+	int drafted, accepted;     /* the policy's own */
+	int lookup, lookup_accepted;
+};
+
+/* The policy's on_accept hook: what of its own draft was accepted, what
+ * lookup added, and, when the round captured states, those of the
+ * committed rows (the root and the accepted path with ACCEPTED_STATES, or
+ * only the last of them). */
 static int report_verdict(struct skipper_engine *e, struct round_ctx *r, const int32_t *path, int n_acc,
-                          int n_draft, int n_rows, int32_t bonus, double t_verify, struct skipper_error *err)
+                          const struct verdict_counts *vc, int n_rows, int32_t bonus, double t_verify,
+                          struct skipper_error *err)
 {
 	int32_t acc_tok[MAX_NODES], acc_node[MAX_NODES];
 	struct skipper_states states;
 	int sel_rows[MAX_NODES + 1], n_sel = 0, rc;
 
-	for (int i = 0; i < n_acc; i++) {
+	for (int i = 0; i < vc->accepted; i++) {
 		acc_tok[i] = e->b_tok[path[i]];
 		acc_node[i] = path[i] - 1;
 	}
@@ -310,10 +382,11 @@ static int report_verdict(struct skipper_engine *e, struct round_ctx *r, const i
 		select_states(e, sel_rows, n_sel, r->n_past - n_acc - 1, &states);
 	}
 	struct skipper_verdict v = {
-		.round = r->st->rounds - 1, .n_drafted = n_draft, .n_verified = n_rows - 1, .n_accepted = n_acc,
+		.round = r->st->rounds - 1, .n_drafted = vc->drafted, .n_verified = n_rows - 1, .n_accepted = vc->accepted,
 		.accepted = acc_tok, .accepted_nodes = acc_node, .bonus = r->done ? -1 : bonus,
 		.n_committed = r->n_past, .generated = e->gen, .n_generated = r->n_gen,
 		.verify_seconds = t_verify, .states = r->capture ? &states : NULL,
+		.n_lookup = vc->lookup, .n_lookup_accepted = vc->lookup_accepted,
 	};
 	double t0 = engine_now();
 	rc = skipper_policy_on_accept(e->pol, &v, err);
@@ -343,9 +416,22 @@ int engine_verify(struct skipper_engine *e, struct round_ctx *r, int n_draft, st
 	r->st->rounds++;
 
 	n_acc = r->greedy ? accept_greedy(e, n_rows, path, &bonus) : accept_sample(e, r, n_rows, n_draft, path, &bonus);
-	r->st->drafted += n_draft;
+	int pol_drafted = r->lookup_only ? 0 : n_draft, pol_acc = 0, lk_acc = 0;
+	count_sources(e, r, path, n_acc, &pol_acc, &lk_acc);
+	if (e->lk_n > 0)
+		lookup_record(&e->lk_stats, e->lk_ngram, e->lk_n, lk_acc);
+	if (pol_drafted > 0) {
+		e->skip_hits = 0.9 * e->skip_hits + pol_acc;
+		e->skip_tries = 0.9 * e->skip_tries + pol_acc + (pol_acc < pol_drafted);
+	}
+	r->st->drafted += pol_drafted + e->lk_n;
 	r->st->accepted += n_acc;
+	r->st->lookup_drafted += e->lk_n;
+	r->st->lookup_accepted += lk_acc;
 	if ((rc = commit_path(e, r, path, n_acc, chain, bonus, err)))
 		return rc;
-	return e->pol ? report_verdict(e, r, path, n_acc, n_draft, n_rows, bonus, engine_now() - t0, err) : SKIPPER_OK;
+	if (!e->pol)
+		return SKIPPER_OK;
+	struct verdict_counts vc = { pol_drafted, pol_acc, e->lk_n, lk_acc };
+	return report_verdict(e, r, path, n_acc, &vc, n_rows, bonus, engine_now() - t0, err);
 }

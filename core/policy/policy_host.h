@@ -105,6 +105,7 @@ struct skipper_policy_env {
 	int (*trial)(void *engine, const struct skipper_trial *t, struct skipper_trial_result *r,
 	             struct skipper_error *err);
 	int (*embed_prompt)(void *engine, const char *text, float *out, struct skipper_error *err);
+	int (*costs)(void *engine, const struct skipper_costs **out, struct skipper_error *err);
 	void *engine;
 };
 

@@ -36,8 +36,8 @@ static int push_section(struct skipper_policy_instance *inst, const struct skipp
 	const struct skipper_config_entry *const *ents;
 	size_t n;
 
-	if (!cfg)
-		return SKIPPER_OK;
+	if (!cfg || skipper_config_core_section(d->name))
+		return SKIPPER_OK; /* e.g. [lookup]: the built-in lookup policy's keys are the engine's */
 	n = skipper_config_section(cfg, d->name, &ents);
 	for (size_t i = 0; i < n; i++) {
 		const struct skipper_config_entry *e = ents[i];

@@ -384,6 +384,22 @@ static int svc_embed_prompt(void *ctx, const char *text, float *out)
 	FORWARD(embed_prompt, text, out);
 }
 
+static const struct skipper_costs *svc_costs(void *ctx)
+{
+	const struct skipper_policy_env *env = INST(ctx)->env;
+	const struct skipper_costs *c = NULL;
+	struct skipper_error e = { 0 };
+	if (!env->costs) {
+		svc_set_error(ctx, "costs: not available (no model loaded or not supported by this engine)");
+		return NULL;
+	}
+	if (env->costs(env->engine, &c, &e) != SKIPPER_OK) {
+		svc_set_error(ctx, "costs: %s", e.msg[0] ? e.msg : "failed");
+		return NULL;
+	}
+	return c;
+}
+
 const struct skipper_host skipper_policy_host_template = {
 	.struct_size = sizeof(struct skipper_host),
 	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
@@ -418,4 +434,5 @@ const struct skipper_host skipper_policy_host_template = {
 	.embed_prompt = svc_embed_prompt,
 	.tensor_write = svc_tensor_write,
 	.tensor_read = svc_tensor_read,
+	.costs = svc_costs,
 };

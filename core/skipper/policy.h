@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 #define SKIPPER_POLICY_ABI_MAJOR 1
-#define SKIPPER_POLICY_ABI_MINOR 0
+#define SKIPPER_POLICY_ABI_MINOR 1
 
 /* Most top-k entries a draft step can carry (the backend limit). */
 #define SKIPPER_TOPK_MAX 64
@@ -188,6 +188,12 @@ struct skipper_verdict {
 	double draft_seconds;     /* this round */
 	double verify_seconds;
 	const struct skipper_states *states; /* per needs, else NULL */
+	/* minor 1: candidates that came from context lookup ([policy] lookup)
+	 * rather than from this policy's draft. n_drafted, n_accepted and
+	 * accepted[] count only the policy's own tokens; tokens committed from
+	 * lookup candidates are in generated[] and states. */
+	int n_lookup;             /* lookup candidates verified this round */
+	int n_lookup_accepted;    /* of them, accepted */
 };
 
 /* end(): totals of the request (DESIGN §4). */
@@ -254,6 +260,38 @@ struct skipper_trial_result {
 	double alpha;             /* accepted / drafted (0 if none drafted) */
 	double mean_accepted;     /* M = generated / verify passes */
 };
+
+/* host->costs() (minor 1): what computing costs on this machine, measured
+ * once per model, backend and thread count, in units of one decode step
+ * (one token through the full model). A round that drafts k tokens with a
+ * skip set and verifies them costs k * draft + verify[k + 1] steps and
+ * yields its accepted tokens plus one: drafting pays only while that
+ * yield per step beats 1. On a GPU verify[n] stays near 1 for n up to
+ * dozens of rows; on a CPU it grows much sooner. */
+#define SKIPPER_COST_MAX_ROWS 32
+struct skipper_costs {
+	int n_max;                /* verify[1..n_max] are filled */
+	double verify[SKIPPER_COST_MAX_ROWS + 1]; /* full-model pass over n rows (the root and
+	                                             n - 1 candidates); verify[1] = 1 */
+	double step_seconds;      /* one decode step */
+	double head;              /* share of a step outside the layers: embedding, final
+	                             norm, LM head, top-k */
+	double attn, mlp;         /* share of a step in one layer's attention / MLP
+	                             sub-layer (mean over the layers) */
+	double draft_head;        /* head share in a draft step ([generate] draft_vocab
+	                             can make it smaller than head) */
+};
+
+/* Cost of one draft step with these skip masks ([n_layer] each, NULL =
+ * none skipped), in decode steps. */
+static inline double skipper_draft_cost(const struct skipper_costs *c, int n_layer, const uint8_t *skip_attn,
+                                        const uint8_t *skip_mlp)
+{
+	double d = c->draft_head;
+	for (int l = 0; l < n_layer; l++)
+		d += (skip_attn && skip_attn[l] ? 0 : c->attn) + (skip_mlp && skip_mlp[l] ? 0 : c->mlp);
+	return d;
+}
 
 /* host->tensor_write(): one named F32 matrix. */
 struct skipper_tensor {
@@ -394,6 +432,13 @@ struct skipper_host {
 	 * Absent tensor: SKIPPER_POLICY_UNKNOWN_KEY with no error set. */
 	int (*tensor_read)(void *ctx, const char *path, const char *name, float *out, size_t capacity, int *rows,
 	                   int *cols);
+
+	/* ---- minor 1 (check with SKIPPER_HOST_HAS) ---- */
+
+	/* The measured costs of this model on this machine (model required;
+	 * measured on first use, then cached by the host). NULL with the error
+	 * set when they cannot be had. Valid until destroy. */
+	const struct skipper_costs *(*costs)(void *ctx);
 };
 
 /* Non-zero if the host table has member m (tables only grow). */

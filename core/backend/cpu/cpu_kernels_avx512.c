@@ -1,6 +1,6 @@
-/* AVX-512 (F, BW, VL, DQ) + VNNI kernels for the K-quants, chosen at run
- * time on CPUs that have them (cpu_kernels_select); every other entry of
- * the table is the AVX2 one. A super-block's weights are unpacked once
+/* AVX-512 (F, BW, VL, DQ) + VNNI kernels for the quantised types, chosen
+ * at run time on CPUs that have them (cpu_kernels_select); the float types
+ * and the attention helpers are the AVX2 ones. A super-block's weights are unpacked once
  * into 64-element vectors and applied to up to 8 activation rows from
  * registers, so a verification batch reads each weight byte once.
  *
@@ -23,6 +23,9 @@
 #define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
 #define INL __attribute__((always_inline)) inline
 #define MAXR 8 /* activation rows per pass over the weights */
+#ifndef PF_AHEAD
+#define PF_AHEAD 3072 /* bytes of weights prefetched ahead of the one in use */
+#endif
 
 static TGT INL float hsum16(__m512 v)
 {
@@ -46,13 +49,14 @@ static TGT INL const struct cpu_q8k *xrow(const char *x, size_t xs, int r, int64
  * (scale) and j (min). */
 static TGT INL void k_scales(const uint8_t *q, __m128i *sc16, __m256i *mins2)
 {
-	uint32_t u[3], s[4];
-	memcpy(u, q, 12);
-	s[0] = u[0] & 0x3f3f3f3f;                                            /* scales 0-3 */
-	s[1] = (u[2] & 0x0f0f0f0f) | ((u[0] >> 6) & 0x03030303) << 4;         /* scales 4-7 */
-	s[2] = u[1] & 0x3f3f3f3f;                                            /* mins 0-3 */
-	s[3] = ((u[2] >> 4) & 0x0f0f0f0f) | ((u[1] >> 6) & 0x03030303) << 4; /* mins 4-7 */
-	__m128i all = _mm_loadu_si128((const __m128i *)s);
+	uint32_t u0, u1, u2;
+	memcpy(&u0, q, 4);
+	memcpy(&u1, q + 4, 4);
+	memcpy(&u2, q + 8, 4);
+	__m128i all = _mm_set_epi32((int)(((u2 >> 4) & 0x0f0f0f0f) | ((u1 >> 6) & 0x03030303) << 4), /* mins 4-7 */
+	                            (int)(u1 & 0x3f3f3f3f),                                       /* mins 0-3 */
+	                            (int)((u2 & 0x0f0f0f0f) | ((u0 >> 6) & 0x03030303) << 4),     /* scales 4-7 */
+	                            (int)(u0 & 0x3f3f3f3f));                                      /* scales 0-3 */
 	*sc16 = _mm_cvtepu8_epi16(all);
 	__m128i m = _mm_cvtepu8_epi16(_mm_srli_si128(all, 8));
 	*mins2 = _mm256_set_m128i(_mm_unpackhi_epi16(m, m), _mm_unpacklo_epi16(m, m));
@@ -68,11 +72,19 @@ static TGT INL void q45_K_rows(int five, int64_t nb, const uint8_t *w, const cha
 {
 	size_t bb = five ? sizeof(struct skipper_block_q5_K) : sizeof(struct skipper_block_q4_K);
 	const __m512i m4 = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
-	__m512i idx[4];
+	/* chunk c covers sub-blocks 2c (16-bit lanes 0-15) and 2c + 1: the
+	 * byte shuffle that spreads their scales over those lanes, within each
+	 * 128-bit lane of a broadcast of the 8 scales */
+	const __m512i pick0 = _mm512_set_epi64(0x0302030203020302, 0x0302030203020302, 0x0302030203020302,
+	                                       0x0302030203020302, 0x0100010001000100, 0x0100010001000100,
+	                                       0x0100010001000100, 0x0100010001000100);
+	const __m512i step = _mm512_set1_epi8(4);
+	const __m512i pick1 = _mm512_add_epi8(pick0, step), pick2 = _mm512_add_epi8(pick1, step),
+	              pick3 = _mm512_add_epi8(pick2, step);
+	const __m512i sh0 = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(1), 1);
+	const __m512i two = _mm512_set1_epi16(2);
 	__m512 acc[MAXR];
-	for (int c = 0; c < 4; c++) /* chunk c covers sub-blocks 2c (lanes 0-15) and 2c + 1 */
-		idx[c] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)(2 * c))),
-		                            _mm256_set1_epi16((short)(2 * c + 1)), 1);
+#pragma GCC unroll 8
 	for (int r = 0; r < R; r++)
 		acc[r] = _mm512_setzero_ps();
 	for (int64_t b = 0; b < nb; b++, w += bb) {
@@ -80,38 +92,44 @@ static TGT INL void q45_K_rows(int five, int64_t nb, const uint8_t *w, const cha
 		uint16_t d16, m16;
 		__m128i sc16;
 		__m256i mins2;
-		__m512i q[4], scale[4];
+		/* the stream of weights runs ahead of the arithmetic */
+		_mm_prefetch((const char *)w + PF_AHEAD, _MM_HINT_T0);
+		_mm_prefetch((const char *)w + PF_AHEAD + 64, _MM_HINT_T0);
+		_mm_prefetch((const char *)w + PF_AHEAD + 128, _MM_HINT_T0);
 		memcpy(&d16, w, 2);
 		memcpy(&m16, w + 2, 2);
 		k_scales(w + 4, &sc16, &mins2);
-		__m512i sc = _mm512_castsi128_si512(sc16);
-		for (int h = 0; h < 2; h++) {
-			__m512i z = _mm512_loadu_si512((const void *)(qs + 64 * h));
-			__m512i lo = _mm512_and_si512(z, m4), hi = _mm512_and_si512(_mm512_srli_epi16(z, 4), m4);
-			q[2 * h] = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(1, 0, 1, 0));
-			q[2 * h + 1] = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(3, 2, 3, 2));
-		}
+		__m512i sc = _mm512_broadcast_i32x4(sc16);
+		__m512i z0 = _mm512_loadu_si512((const void *)qs), z1 = _mm512_loadu_si512((const void *)(qs + 64));
+		__m512i lo0 = _mm512_and_si512(z0, m4), hi0 = _mm512_and_si512(_mm512_srli_epi16(z0, 4), m4);
+		__m512i lo1 = _mm512_and_si512(z1, m4), hi1 = _mm512_and_si512(_mm512_srli_epi16(z1, 4), m4);
+		__m512i q0 = _mm512_shuffle_i64x2(lo0, hi0, _MM_SHUFFLE(1, 0, 1, 0));
+		__m512i q1 = _mm512_shuffle_i64x2(lo0, hi0, _MM_SHUFFLE(3, 2, 3, 2));
+		__m512i q2 = _mm512_shuffle_i64x2(lo1, hi1, _MM_SHUFFLE(1, 0, 1, 0));
+		__m512i q3 = _mm512_shuffle_i64x2(lo1, hi1, _MM_SHUFFLE(3, 2, 3, 2));
 		if (five) {
 			/* the fifth bit of element 64 c + i (i < 32) is bit 2c of qh[i],
 			 * of 64 c + 32 + i bit 2c + 1 */
-			__m512i hb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)qh));
-			for (int c = 0; c < 4; c++) {
-				__m512i sh = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)),
-				                                _mm256_set1_epi16((short)(2 * c + 1)), 1);
-				__m512i bit = _mm512_and_si512(_mm512_srlv_epi16(hb, sh), one);
-				q[c] = _mm512_or_si512(q[c], _mm512_slli_epi16(bit, 4));
-			}
+			__m512i hb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)qh)), sh = sh0;
+			q0 = _mm512_or_si512(q0, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, sh), one), 4));
+			sh = _mm512_add_epi16(sh, two);
+			q1 = _mm512_or_si512(q1, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, sh), one), 4));
+			sh = _mm512_add_epi16(sh, two);
+			q2 = _mm512_or_si512(q2, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, sh), one), 4));
+			sh = _mm512_add_epi16(sh, two);
+			q3 = _mm512_or_si512(q3, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(hb, sh), one), 4));
 		}
-		for (int c = 0; c < 4; c++)
-			scale[c] = _mm512_permutexvar_epi16(idx[c], sc);
+		__m512i s0 = _mm512_shuffle_epi8(sc, pick0), s1 = _mm512_shuffle_epi8(sc, pick1);
+		__m512i s2 = _mm512_shuffle_epi8(sc, pick2), s3 = _mm512_shuffle_epi8(sc, pick3);
 		__m512 dw = _mm512_set1_ps(_cvtsh_ss(d16)), dmw = _mm512_set1_ps(_cvtsh_ss(m16));
+#pragma GCC unroll 8
 		for (int r = 0; r < R; r++) {
 			const struct cpu_q8k *xb = xrow(x, xs, r, b);
-			__m512i sumi = _mm512_setzero_si512();
-			for (int c = 0; c < 4; c++) {
-				__m512i p = _mm512_maddubs_epi16(q[c], _mm512_load_si512((const void *)(xb->qs + 64 * c)));
-				sumi = _mm512_dpwssd_epi32(sumi, p, scale[c]);
-			}
+			__m512i sumi = _mm512_dpwssd_epi32(_mm512_setzero_si512(),
+			                                   _mm512_maddubs_epi16(q0, _mm512_load_si512((const void *)xb->qs)), s0);
+			sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q1, _mm512_load_si512((const void *)(xb->qs + 64))), s1);
+			sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q2, _mm512_load_si512((const void *)(xb->qs + 128))), s2);
+			sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q3, _mm512_load_si512((const void *)(xb->qs + 192))), s3);
 			__m256i summ = _mm256_madd_epi16(mins2, _mm256_load_si256((const __m256i *)xb->bsums));
 			__m512 dx = _mm512_set1_ps(xb->d);
 			acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, dx), acc[r]);
@@ -119,6 +137,7 @@ static TGT INL void q45_K_rows(int five, int64_t nb, const uint8_t *w, const cha
 			                          acc[r]);
 		}
 	}
+#pragma GCC unroll 8
 	for (int r = 0; r < R; r++)
 		y[(size_t)r * ys] = hsum16(acc[r]);
 }
@@ -134,44 +153,126 @@ static TGT INL void q6_K_rows(int64_t nb, const struct skipper_block_q6_K *w, co
 	const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(3);
 	const __m512i sh_lo = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
 	const __m512i sh_hi = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
-	__m512i idx[4];
+	/* chunk c covers sub-blocks 4c .. 4c + 3, 8 16-bit lanes each: the byte
+	 * shuffle that spreads their scales, within each 128-bit lane of a
+	 * broadcast of the 8 scales of its half */
+	const __m512i pick0 = _mm512_set_epi64(0x0706070607060706, 0x0706070607060706, 0x0504050405040504,
+	                                       0x0504050405040504, 0x0302030203020302, 0x0302030203020302,
+	                                       0x0100010001000100, 0x0100010001000100);
+	const __m512i pick1 = _mm512_add_epi8(pick0, _mm512_set1_epi8(8));
 	__m512 acc[MAXR];
-	for (int c = 0; c < 4; c++) { /* chunk c: sub-blocks 4c .. 4c + 3, 8 lanes each */
-		short v[32];
-		for (int i = 0; i < 32; i++)
-			v[i] = (short)(4 * c + i / 8);
-		idx[c] = _mm512_loadu_si512((const void *)v);
-	}
+#pragma GCC unroll 8
 	for (int r = 0; r < R; r++)
 		acc[r] = _mm512_setzero_ps();
 	for (int64_t b = 0; b < nb; b++) {
-		__m512i q[4], scale[4];
+		const char *pf = (const char *)(w + b) + PF_AHEAD;
+		_mm_prefetch(pf, _MM_HINT_T0);
+		_mm_prefetch(pf + 64, _MM_HINT_T0);
+		_mm_prefetch(pf + 128, _MM_HINT_T0);
+		_mm_prefetch(pf + 192, _MM_HINT_T0);
 		__m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w[b].scales));
-		__m512i sc = _mm512_castsi256_si512(sc16);
-		for (int h = 0; h < 2; h++) {
-			__m512i ql = _mm512_loadu_si512((const void *)(w[b].ql + 64 * h));
-			__m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(w[b].qh + 32 * h)));
-			__m512i hlo = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, sh_lo), m2), 4);
-			__m512i hhi = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, sh_hi), m2), 4);
-			q[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, m4), hlo);
-			q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), hhi);
-		}
-		for (int c = 0; c < 4; c++)
-			scale[c] = _mm512_permutexvar_epi16(idx[c], sc);
+		/* scales of half 0 (sub-blocks 0-7) and half 1 (8-15) in every 128-bit lane */
+		__m512i sch0 = _mm512_broadcast_i32x4(_mm256_castsi256_si128(sc16));
+		__m512i sch1 = _mm512_broadcast_i32x4(_mm256_extracti128_si256(sc16, 1));
+		__m512i s0 = _mm512_shuffle_epi8(sch0, pick0), s1 = _mm512_shuffle_epi8(sch0, pick1);
+		__m512i s2 = _mm512_shuffle_epi8(sch1, pick0), s3 = _mm512_shuffle_epi8(sch1, pick1);
+		__m512i ql0 = _mm512_loadu_si512((const void *)w[b].ql), ql1 = _mm512_loadu_si512((const void *)(w[b].ql + 64));
+		__m512i qh0 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)w[b].qh));
+		__m512i qh1 = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(w[b].qh + 32)));
+		__m512i q0 = _mm512_or_si512(_mm512_and_si512(ql0, m4),
+		                             _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh0, sh_lo), m2), 4));
+		__m512i q1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql0, 4), m4),
+		                             _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh0, sh_hi), m2), 4));
+		__m512i q2 = _mm512_or_si512(_mm512_and_si512(ql1, m4),
+		                             _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh1, sh_lo), m2), 4));
+		__m512i q3 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql1, 4), m4),
+		                             _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh1, sh_hi), m2), 4));
 		__m512 dw = _mm512_set1_ps(_cvtsh_ss(w[b].d));
+#pragma GCC unroll 8
 		for (int r = 0; r < R; r++) {
 			const struct cpu_q8k *xb = xrow(x, xs, r, b);
 			__m256i corr = _mm256_madd_epi16(sc16, _mm256_load_si256((const __m256i *)xb->bsums));
 			__m512i sumi = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_zextsi256_si512(_mm256_slli_epi32(corr, 5)));
-			for (int c = 0; c < 4; c++) {
-				__m512i p = _mm512_maddubs_epi16(q[c], _mm512_load_si512((const void *)(xb->qs + 64 * c)));
-				sumi = _mm512_dpwssd_epi32(sumi, p, scale[c]);
-			}
+			sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q0, _mm512_load_si512((const void *)xb->qs)), s0);
+			sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q1, _mm512_load_si512((const void *)(xb->qs + 64))), s1);
+			sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q2, _mm512_load_si512((const void *)(xb->qs + 128))), s2);
+			sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q3, _mm512_load_si512((const void *)(xb->qs + 192))), s3);
 			acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(dw, _mm512_set1_ps(xb->d)), acc[r]);
 		}
 	}
+#pragma GCC unroll 8
 	for (int r = 0; r < R; r++)
 		y[(size_t)r * ys] = hsum16(acc[r]);
+}
+
+/* The 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) against struct
+ * cpu_q8 rows: each block's values as unsigned bytes u (Q8_0's signed ones
+ * offset by 128), one VNNI dot product per row, the offset taken off
+ * through the row's block sum (off * sum) or, with a min, added as m * s.
+ * 256-bit vectors: a block is 32 values. */
+enum { B_Q4_0, B_Q4_1, B_Q5_0, B_Q5_1, B_Q8_0 };
+
+static TGT INL __m256i nibbles(const uint8_t *qs)
+{
+	__m128i b = _mm_loadu_si128((const __m128i *)qs), m = _mm_set1_epi8(0x0F);
+	return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
+}
+
+/* 32 bits -> 32 bytes, byte i = 0x10 where bit i is set (Q5 fifth bits) */
+static TGT INL __m256i fifth_bits(const uint8_t *qh)
+{
+	uint32_t h;
+	memcpy(&h, qh, 4);
+	return _mm256_maskz_mov_epi8(h, _mm256_set1_epi8(0x10));
+}
+
+static TGT INL void blk_rows(int kind, int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
+                             size_t ys)
+{
+	static const size_t bbs[] = { sizeof(struct skipper_block_q4_0), sizeof(struct skipper_block_q4_1),
+		                      sizeof(struct skipper_block_q5_0), sizeof(struct skipper_block_q5_1),
+		                      sizeof(struct skipper_block_q8_0) };
+	const size_t bb = bbs[kind];
+	const int has_min = kind == B_Q4_1 || kind == B_Q5_1;
+	const float off = kind == B_Q4_0 ? -8.0f : kind == B_Q5_0 ? -16.0f : kind == B_Q8_0 ? -128.0f : 0.0f;
+	__m256 acc[MAXR];
+	float offacc[MAXR];
+#pragma GCC unroll 8
+	for (int r = 0; r < R; r++) {
+		acc[r] = _mm256_setzero_ps();
+		offacc[r] = 0.0f;
+	}
+	for (int64_t b = 0; b < nb; b++, w += bb) {
+		uint16_t d16, m16 = 0;
+		__m256i u;
+		_mm_prefetch((const char *)w + PF_AHEAD, _MM_HINT_T0);
+		memcpy(&d16, w, 2);
+		if (has_min)
+			memcpy(&m16, w + 2, 2);
+		switch (kind) {
+		case B_Q4_0: u = nibbles(w + 2); break;
+		case B_Q4_1: u = nibbles(w + 4); break;
+		case B_Q5_0: u = _mm256_or_si256(nibbles(w + 6), fifth_bits(w + 2)); break;
+		case B_Q5_1: u = _mm256_or_si256(nibbles(w + 8), fifth_bits(w + 4)); break;
+		default: u = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w + 2)), _mm256_set1_epi8((char)0x80));
+		}
+		float dw = _cvtsh_ss(d16), mw = _cvtsh_ss(m16);
+#pragma GCC unroll 8
+		for (int r = 0; r < R; r++) {
+			const struct cpu_q8 *xb = (const struct cpu_q8 *)(x + (size_t)r * xs) + b;
+			__m256i t = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, _mm256_loadu_si256((const __m256i *)xb->qs));
+			float dd = dw * xb->d;
+			acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t), _mm256_set1_ps(dd), acc[r]);
+			offacc[r] += has_min ? mw * xb->s : dd * (off * (float)xb->sum);
+		}
+	}
+#pragma GCC unroll 8
+	for (int r = 0; r < R; r++) {
+		__m128 s4 = _mm_add_ps(_mm256_castps256_ps128(acc[r]), _mm256_extractf128_ps(acc[r], 1));
+		s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+		s4 = _mm_add_ss(s4, _mm_movehdup_ps(s4));
+		y[(size_t)r * ys] = _mm_cvtss_f32(s4) + offacc[r];
+	}
 }
 
 /* Walk weight rows; for each, activation rows MAXR at a time (the tail as
@@ -203,6 +304,17 @@ static TGT INL void q6_K_rows(int64_t nb, const struct skipper_block_q6_K *w, co
 #define B_Q5_K(R) q45_K_rows(1, k / 256, wr, XR, xs, R, YR, ys)
 #define B_Q6_K(R) q6_K_rows(k / 256, wr, XR, xs, R, YR, ys)
 
+#define B_Q40(R) blk_rows(B_Q4_0, k / 32, wr, XR, xs, R, YR, ys)
+#define B_Q41(R) blk_rows(B_Q4_1, k / 32, wr, XR, xs, R, YR, ys)
+#define B_Q50(R) blk_rows(B_Q5_0, k / 32, wr, XR, xs, R, YR, ys)
+#define B_Q51(R) blk_rows(B_Q5_1, k / 32, wr, XR, xs, R, YR, ys)
+#define B_Q80(R) blk_rows(B_Q8_0, k / 32, wr, XR, xs, R, YR, ys)
+
+AVX512_MATMUL(mm_q4_0, B_Q40)
+AVX512_MATMUL(mm_q4_1, B_Q41)
+AVX512_MATMUL(mm_q5_0, B_Q50)
+AVX512_MATMUL(mm_q5_1, B_Q51)
+AVX512_MATMUL(mm_q8_0, B_Q80)
 AVX512_MATMUL(mm_q4_K, B_Q4_K)
 AVX512_MATMUL(mm_q5_K, B_Q5_K)
 AVX512_MATMUL(mm_q6_K, B_Q6_K)
@@ -210,6 +322,11 @@ AVX512_MATMUL(mm_q6_K, B_Q6_K)
 void cpu_kernels_avx512_fill(struct cpu_kernels *t)
 {
 	t->name = "avx512";
+	t->matmul[CPU_W_Q4_0] = mm_q4_0;
+	t->matmul[CPU_W_Q4_1] = mm_q4_1;
+	t->matmul[CPU_W_Q5_0] = mm_q5_0;
+	t->matmul[CPU_W_Q5_1] = mm_q5_1;
+	t->matmul[CPU_W_Q8_0] = mm_q8_0;
 	t->matmul[CPU_W_Q4_K] = mm_q4_K;
 	t->matmul[CPU_W_Q5_K] = mm_q5_K;
 	t->matmul[CPU_W_Q6_K] = mm_q6_K;

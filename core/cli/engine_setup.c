@@ -1,0 +1,109 @@
+/* What the CLI adds to a fresh engine: context lookup as configured, and
+ * the cost curve of this model on this machine, measured once and cached
+ * under the model cache ($SKIPPER_CACHE_DIR/costs). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "error.h"
+
+/* The CPU's model name, as lscpu prints it. */
+static void cpu_model(char *buf, size_t n)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[512];
+	snprintf(buf, n, "unknown cpu");
+	while (f && fgets(line, sizeof line, f)) {
+		char *c = strchr(line, ':');
+		if (strncmp(line, "model name", 10) == 0 && c) {
+			snprintf(buf, n, "%s", c + 2);
+			buf[strcspn(buf, "\n")] = 0;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+/* $SKIPPER_CACHE_DIR/costs/NAME-XXXXXXXX.costs, the hash over everything
+ * the costs depend on: model file, machine, backend, threads, forced ISA.
+ * The directory is made if needed. NULL when there is no writable cache. */
+static char *cost_cache_path(const struct cli_session *s)
+{
+	const char *base = getenv("SKIPPER_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	const char *isa = getenv("SKIPPER_CPU_ISA"), *model = skipper_gguf_path(s->model->gguf);
+	const char *file = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
+	char dir[4096], what[1024], cpu[256], *path;
+	long threads = 0;
+	uint64_t h = 1469598103934665603ull;
+
+	if (base)
+		snprintf(dir, sizeof dir, "%s/costs", base);
+	else if (xdg && *xdg)
+		snprintf(dir, sizeof dir, "%s/skipper/costs", xdg);
+	else
+		snprintf(dir, sizeof dir, "%s/.cache/skipper/costs", home ? home : ".");
+	if (mkdir(dir, 0777) && errno == ENOENT) {
+		char parent[4096];
+		snprintf(parent, sizeof parent, "%s", dir);
+		*strrchr(parent, '/') = 0;
+		mkdir(parent, 0777);
+		mkdir(dir, 0777);
+	}
+	if (access(dir, W_OK) != 0)
+		return NULL;
+	skipper_config_get_int(s->cfg, "model", "threads", &threads, NULL);
+	cpu_model(cpu, sizeof cpu);
+	snprintf(what, sizeof what, "%s|%llu|%s|%s|%ld|%ld|%s", file, (unsigned long long)skipper_gguf_file_size(s->model->gguf),
+	         cpu, s->be->ops->name, threads ? threads : sysconf(_SC_NPROCESSORS_ONLN), (long)s->be->n_ctx,
+	         isa ? isa : "");
+	for (const char *c = what; *c; c++)
+		h = (h ^ (uint8_t)*c) * 1099511628211ull;
+	if (!(path = malloc(strlen(dir) + strlen(file) + 32)))
+		return NULL;
+	sprintf(path, "%s/%s-%08x.costs", dir, file, (unsigned)(h ^ (h >> 32)));
+	return path;
+}
+
+int cli_engine_costs(struct cli_session *s, struct skipper_engine *e, const struct skipper_costs **out,
+                     struct skipper_error *err)
+{
+	char *path = cost_cache_path(s);
+	if (path && access(path, R_OK) != 0 && isatty(STDERR_FILENO))
+		fprintf(stderr, "skipper: measuring what verification and drafting cost on this machine (once: %s)\n", path);
+	int rc = skipper_engine_costs(e, path, out, err);
+	free(path);
+	return rc;
+}
+
+int cli_engine_setup(struct cli_session *s, const struct skipper_config *cfg, const char *policy,
+                     struct skipper_engine *e)
+{
+	struct skipper_lookup_opts lk = { 0 };
+	struct skipper_error err = { 0 };
+	const struct skipper_costs *c;
+	long v;
+	int on = 0;
+
+	skipper_config_get_bool(cfg, "policy", "lookup", &on, NULL);
+	lk.enable = on || strcmp(policy, "lookup") == 0;
+	lk.min_ngram = skipper_config_get_int(cfg, "lookup", "min_ngram", &v, NULL) ? 1 : (int)v;
+	lk.max_ngram = skipper_config_get_int(cfg, "lookup", "max_ngram", &v, NULL) ? 4 : (int)v;
+	lk.max_draft = skipper_config_get_int(cfg, "lookup", "max_draft", &v, NULL) ? 16 : (int)v;
+	if (lk.min_ngram > lk.max_ngram) {
+		fprintf(stderr, "skipper: [lookup] min_ngram %d is above max_ngram %d\n", lk.min_ngram, lk.max_ngram);
+		return EXIT_USAGE;
+	}
+	skipper_engine_set_lookup(e, &lk);
+	/* plain decoding needs no costs; everything that drafts sizes its
+	 * drafts and guards itself with them */
+	if ((lk.enable || strcmp(policy, "none") != 0) && cli_engine_costs(s, e, &c, &err)) {
+		fprintf(stderr, "skipper: %s\n", err.msg);
+		return EXIT_FAILURE_GENERIC;
+	}
+	return EXIT_OK;
+}

@@ -1,0 +1,208 @@
+/* The cost curve of a backend and model on this machine (struct
+ * skipper_costs): timed passes, medians, and a small cache file so that a
+ * model is measured once per machine, backend and thread count.
+ *
+ * Passes are read-only (kv_write = 0) after a committed prefix of COST_CTX
+ * slots, so nothing a request left in the cache is touched and attention
+ * costs what it costs at a short, realistic context. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine_impl.h"
+#include "error.h"
+
+#define COST_CTX 128
+/* the row counts timed; the others are interpolated */
+static const int sizes[] = { 1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32 };
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Median seconds of reps passes of n rows with the given masks, every
+ * row's top-1 computed as a verification needs. */
+static int time_pass(struct skipper_engine *e, int n, const uint8_t *skip_attn, const uint8_t *skip_mlp,
+                     int reps, double *seconds, struct skipper_error *err)
+{
+	int32_t tok[SKIPPER_COST_MAX_ROWS], rows[SKIPPER_COST_MAX_ROWS], ids[SKIPPER_COST_MAX_ROWS];
+	float probs[SKIPPER_COST_MAX_ROWS];
+	double t[9];
+	int rc;
+
+	for (int i = 0; i < n; i++) {
+		tok[i] = (int32_t)((i * 7919 + 13) % e->n_vocab);
+		rows[i] = i;
+	}
+	struct skipper_forward fw = { .n = n, .tokens = tok, .n_past = COST_CTX, .kv_write = 0,
+	                              .skip_attn = skip_attn, .skip_mlp = skip_mlp, .n_out = n, .out_rows = rows,
+	                              .top_k = 1, .top_ids = ids, .top_probs = probs };
+	for (int r = 0; r < reps; r++) {
+		double t0 = engine_now();
+		if ((rc = e->be->ops->forward(e->be, &fw, err)))
+			return rc;
+		t[r] = engine_now() - t0;
+	}
+	qsort(t, (size_t)reps, sizeof *t, cmp_double);
+	*seconds = t[reps / 2];
+	return SKIPPER_OK;
+}
+
+static int measure(struct skipper_engine *e, struct skipper_costs *c, struct skipper_error *err)
+{
+	size_t L = (size_t)e->n_layer;
+	uint8_t *all = malloc(L ? L : 1), *none = calloc(L ? L : 1, 1);
+	double t, step, t_noattn, t_nomlp, t_head;
+	int rc;
+
+	if (!all || !none) {
+		free(all);
+		free(none);
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	}
+	memset(all, 1, L);
+	memset(c, 0, sizeof *c);
+	/* the first passes fault the weights in and warm the caches */
+	if ((rc = time_pass(e, 1, NULL, NULL, 3, &t, err)) || (rc = time_pass(e, 1, NULL, NULL, 9, &step, err)) ||
+	    (rc = time_pass(e, 1, all, none, 5, &t_noattn, err)) || (rc = time_pass(e, 1, none, all, 5, &t_nomlp, err)) ||
+	    (rc = time_pass(e, 1, all, all, 5, &t_head, err)))
+		goto out;
+	c->step_seconds = step;
+	c->head = c->draft_head = fmin(1.0, t_head / step);
+	c->attn = fmax(0.0, (step - t_noattn) / step / (double)L);
+	c->mlp = fmax(0.0, (step - t_nomlp) / step / (double)L);
+	c->verify[1] = 1.0;
+	int n_max = e->be->n_ctx - COST_CTX < SKIPPER_COST_MAX_ROWS ? e->be->n_ctx - COST_CTX : SKIPPER_COST_MAX_ROWS;
+	int prev = 1;
+	for (size_t i = 1; i < sizeof sizes / sizeof sizes[0] && sizes[i] <= n_max; i++) {
+		int n = sizes[i];
+		if ((rc = time_pass(e, n, NULL, NULL, n <= 8 ? 5 : 3, &t, err)))
+			goto out;
+		/* a bigger batch never costs less than a smaller one */
+		c->verify[n] = fmax(t / step, c->verify[prev]);
+		for (int m = prev + 1; m < n; m++)
+			c->verify[m] = c->verify[prev] + (c->verify[n] - c->verify[prev]) * (m - prev) / (n - prev);
+		prev = n;
+	}
+	c->n_max = prev;
+out:
+	free(all);
+	free(none);
+	return rc;
+}
+
+/* The cache file: "key value" lines; what the costs were measured for is
+ * part of it, so a file for another backend or shape is measured again. */
+static void identity(const struct skipper_engine *e, char *buf, size_t n)
+{
+	const struct skipper_model *m = e->be->model;
+	snprintf(buf, n, "%s %s %d layers %d embd %d vocab %llu bytes", e->be->ops->name, m->arch, m->hp.n_layer,
+	         m->hp.n_embd, m->hp.n_vocab, (unsigned long long)m->weight_bytes);
+}
+
+static int read_cache(const struct skipper_engine *e, const char *path, struct skipper_costs *c)
+{
+	FILE *f = fopen(path, "r");
+	char line[512], id[256], want[256];
+	int got_id = 0;
+
+	if (!f)
+		return -1;
+	identity(e, want, sizeof want);
+	memset(c, 0, sizeof *c);
+	while (fgets(line, sizeof line, f)) {
+		int n;
+		double v;
+		if (sscanf(line, "measured_for %255[^\n]", id) == 1)
+			got_id = strcmp(id, want) == 0;
+		else if (sscanf(line, "verify %d %lf", &n, &v) == 2 && n >= 1 && n <= SKIPPER_COST_MAX_ROWS &&
+		         v >= 0.5 && v < 1e4)
+			c->verify[n] = v, c->n_max = n > c->n_max ? n : c->n_max;
+		else if (sscanf(line, "step_seconds %lf", &v) == 1)
+			c->step_seconds = v;
+		else if (sscanf(line, "head %lf", &v) == 1)
+			c->head = c->draft_head = v;
+		else if (sscanf(line, "attn %lf", &v) == 1)
+			c->attn = v;
+		else if (sscanf(line, "mlp %lf", &v) == 1)
+			c->mlp = v;
+	}
+	fclose(f);
+	int good = got_id && c->n_max >= 1 && c->step_seconds > 0 && c->head >= 0 && c->head <= 1 && c->attn >= 0 &&
+	           c->mlp >= 0 && c->verify[1] == 1.0;
+	for (int n = 1; good && n <= c->n_max; n++)
+		good = c->verify[n] > 0;
+	return good ? 0 : -1;
+}
+
+static int write_cache(const struct skipper_engine *e, const char *path, const struct skipper_costs *c,
+                       struct skipper_error *err)
+{
+	size_t len = strlen(path);
+	char *tmp = malloc(len + 16), id[256];
+	FILE *f;
+	int rc = SKIPPER_OK;
+
+	if (!tmp)
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	snprintf(tmp, len + 16, "%s.tmp%ld", path, (long)getpid());
+	if (!(f = fopen(tmp, "w"))) {
+		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", tmp, strerror(errno));
+		free(tmp);
+		return rc;
+	}
+	identity(e, id, sizeof id);
+	fprintf(f, "# skipper cost curve: seconds of a pass over n rows / seconds of one decode step\n");
+	fprintf(f, "measured_for %s\nstep_seconds %.9g\nhead %.6f\nattn %.6f\nmlp %.6f\n", id, c->step_seconds, c->head,
+	        c->attn, c->mlp);
+	for (int n = 1; n <= c->n_max; n++)
+		fprintf(f, "verify %d %.4f\n", n, c->verify[n]);
+	if (fclose(f) != 0 || rename(tmp, path) != 0) {
+		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", path, strerror(errno));
+		unlink(tmp);
+	}
+	free(tmp);
+	return rc;
+}
+
+int skipper_engine_costs(struct skipper_engine *e, const char *cache_path, const struct skipper_costs **out,
+                         struct skipper_error *err)
+{
+	int rc;
+
+	if (!e->have_costs) {
+		if (!cache_path || read_cache(e, cache_path, &e->costs) != 0) {
+			if (e->be->n_ctx < COST_CTX + 2)
+				return skipper_fail(err, SKIPPER_ERR_RANGE, "a context of %d is too small to measure costs",
+				                    e->be->n_ctx);
+			if ((rc = measure(e, &e->costs, err)))
+				return rc;
+			/* a cache that cannot be written only costs a measurement next time */
+			if (cache_path) {
+				struct skipper_error ignore = { 0 };
+				write_cache(e, cache_path, &e->costs, &ignore);
+			}
+		}
+		e->have_costs = 1;
+	}
+	*out = &e->costs;
+	return SKIPPER_OK;
+}
+
+/* Cost of a pass over n rows, in decode steps (past the measured range: the
+ * last slope continues). */
+double engine_verify_cost(const struct skipper_engine *e, int n)
+{
+	const struct skipper_costs *c = &e->costs;
+	if (!e->have_costs)
+		return 1.0 + 0.15 * (n - 1); /* until measured: a cautious CPU-like guess */
+	if (n <= c->n_max)
+		return c->verify[n < 1 ? 1 : n];
+	double slope = c->n_max > 1 ? c->verify[c->n_max] - c->verify[c->n_max - 1] : 1.0;
+	return c->verify[c->n_max] + slope * (n - c->n_max);
+}

@@ -1,0 +1,54 @@
+/* Context-lookup drafts: n-gram matching over the token history and the
+ * acceptance model that sizes them (see lookup.h). */
+#include <string.h>
+
+#include "lookup.h"
+
+int lookup_propose(const int32_t *hist, int n, int min_ngram, int max_ngram, int max_out, int32_t *out,
+                   int *ngram)
+{
+	if (max_ngram > LOOKUP_MAX_NGRAM)
+		max_ngram = LOOKUP_MAX_NGRAM;
+	for (int g = max_ngram < n - 1 ? max_ngram : n - 1; g >= min_ngram && g >= 1; g--) {
+		const int32_t *key = hist + n - g;
+		/* most recent earlier occurrence: it has at least one token after it */
+		for (int j = n - g - 1; j >= 0; j--) {
+			if (hist[j] != key[0] || memcmp(hist + j, key, (size_t)g * sizeof *key) != 0)
+				continue;
+			int k = n - (j + g);
+			if (k > max_out)
+				k = max_out;
+			memcpy(out, hist + j + g, (size_t)k * sizeof *out);
+			*ngram = g;
+			return k;
+		}
+	}
+	*ngram = 0;
+	return 0;
+}
+
+/* Forgetting per recorded round: about the last 20 rounds of one length count. */
+#define DECAY 0.95
+
+double lookup_accept_rate(const struct lookup_stats *s, int n)
+{
+	/* prior: 3 of 4 proposed tokens accepted, worth 4 tokens of evidence */
+	return (s->hits[n] + 3.0) / (s->tries[n] + 4.0);
+}
+
+void lookup_record(struct lookup_stats *s, int n, int k, int accepted)
+{
+	s->hits[n] = DECAY * s->hits[n] + accepted;
+	/* the accepted tokens, and the one that was rejected if any */
+	s->tries[n] = DECAY * s->tries[n] + accepted + (accepted < k);
+}
+
+double lookup_expected(double a, int k)
+{
+	double e = 0, p = 1;
+	for (int i = 0; i < k; i++) {
+		p *= a;
+		e += p;
+	}
+	return e;
+}

@@ -1,0 +1,39 @@
+/* Context-lookup drafts (prompt lookup decoding): the tokens that followed
+ * the most recent earlier occurrence of the longest suffix n-gram of the
+ * prompt and output. No model pass at all; the engine verifies them like
+ * any draft. Internal to core/engine/. */
+#ifndef SKIPPER_LOOKUP_H
+#define SKIPPER_LOOKUP_H
+
+#include <stdint.h>
+
+#define LOOKUP_MAX_NGRAM 8
+
+/* Up to max_out tokens into out: the continuation of the longest suffix
+ * of hist[0..n) of length min_ngram..max_ngram that occurs earlier in hist
+ * (its most recent occurrence). Returns how many, 0 when nothing matches;
+ * *ngram gets the matched length. */
+int lookup_propose(const int32_t *hist, int n, int min_ngram, int max_ngram, int max_out, int32_t *out,
+                   int *ngram);
+
+/* How often proposals are accepted, per matched n-gram length: each
+ * proposed token is modelled as accepted with probability a (given the
+ * ones before it were), a estimated from the rounds seen with exponential
+ * forgetting. */
+struct lookup_stats {
+	double hits[LOOKUP_MAX_NGRAM + 1], tries[LOOKUP_MAX_NGRAM + 1];
+};
+
+/* a for matches of length n (an optimistic prior before any evidence, so
+ * a new kind of match is tried). */
+double lookup_accept_rate(const struct lookup_stats *s, int n);
+
+/* Record a round: k tokens proposed after an n-gram match, the first
+ * `accepted` of them accepted. */
+void lookup_record(struct lookup_stats *s, int n, int k, int accepted);
+
+/* Expected accepted tokens of a k-token proposal at per-token rate a:
+ * a + a^2 + ... + a^k. */
+double lookup_expected(double a, int k);
+
+#endif

@@ -1,0 +1,41 @@
+/* The built-in policies. Neither drafts with skipped layers: `none` makes
+ * every round one plain full-model step (the baseline every speedup is
+ * measured against); under `lookup` the engine's context lookup proposes
+ * the drafts, which the engine sizes and verifies itself. */
+#include <stdlib.h>
+
+#include "policy_builtin.h"
+
+static int builtin_create(const struct skipper_host *host, void *ctx, void **state)
+{
+	*state = NULL;
+	return SKIPPER_POLICY_OK;
+}
+
+static void builtin_destroy(void *state) {}
+
+const struct skipper_policy skipper_policy_none = {
+	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
+	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
+	.struct_size = sizeof(struct skipper_policy),
+	.name = "none",
+	.version = PACKAGE_VERSION,
+	.description = "plain autoregressive decoding (the baseline)",
+	.config_help = "",
+	.create = builtin_create,
+	.destroy = builtin_destroy,
+};
+
+const struct skipper_policy skipper_policy_lookup = {
+	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
+	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
+	.struct_size = sizeof(struct skipper_policy),
+	.name = "lookup",
+	.version = PACKAGE_VERSION,
+	.description = "context lookup: drafts copied from the prompt and output, no layer skipping",
+	.config_help = "[lookup] min_ngram = 1   shortest suffix n-gram to match\n"
+	               "[lookup] max_ngram = 4   longest suffix n-gram to match (tried first)\n"
+	               "[lookup] max_draft = 16  most tokens proposed per round\n",
+	.create = builtin_create,
+	.destroy = builtin_destroy,
+};
