@@ -176,6 +176,7 @@ static void run_open(struct run *r, const struct tp_state *policy)
 		BAIL(err.msg);
 	struct skipper_lookup_opts lk = { .enable = next_lookup, .min_ngram = 1, .max_ngram = 3, .max_draft = 8 };
 	skipper_engine_set_lookup(r->eng, &lk);
+	skipper_engine_set_guard(r->eng, 0); /* draft on this tiny model even where it does not pay */
 }
 
 static void run_close(struct run *r)
@@ -327,6 +328,32 @@ static void lookup_lossless(const int32_t *prompt, int n_prompt)
 		run_close(&ssd);
 	}
 	ok(drafted > 0 && accepted > 0, "lookup proposed and got tokens accepted (%d of %d)", accepted, drafted);
+	run_close(&ar);
+}
+
+/* The guard: a draft that is never accepted (every sub-layer skipped) is
+ * slower than plain steps whatever the machine, so drafting pauses; the
+ * output stays AR's. */
+static void guard_pauses(const int32_t *prompt, int n_prompt)
+{
+	struct skipper_gen_params gp = { .max_tokens = 96, .seed = 1 };
+	struct tp_state p = { .n_layer = model->hp.n_layer, .k = 4, .width = 1 };
+	struct run ar, ssd;
+	struct toks ref, got;
+	struct skipper_run_stats st;
+
+	mask_set(p.attn, "1", p.n_layer);
+	mask_set(p.mlp, "1", p.n_layer);
+	run_open(&ar, NULL);
+	run_open(&ssd, &p);
+	skipper_engine_set_guard(ssd.eng, 1);
+	if (generate(&ar, prompt, n_prompt, &gp, &ref, &st) || generate(&ssd, prompt, n_prompt, &gp, &got, &st))
+		BAIL("generation failed");
+	ok(got.n == ref.n && !memcmp(got.t, ref.t, ref.n * sizeof *ref.t), "guarded SSD == AR");
+	ok(st.backoffs >= 1 && st.drafted < 4 * (st.rounds / 2),
+	   "a draft that never pays is paused (%d pauses, %d tokens drafted over %d rounds, %d accepted)", st.backoffs,
+	   st.drafted, st.rounds, st.accepted);
+	run_close(&ssd);
 	run_close(&ar);
 }
 
@@ -547,6 +574,7 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width, int 
 			if (skipper_engine_new(ssd.be, tok, ssd.inst, &ssd.eng, &err))
 				BAIL(err.msg);
 			skipper_engine_set_lookup(ssd.eng, &lk);
+			skipper_engine_set_guard(ssd.eng, 0);
 		}
 		if (generate(&ssd, prompt, n_prompt, &gp, &got, &st))
 			break;
@@ -605,6 +633,7 @@ int main(void)
 		     test_backend_name(test_backend_kind()));
 		greedy_lossless(prompt, (int)n_prompt);
 		lookup_lossless(prompt, (int)n_prompt);
+		guard_pauses(prompt, (int)n_prompt);
 		state_captures(prompt, (int)n_prompt);
 		if (d == 0 && quick()) {
 			diag("SKIPPER_TEST_QUICK: sampling distribution not tested");

@@ -309,6 +309,7 @@ static void tiny(void)
 	    skipper_engine_new(be, tok, NULL, &ar, &err))
 		BAIL(err.msg);
 	env.engine = eng;
+	skipper_engine_set_guard(eng, 0); /* the search and its lossless check need drafting rounds */
 
 	/* requests until the search freezes (matchness > 0.95) or 40 requests */
 	for (int r = 0; r < 40 && !frozen; r++) {
@@ -346,6 +347,7 @@ static void tiny(void)
 		    skipper_engine_new(be, tok, inst2, &eng2, &err) || skipper_tokenize(tok, "ab", 2, 0, 0, &prompt, &n, &err))
 			BAIL(err.msg);
 		env2.engine = eng2;
+		skipper_engine_set_guard(eng2, 0); /* a poor draft on purpose: it must draft anyway */
 		sampling(model, tok, eng2, prompt, (int)n);
 		free(prompt);
 		skipper_engine_free(eng2);

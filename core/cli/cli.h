@@ -64,6 +64,15 @@ void cli_session_close(struct cli_session *s);
  * model and machine). Prints errors; returns an exit code. */
 int cli_engine_setup(struct cli_session *s, const struct skipper_config *cfg, const char *policy,
                      struct skipper_engine *e);
+/* [generate] draft_vocab: the first draft_vocab ids of the ranking
+ * ([generate] draft_vocab_file, else the model's draft-vocab.txt) as the
+ * engine's draft head. Prints errors; returns an exit code. */
+int cli_load_draft_vocab(struct cli_session *s, const struct skipper_config *cfg, struct skipper_engine *e);
+/* A file that goes with the loaded model: profiles/STEM/NAME (STEM = the
+ * model file's name without .gguf) in the skipper cache, each directory of
+ * $SKIPPER_DATA_PATH, then the installed data directory. malloc'ed path,
+ * or NULL when none exists. */
+char *cli_model_data_file(const struct cli_session *s, const char *name);
 /* The engine's cost curve, from the cache or measured (a note on a TTY). */
 int cli_engine_costs(struct cli_session *s, struct skipper_engine *e, const struct skipper_costs **out,
                      struct skipper_error *err);
@@ -89,5 +98,6 @@ int cmd_info(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_policies(int argc, char **argv);
+int cmd_vocab(int argc, char **argv);
 
 #endif

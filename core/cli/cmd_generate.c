@@ -118,8 +118,46 @@ json_t *cli_stats_json(const struct skipper_run_stats *st)
 struct gen_opts {
 	struct cli_common c;
 	const char *prompt, *prompt_file;
-	int stats, json;
+	int stats, json, profile;
 };
+
+/* --timing: where the backend's time went, one-row passes (decode and
+ * draft steps) beside multi-row ones (verification, prefill), per pass. */
+static void print_profile(FILE *f, const struct skipper_backend_profile *p, const struct skipper_run_stats *st)
+{
+	static const char *const what[SKIPPER_PROF_N] = {
+		[SKIPPER_PROF_QKV] = "Q/K/V projections", [SKIPPER_PROF_ATTN_OUT] = "attention output projection",
+		[SKIPPER_PROF_GATE_UP] = "MLP gate + up projections", [SKIPPER_PROF_DOWN] = "MLP down projection",
+		[SKIPPER_PROF_HEAD] = "final norm + LM head", [SKIPPER_PROF_ATTENTION] = "attention over the cache",
+		[SKIPPER_PROF_QUANT] = "activation quantisation", [SKIPPER_PROF_ROWWISE] = "norms, RoPE, adds, K/V stores",
+		[SKIPPER_PROF_TOPK] = "softmax / top-k",
+	};
+	double tot[2] = { 0, 0 };
+	for (int m = 0; m < 2; m++)
+		for (int k = 0; k < SKIPPER_PROF_N; k++)
+			tot[m] += p->seconds[m][k];
+	fprintf(f, "\n--- profile: ms per pass (share) ---\n");
+	fprintf(f, "%-32s %22s %26s\n", "", "1-row passes", "multi-row passes");
+	fprintf(f, "%-32s %22lld %17lld (%5.1f rows)\n", "passes", p->passes[0], p->passes[1],
+	        p->passes[1] ? (double)p->rows[1] / p->passes[1] : 0.0);
+	for (int k = 0; k < SKIPPER_PROF_N; k++) {
+		fprintf(f, "%-32s", what[k]);
+		for (int m = 0; m < 2; m++)
+			fprintf(f, m ? "   %10.3f ms (%5.1f%%)" : " %12.3f ms (%5.1f%%)",
+			        p->passes[m] ? 1e3 * p->seconds[m][k] / p->passes[m] : 0.0,
+			        tot[m] > 0 ? 100.0 * p->seconds[m][k] / tot[m] : 0.0);
+		fputc('\n', f);
+	}
+	fprintf(f, "%-32s", "total");
+	for (int m = 0; m < 2; m++)
+		fprintf(f, m ? "   %10.3f ms         " : " %12.3f ms         ", p->passes[m] ? 1e3 * tot[m] / p->passes[m] : 0.0);
+	fprintf(f, "\n%-32s", "  of which waiting for threads");
+	for (int m = 0; m < 2; m++)
+		fprintf(f, m ? "   %10.3f ms (%5.1f%%)" : " %12.3f ms (%5.1f%%)", p->passes[m] ? 1e3 * p->wait[m] / p->passes[m] : 0.0,
+		        tot[m] > 0 ? 100.0 * p->wait[m] / tot[m] : 0.0);
+	fprintf(f, "\nengine outside the backend: sampling and acceptance %.3f s, policy hooks %.3f s\n", st->t_sample,
+	        st->t_policy);
+}
 
 /* Command line into o; returns -1 to go on, else the exit code. */
 static int parse_args(struct gen_opts *o, int argc, char **argv)
@@ -138,6 +176,8 @@ static int parse_args(struct gen_opts *o, int argc, char **argv)
 			o->stats = 1;
 		} else if (strcmp(argv[i], "--json") == 0) {
 			o->json = 1;
+		} else if (strcmp(argv[i], "--timing") == 0) {
+			o->profile = 1;
 		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			usage(stdout);
 			return EXIT_OK;
@@ -227,6 +267,13 @@ int cmd_generate(int argc, char **argv)
 	skipper_detok_init(&o.dt, s.tok, 0);
 	o.tok = s.tok;
 	o.stream = !opt.json;
+	if (opt.profile && !s.be->ops->profile) {
+		fprintf(stderr, "skipper generate: --timing: the %s backend does not time its work\n", s.be->ops->name);
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if (opt.profile)
+		s.be->ops->profile(s.be, 1, NULL);
 	rc = skipper_engine_generate(s.engine, ids, (int)n_ids, &s.gen, on_token, &o, &st, &err);
 	size_t n = skipper_detok_flush(&o.dt, buf, sizeof buf);
 	if (o.stream)
@@ -240,6 +287,11 @@ int cmd_generate(int argc, char **argv)
 		goto out;
 	}
 	report(&opt, &s, &o, &st);
+	if (opt.profile) {
+		struct skipper_backend_profile prof;
+		s.be->ops->profile(s.be, 0, &prof);
+		print_profile(stderr, &prof, &st);
+	}
 	rc = cli_interrupted ? EXIT_INTERRUPTED : EXIT_OK;
 out:
 	free(ids);

@@ -61,12 +61,48 @@ static char *cost_cache_path(const struct cli_session *s)
 	snprintf(what, sizeof what, "%s|%llu|%s|%s|%ld|%ld|%s", file, (unsigned long long)skipper_gguf_file_size(s->model->gguf),
 	         cpu, s->be->ops->name, threads ? threads : sysconf(_SC_NPROCESSORS_ONLN), (long)s->be->n_ctx,
 	         isa ? isa : "");
+	/* the draft vocabulary is in the file's measured_for line: a change re-measures */
 	for (const char *c = what; *c; c++)
 		h = (h ^ (uint8_t)*c) * 1099511628211ull;
 	if (!(path = malloc(strlen(dir) + strlen(file) + 32)))
 		return NULL;
 	sprintf(path, "%s/%s-%08x.costs", dir, file, (unsigned)(h ^ (h >> 32)));
 	return path;
+}
+
+char *cli_model_data_file(const struct cli_session *s, const char *name)
+{
+	const char *model = skipper_gguf_path(s->model->gguf), *env = getenv("SKIPPER_DATA_PATH");
+	const char *base = getenv("SKIPPER_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	const char *file = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
+	char stem[512], cache[4096], *dirs, *path;
+	size_t sl = strlen(file);
+
+	/* the model file's name without .gguf names its directory */
+	snprintf(stem, sizeof stem, "%.*s", (int)(sl > 5 && !strcmp(file + sl - 5, ".gguf") ? sl - 5 : sl), file);
+	if (base)
+		snprintf(cache, sizeof cache, "%s", base);
+	else if (xdg && *xdg)
+		snprintf(cache, sizeof cache, "%s/skipper", xdg);
+	else
+		snprintf(cache, sizeof cache, "%s/.cache/skipper", home ? home : ".");
+	/* the cache, $SKIPPER_DATA_PATH (a colon list), the installed data */
+	size_t len = strlen(cache) + (env ? strlen(env) : 0) + strlen(SKIPPER_DATADIR) + 3;
+	if (!(dirs = malloc(len)))
+		return NULL;
+	snprintf(dirs, len, "%s:%s:%s", cache, env ? env : "", SKIPPER_DATADIR);
+	for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		if (!*d || !(path = malloc(strlen(d) + strlen(stem) + strlen(name) + 16)))
+			continue;
+		sprintf(path, "%s/profiles/%s/%s", d, stem, name);
+		if (access(path, R_OK) == 0) {
+			free(dirs);
+			return path;
+		}
+		free(path);
+	}
+	free(dirs);
+	return NULL;
 }
 
 int cli_engine_costs(struct cli_session *s, struct skipper_engine *e, const struct skipper_costs **out,
@@ -99,6 +135,12 @@ int cli_engine_setup(struct cli_session *s, const struct skipper_config *cfg, co
 		return EXIT_USAGE;
 	}
 	skipper_engine_set_lookup(e, &lk);
+	int guard = 1;
+	skipper_config_get_bool(cfg, "policy", "guard", &guard, NULL);
+	skipper_engine_set_guard(e, guard);
+	int rc = cli_load_draft_vocab(s, cfg, e);
+	if (rc)
+		return rc;
 	/* plain decoding needs no costs; everything that drafts sizes its
 	 * drafts and guards itself with them */
 	if ((lk.enable || strcmp(policy, "none") != 0) && cli_engine_costs(s, e, &c, &err)) {

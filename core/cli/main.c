@@ -14,6 +14,7 @@ static const struct {
 	{ "generate", cmd_generate, "generate text (self-speculative decoding with the configured policy)" },
 	{ "bench", cmd_bench, "compare policies on Spec-Bench style prompts" },
 	{ "calibrate", cmd_calibrate, "search a policy's skip sets offline and write its profile" },
+	{ "vocab", cmd_vocab, "rank a model's vocabulary over a corpus, for [generate] draft_vocab" },
 	{ "info", cmd_info, "describe a model file" },
 	{ "policies", cmd_policies, "list installed policy plugins" },
 	{ "pull", cmd_pull, "download model or profile files from a Hugging Face-compatible hub" },

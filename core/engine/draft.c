@@ -31,18 +31,27 @@ int engine_draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, i
 			.skip_attn = e->skip_attn, .skip_mlp = e->skip_mlp,
 			.n_out = 1, .out_rows = &row, .top_k = e->top_k,
 			.top_ids = &e->d_top_ids[n * e->top_k], .top_probs = &e->d_top_probs[n * e->top_k],
-			.logits = lg,
+			.logits = lg && e->draft_n ? e->sub_logits : lg, .head_subset = e->draft_n > 0,
 		};
 		if ((rc = e->be->ops->forward(e->be, &fw, err)))
 			return rc;
+		if (lg && e->draft_n) {
+			/* the draft's logits live on the subset: -inf elsewhere */
+			for (int i = 0; i < e->n_vocab; i++)
+				lg[i] = -INFINITY;
+			for (int i = 0; i < e->draft_n; i++)
+				lg[e->draft_ids[i]] = e->sub_logits[i];
+		}
 		if (r->greedy) {
 			e->d_tok[n] = e->d_top_ids[n * e->top_k];
 			e->d_prob[n] = e->d_top_probs[n * e->top_k];
 		} else {
+			double ts = engine_now();
 			float *q = &e->d_q[(size_t)n * e->n_vocab];
 			skipper_process_logits(&r->gp->sampling, lg, e->n_vocab, q, e->scratch);
 			e->d_tok[n] = skipper_sample_probs(q, e->n_vocab, &e->rng);
 			e->d_prob[n] = raw_prob(lg, e->n_vocab, e->d_tok[n]);
+			r->st->t_sample += engine_now() - ts;
 		}
 		x = e->d_tok[n];
 		n++;

@@ -76,7 +76,46 @@ void skipper_engine_free(struct skipper_engine *e)
 	free(e->cap);
 	free(e->cap_sel);
 	free(e->hist);
+	free(e->draft_ids);
+	free(e->sub_logits);
 	free(e);
+}
+
+int skipper_engine_set_draft_vocab(struct skipper_engine *e, const int32_t *ids, int n, struct skipper_error *err)
+{
+	int rc;
+	if (n < 0 || n > e->n_vocab)
+		return skipper_fail(err, SKIPPER_ERR_ARG, "draft vocabulary of %d tokens (the model has %d)", n, e->n_vocab);
+	if (n == e->n_vocab)
+		n = 0; /* the whole vocabulary: the full head */
+	if (!e->be->ops->set_head_subset) {
+		e->draft_n = 0;
+		return SKIPPER_OK;
+	}
+	if ((rc = e->be->ops->set_head_subset(e->be, ids, n, err)))
+		return rc;
+	free(e->draft_ids);
+	free(e->sub_logits);
+	e->draft_ids = NULL;
+	e->sub_logits = NULL;
+	e->draft_n = 0;
+	if (n > 0) {
+		e->draft_ids = malloc(sizeof *e->draft_ids * (size_t)n);
+		e->sub_logits = malloc(sizeof *e->sub_logits * (size_t)n);
+		if (!e->draft_ids || !e->sub_logits) {
+			e->be->ops->set_head_subset(e->be, NULL, 0, err);
+			return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+		}
+		memcpy(e->draft_ids, ids, sizeof *ids * (size_t)n);
+		e->draft_n = n;
+	}
+	e->have_costs = 0; /* a draft step costs something else now */
+	return SKIPPER_OK;
+}
+
+void skipper_engine_set_guard(struct skipper_engine *e, int on)
+{
+	e->no_guard = !on;
 }
 
 void skipper_engine_set_lookup(struct skipper_engine *e, const struct skipper_lookup_opts *o)
@@ -280,20 +319,22 @@ static double plain_rate(const struct skipper_engine *e)
 }
 
 /* Whether a draft source may draft this round (and one round of its pause
- * served if not). */
-static int guard_open(struct guard *g)
+ * served if not). Without a measured plain step there is nothing to
+ * compare with: every fifth round is then a plain one until there is. */
+static int guard_open(const struct skipper_engine *e, struct guard *g)
 {
 	if (g->pause > 0) {
 		g->pause--;
 		return 0;
 	}
-	return 1;
+	return e->no_guard || plain_rate(e) > 0 || g->rounds % 5 != 4;
 }
 
 /* A drafting round of source g committed tok tokens in sec seconds. When
  * the source's recent rounds yield fewer tokens per second than plain steps
- * do, it pauses (8 rounds, doubling while probes keep failing, at most 256)
- * and is probed again afterwards: speculation never costs more than noise. */
+ * do, it pauses (8 rounds, doubling while probes keep failing, at most 256,
+ * or 32 for lookup) and is probed again afterwards: speculation never costs
+ * more than noise. */
 static void guard_record(struct skipper_engine *e, struct guard *g, double tok, double sec,
                          struct skipper_run_stats *st)
 {
@@ -301,11 +342,14 @@ static void guard_record(struct skipper_engine *e, struct guard *g, double tok, 
 	g->tok = 0.75 * g->tok + tok;
 	g->sec = 0.75 * g->sec + sec;
 	g->rounds++;
-	if (plain <= 0 || g->rounds < 4)
+	if (plain <= 0 || g->rounds < 4 || e->no_guard)
 		return;
 	if (g->tok / g->sec < 0.98 * plain) {
+		/* lookup costs nothing to propose and knows from its own statistics
+		 * when it stops paying: short pauses; drafting sources longer ones */
+		int max = g == &e->guard[GUARD_LOOKUP] ? 32 : 256;
 		g->pause = g->pause_len ? g->pause_len : 8;
-		g->pause_len = 2 * g->pause < 256 ? 2 * g->pause : 256;
+		g->pause_len = 2 * g->pause < max ? 2 * g->pause : max;
 		g->tok = g->sec = 0;
 		g->rounds = 0;
 		st->backoffs++;
@@ -373,9 +417,9 @@ static int plan_round(struct skipper_engine *e, struct round_ctx *r, int *n_draf
 		return skipper_fail(err, SKIPPER_ERR_RANGE, "context of %d tokens is full (raise [model] ctx)", n_ctx);
 	if (cap < 0)
 		cap = 0;
-	if (e->lk.enable && cap > 0 && guard_open(&e->guard[GUARD_LOOKUP]))
+	if (e->lk.enable && cap > 0 && guard_open(e, &e->guard[GUARD_LOOKUP]))
 		lookup_plan(e, cap);
-	int pcap = (e->pol || e->fixed_max_draft > 0) && !guard_open(&e->guard[GUARD_SKIP]) ? 0 : cap;
+	int pcap = (e->pol || e->fixed_max_draft > 0) && !guard_open(e, &e->guard[GUARD_SKIP]) ? 0 : cap;
 	if (!r->greedy && e->lk_n > 0)
 		pcap = 0;
 	memset(e->skip_attn, 0, (size_t)e->n_layer);

@@ -29,6 +29,7 @@ struct skipper_run_stats {
 	int rounds;          /* verification passes (AR: one per decoded token after the first) */
 	int drafted, accepted;
 	double t_prefill, t_draft, t_verify, t_policy, t_total; /* policy = time inside its hooks */
+	double t_sample;     /* sampling and acceptance on the host (inside draft and verify) */
 	double alpha;        /* accepted / drafted (0 when nothing was drafted) */
 	int lookup_drafted, lookup_accepted; /* of drafted / accepted: context-lookup candidates */
 	int backoffs;        /* times drafting was found slower than plain steps and paused */
@@ -84,6 +85,22 @@ struct skipper_lookup_opts {
 	int max_draft;            /* tokens per round, 1..32 */
 };
 void skipper_engine_set_lookup(struct skipper_engine *e, const struct skipper_lookup_opts *o);
+
+/* The guard ([policy] guard): a draft source whose recent rounds yield
+ * fewer tokens per second than plain steps pauses and is probed again
+ * later. On by default; off lets a policy draft whatever it costs (for
+ * studying a method, or testing it on a model too small to gain). */
+void skipper_engine_set_guard(struct skipper_engine *e, int on);
+
+/* Draft passes compute the LM head over these n vocabulary ids only
+ * ([generate] draft_vocab: the most frequent tokens), so a draft step does
+ * not pay for the whole head; verification always uses the full head, so
+ * greedy output stays identical and sampling exact (the draft's q lives on
+ * the subset; a target token outside it is simply never drafted). n = 0
+ * restores the full head. A backend that cannot narrow its head keeps the
+ * full one (still exact). Call outside a request, before
+ * skipper_engine_costs. */
+int skipper_engine_set_draft_vocab(struct skipper_engine *e, const int32_t *ids, int n, struct skipper_error *err);
 
 /* The cost curve of this engine's backend and model on this machine
  * (struct skipper_costs, skipper/policy.h): read from cache_path when that

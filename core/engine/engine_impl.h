@@ -65,6 +65,10 @@ struct skipper_engine {
 	struct lookup_stats lk_stats;
 	int32_t lk_tok[MAX_DRAFT], lk_row[MAX_DRAFT];
 	int lk_n, lk_ngram;
+	/* draft head over a vocabulary subset (0 = full head) */
+	int draft_n;
+	int32_t *draft_ids;
+	float *sub_logits;    /* [draft_n] a draft step's subset logits (sampling) */
 	/* measured costs (costs.c) */
 	struct skipper_costs costs;
 	int have_costs;
@@ -76,6 +80,7 @@ struct skipper_engine {
 		int pause_len;     /* next pause, doubled by each failed probe */
 	} guard[2];
 	double plain_tok, plain_sec; /* recent plain rounds, decayed */
+	int no_guard;         /* skipper_engine_set_guard(e, 0) */
 	double skip_hits, skip_tries; /* the policy drafts' tokens accepted / tried, decayed */
 };
 

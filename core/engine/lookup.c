@@ -27,20 +27,28 @@ int lookup_propose(const int32_t *hist, int n, int min_ngram, int max_ngram, int
 	return 0;
 }
 
-/* Forgetting per recorded round: about the last 20 rounds of one length count. */
-#define DECAY 0.95
+/* Evidence kept per round: about the last 30 rounds count. */
+#define DECAY 0.97
 
 double lookup_accept_rate(const struct lookup_stats *s, int n)
 {
 	/* prior: 3 of 4 proposed tokens accepted, worth 4 tokens of evidence */
-	return (s->hits[n] + 3.0) / (s->tries[n] + 4.0);
+	return (s->hits[n][s->streak] + 3.0) / (s->tries[n][s->streak] + 4.0);
 }
 
 void lookup_record(struct lookup_stats *s, int n, int k, int accepted)
 {
-	s->hits[n] = DECAY * s->hits[n] + accepted;
+	for (int g = 0; g <= LOOKUP_MAX_NGRAM; g++)
+		for (int t = 0; t < 2; t++) {
+			s->hits[g][t] *= DECAY;
+			s->tries[g][t] *= DECAY;
+		}
+	if (k <= 0)
+		return;
+	s->hits[n][s->streak] += accepted;
 	/* the accepted tokens, and the one that was rejected if any */
-	s->tries[n] = DECAY * s->tries[n] + accepted + (accepted < k);
+	s->tries[n][s->streak] += accepted + (accepted < k);
+	s->streak = accepted == k;
 }
 
 double lookup_expected(double a, int k)

@@ -16,20 +16,22 @@
 int lookup_propose(const int32_t *hist, int n, int min_ngram, int max_ngram, int max_out, int32_t *out,
                    int *ngram);
 
-/* How often proposals are accepted, per matched n-gram length: each
- * proposed token is modelled as accepted with probability a (given the
- * ones before it were), a estimated from the rounds seen with exponential
- * forgetting. */
+/* How often proposals are accepted, per matched n-gram length and per
+ * whether the previous proposal was accepted whole (copying tends to go
+ * on): each proposed token is modelled as accepted with probability a
+ * (given the ones before it were), a estimated from recent rounds. The
+ * evidence fades every round, proposals or not, so a kind of match that
+ * stopped being tried drifts back to the prior and is probed again. */
 struct lookup_stats {
-	double hits[LOOKUP_MAX_NGRAM + 1], tries[LOOKUP_MAX_NGRAM + 1];
+	double hits[LOOKUP_MAX_NGRAM + 1][2], tries[LOOKUP_MAX_NGRAM + 1][2];
+	int streak; /* the last proposal was accepted whole */
 };
 
-/* a for matches of length n (an optimistic prior before any evidence, so
- * a new kind of match is tried). */
+/* a for a match of length n now. */
 double lookup_accept_rate(const struct lookup_stats *s, int n);
 
 /* Record a round: k tokens proposed after an n-gram match, the first
- * `accepted` of them accepted. */
+ * `accepted` of them accepted (k = 0: nothing proposed, only time passes). */
 void lookup_record(struct lookup_stats *s, int n, int k, int accepted);
 
 /* Expected accepted tokens of a k-token proposal at per-token rate a:

@@ -415,10 +415,12 @@ int engine_verify(struct skipper_engine *e, struct round_ctx *r, int n_draft, st
 	r->st->t_verify += engine_now() - t0;
 	r->st->rounds++;
 
+	double ts = engine_now();
 	n_acc = r->greedy ? accept_greedy(e, n_rows, path, &bonus) : accept_sample(e, r, n_rows, n_draft, path, &bonus);
+	r->st->t_sample += engine_now() - ts;
 	int pol_drafted = r->lookup_only ? 0 : n_draft, pol_acc = 0, lk_acc = 0;
 	count_sources(e, r, path, n_acc, &pol_acc, &lk_acc);
-	if (e->lk_n > 0)
+	if (e->lk.enable)
 		lookup_record(&e->lk_stats, e->lk_ngram, e->lk_n, lk_acc);
 	if (pol_drafted > 0) {
 		e->skip_hits = 0.9 * e->skip_hits + pol_acc;

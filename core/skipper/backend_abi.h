@@ -168,6 +168,10 @@ struct skipper_forward {
 	int32_t *top_ids;             /* [n_out][top_k], descending prob, ties by lower id */
 	float *top_probs;             /* [n_out][top_k] */
 	float *logits;                /* [n_out][n_vocab] raw logits, or NULL */
+	int head_subset;              /* 1: the head covers only the ids given to set_head_subset
+	                                 (top-k among them, ids as vocabulary ids; logits
+	                                 [n_out][n_subset] in that order). A backend without
+	                                 set_head_subset ignores it: the full head is exact too */
 
 	/* --- hidden-state captures --- */
 	int n_cap_layers;             /* layers to capture; state AFTER block l (l = -1: embeddings) */
@@ -178,6 +182,28 @@ struct skipper_forward {
 	int n_cap_rows;
 	const int32_t *cap_rows;      /* [n_cap_rows] batch row indices */
 	float *captures;              /* [n_cap_rows][n_cap_layers][n_embd] */
+};
+
+/* Where a backend's time goes (skipper generate --profile): seconds per
+ * kind of work, apart for one-row passes (decode and draft steps) and
+ * passes of several rows (verification and prefill). */
+enum skipper_prof_kind {
+	SKIPPER_PROF_QKV,       /* Q/K/V projections */
+	SKIPPER_PROF_ATTN_OUT,  /* attention output projection */
+	SKIPPER_PROF_GATE_UP,   /* MLP gate and up projections */
+	SKIPPER_PROF_DOWN,      /* MLP down projection */
+	SKIPPER_PROF_HEAD,      /* final norm and LM head */
+	SKIPPER_PROF_ATTENTION, /* attention over the cache */
+	SKIPPER_PROF_QUANT,     /* quantising activations for the integer kernels */
+	SKIPPER_PROF_ROWWISE,   /* norms, RoPE, biases, residual adds, K/V stores, embeddings */
+	SKIPPER_PROF_TOPK,      /* softmax / top-k over the vocabulary */
+	SKIPPER_PROF_N
+};
+
+struct skipper_backend_profile {
+	double seconds[2][SKIPPER_PROF_N]; /* [0]: one-row passes, [1]: multi-row */
+	double wait[2];                    /* of those seconds, waiting for other threads */
+	long long passes[2], rows[2];
 };
 
 struct skipper_backend;
@@ -215,6 +241,16 @@ struct skipper_backend_ops {
 	 * ctx_len cached positions (measured; synchronised on devices). */
 	int (*time_sublayer)(struct skipper_backend *be, int kind, int layer, int ctx_len,
 	                     double *seconds, struct skipper_error *err);
+
+	/* The vocabulary ids (distinct, in [0, n_vocab)) a head_subset forward
+	 * computes logits for, kept until the next call; n = 0 drops the
+	 * subset. NULL: not supported (forwards then ignore head_subset). */
+	int (*set_head_subset)(struct skipper_backend *be, const int32_t *ids, int n,
+	                       struct skipper_error *err);
+
+	/* Start (on = 1: from zero) or stop (on = 0) profiling; *out, when not
+	 * NULL, gets the totals so far. NULL: no profile. */
+	void (*profile)(struct skipper_backend *be, int on, struct skipper_backend_profile *out);
 
 	void (*destroy)(struct skipper_backend *be);
 };

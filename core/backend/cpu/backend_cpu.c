@@ -18,6 +18,13 @@ static struct cpu_backend *cpu(struct skipper_backend *be)
 	return (struct cpu_backend *)be;
 }
 
+double cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* ---------- creation ---------- */
 
 static void cpu_destroy(struct skipper_backend *base)
@@ -49,6 +56,8 @@ static void cpu_destroy(struct skipper_backend *base)
 	free(be->logits);
 	free(be->scores);
 	free(be->anc);
+	free((void *)be->sub_head.data);
+	free(be->sub_ids);
 	free(be);
 }
 
@@ -277,10 +286,12 @@ static void capture(struct cpu_backend *be, const struct skipper_forward *fw, in
 	}
 }
 
-/* Head for the requested rows that fall in chunk [r0, r0 + nr). */
+/* Head for the requested rows that fall in chunk [r0, r0 + nr): over the
+ * whole vocabulary, or over the draft subset with its ids mapped back. */
 static void head_chunk(struct cpu_backend *be, const struct skipper_forward *fw, int r0, int nr)
 {
-	size_t ne = (size_t)be->n_embd, nv = (size_t)be->n_vocab;
+	int subset = fw->head_subset && be->sub_ids;
+	size_t ne = (size_t)be->n_embd, nv = (size_t)be->n_vocab, nl = subset ? (size_t)be->sub_head.ne1 : nv;
 	int idx[CPU_HEAD_CHUNK], m = 0;
 
 	for (int i = 0; i <= fw->n_out; i++) {
@@ -293,15 +304,18 @@ static void head_chunk(struct cpu_backend *be, const struct skipper_forward *fw,
 			idx[m++] = i;
 		}
 		if (m == CPU_HEAD_CHUNK || (i == fw->n_out && m > 0)) {
-			cpu_head_logits(be, be->proj, ne, m);
+			cpu_head_logits(be, be->proj, ne, m, subset);
 			for (int j = 0; j < m; j++) {
 				const float *lg = be->logits + (size_t)j * nv;
 				int o = idx[j];
 				if (fw->logits)
-					memcpy(fw->logits + (size_t)o * nv, lg, nv * sizeof(float));
-				if (fw->top_k > 0)
-					cpu_topk(lg, (int)nv, fw->top_k, fw->top_ids + (size_t)o * fw->top_k,
-					         fw->top_probs + (size_t)o * fw->top_k);
+					memcpy(fw->logits + (size_t)o * nl, lg, nl * sizeof(float));
+				if (fw->top_k > 0) {
+					int32_t *ids = fw->top_ids + (size_t)o * fw->top_k;
+					cpu_topk(lg, (int)nl, fw->top_k, ids, fw->top_probs + (size_t)o * fw->top_k);
+					for (int k = 0; subset && k < fw->top_k; k++)
+						ids[k] = be->sub_ids[ids[k]];
+				}
 			}
 			m = 0;
 		}
@@ -325,6 +339,13 @@ static int cpu_forward(struct skipper_backend *base, const struct skipper_forwar
 		.n = fw->n, .n_past = fw->n_past, .parent = fw->parent, .kv_write = fw->kv_write,
 		.skip_attn = fw->skip_attn, .skip_mlp = fw->skip_mlp,
 	};
+	if (be->prof_on) {
+		be->prof_multi = fw->n > 1;
+		be->prof_t = cpu_now();
+		be->prof_cat = SKIPPER_PROF_ROWWISE;
+		be->prof.passes[be->prof_multi]++;
+		be->prof.rows[be->prof_multi] += fw->n;
+	}
 	for (int r0 = 0; r0 < fw->n; r0 += CPU_CHUNK) {
 		int nr = fw->n - r0 < CPU_CHUNK ? fw->n - r0 : CPU_CHUNK;
 		for (int r = 0; r < nr; r++) {
@@ -346,6 +367,10 @@ static int cpu_forward(struct skipper_backend *base, const struct skipper_forwar
 			capture(be, fw, fw->cap_sublayers ? 2 * l + 1 : l, r0, nr);
 		}
 		head_chunk(be, fw, r0, nr);
+	}
+	if (be->prof_on) {
+		cpu_prof_switch(be, SKIPPER_PROF_ROWWISE);
+		be->prof.wait[be->prof_multi] += skipper_threadpool_waited(be->tp);
 	}
 	return 0;
 }
@@ -412,6 +437,8 @@ static int cpu_sublayer(struct skipper_backend *base, int kind, int layer, int n
 	if ((rc = grow_scratch(be, n, err)))
 		return rc;
 	struct cpu_batch b = { .n = n, .n_past = n_past, .parent = NULL, .kv_write = 0 };
+	int prof = be->prof_on; /* a policy's service, not a pass */
+	be->prof_on = 0;
 	for (int r0 = 0; r0 < n; r0 += CPU_CHUNK) {
 		int nr = n - r0 < CPU_CHUNK ? n - r0 : CPU_CHUNK;
 		memcpy(be->h, states + (size_t)r0 * ne, (size_t)nr * ne * sizeof(float));
@@ -425,6 +452,7 @@ static int cpu_sublayer(struct skipper_backend *base, int kind, int layer, int n
 		}
 		memcpy(states + (size_t)r0 * ne, be->h, (size_t)nr * ne * sizeof(float));
 	}
+	be->prof_on = prof;
 	return 0;
 }
 
@@ -436,20 +464,16 @@ static int cpu_head_argmax(struct skipper_backend *base, int n, const float *sta
 
 	if (n < 0 || (n > 0 && (!states || !ids)))
 		return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: head_argmax bad arguments");
+	int prof = be->prof_on; /* a policy's service, not a pass */
+	be->prof_on = 0;
 	for (int r0 = 0; r0 < n; r0 += CPU_HEAD_CHUNK) {
 		int nr = n - r0 < CPU_HEAD_CHUNK ? n - r0 : CPU_HEAD_CHUNK;
-		cpu_head_logits(be, states + (size_t)r0 * ne, ne, nr);
+		cpu_head_logits(be, states + (size_t)r0 * ne, ne, nr, 0);
 		for (int r = 0; r < nr; r++)
 			ids[r0 + r] = cpu_argmax(be->logits + (size_t)r * be->n_vocab, be->n_vocab);
 	}
+	be->prof_on = prof;
 	return 0;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static int cpu_time_sublayer(struct skipper_backend *base, int kind, int layer, int ctx_len,
@@ -471,14 +495,14 @@ static int cpu_time_sublayer(struct skipper_backend *base, int kind, int layer, 
 	for (size_t i = 0; i < ne; i++)
 		st[i] = (float)((i * 37 % 17) - 8) / 8.0f;
 	rc = cpu_sublayer(base, kind, layer, 1, st, NULL, ctx_len, err); /* warm-up */
-	double t0 = now(), t = t0;
+	double t0 = cpu_now(), t = t0;
 	/* at least 3 runs and ~2 ms of work; cap the count for tiny layers */
 	while (!rc && (reps < 3 || (t - t0 < 2e-3 && reps < 1000))) {
 		for (size_t i = 0; i < ne; i++)
 			st[i] = (float)((i * 37 % 17) - 8) / 8.0f;
 		rc = cpu_sublayer(base, kind, layer, 1, st, NULL, ctx_len, err);
 		reps++;
-		t = now();
+		t = cpu_now();
 	}
 	free(st);
 	if (!rc)
@@ -486,7 +510,62 @@ static int cpu_time_sublayer(struct skipper_backend *base, int kind, int layer, 
 	return rc;
 }
 
+static int cpu_set_head_subset(struct skipper_backend *base, const int32_t *ids, int n,
+                               struct skipper_error *err)
+{
+	struct cpu_backend *be = cpu(base);
+	const struct skipper_weight *out = &base->model->output;
+	uint8_t *data = NULL;
+	int32_t *copy = NULL;
+
+	if (n < 0 || n > be->n_vocab || (n > 0 && !ids))
+		return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: head subset of %d ids", n);
+	for (int i = 0; i < n; i++)
+		if (ids[i] < 0 || ids[i] >= be->n_vocab)
+			return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: head subset id %d out of range", ids[i]);
+	if (n > 0 && (!(data = malloc(out->row_bytes * (size_t)n)) || !(copy = malloc(sizeof *copy * (size_t)n)))) {
+		free(data);
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "cpu backend: head subset of %d rows", n);
+	}
+	/* the subset's rows side by side: one contiguous matrix to stream */
+	for (int i = 0; i < n; i++) {
+		memcpy(data + out->row_bytes * (size_t)i, (const uint8_t *)out->data + out->row_bytes * (size_t)ids[i],
+		       out->row_bytes);
+		copy[i] = ids[i];
+	}
+	free((void *)be->sub_head.data);
+	free(be->sub_ids);
+	be->sub_head = *out;
+	be->sub_head.ne1 = n;
+	be->sub_head.data = data;
+	be->sub_ids = copy;
+	return 0;
+}
+
+void cpu_prof_switch(struct cpu_backend *be, int kind)
+{
+	double t = cpu_now();
+	be->prof.seconds[be->prof_multi][be->prof_cat] += t - be->prof_t;
+	be->prof_t = t;
+	be->prof_cat = kind;
+}
+
+static void cpu_profile(struct skipper_backend *base, int on, struct skipper_backend_profile *out)
+{
+	struct cpu_backend *be = cpu(base);
+	if (on && !be->prof_on) {
+		memset(&be->prof, 0, sizeof be->prof);
+		skipper_threadpool_waited(be->tp);
+	}
+	be->prof_on = on;
+	skipper_threadpool_timing(be->tp, on);
+	if (out)
+		*out = be->prof;
+}
+
 static const struct skipper_backend_ops cpu_ops = {
+	.profile = cpu_profile,
+	.set_head_subset = cpu_set_head_subset,
 	.name = "cpu",
 	.forward = cpu_forward,
 	.kv_move = cpu_kv_move,

@@ -56,6 +56,15 @@ struct cpu_backend {
 	float *logits;  /* [HEAD_CHUNK][n_vocab] */
 	int xn_w;       /* row width of xn (floats) */
 
+	/* the draft head (set_head_subset): those rows of the LM head, gathered */
+	struct skipper_weight sub_head;
+	int32_t *sub_ids;
+
+	/* profile (--profile): the running category and when it started */
+	int prof_on, prof_cat, prof_multi;
+	double prof_t;
+	struct skipper_backend_profile prof;
+
 	/* per thread: attention scores and ancestor lists, n_ctx each */
 	float *scores;
 	int32_t *anc;
@@ -70,6 +79,16 @@ struct cpu_batch {
 	int kv_write;
 	const uint8_t *skip_attn, *skip_mlp;
 };
+
+/* Profiling: charge the time since the last switch to the running kind
+ * and start timing `kind` (enum skipper_prof_kind). Free when off. */
+void cpu_prof_switch(struct cpu_backend *be, int kind);
+double cpu_now(void);
+static inline void cpu_prof(struct cpu_backend *be, int kind)
+{
+	if (be->prof_on)
+		cpu_prof_switch(be, kind);
+}
 
 /* Layer pieces on rows [r0, r0 + nr) of a batch; the chunk buffers hold
  * those rows (h, rope_cs filled). */
@@ -105,8 +124,9 @@ void cpu_rope_table(const struct cpu_backend *be, const int32_t *pos, int nr, fl
 void cpu_topk(const float *logits, int n_vocab, int k, int32_t *ids, float *probs);
 int32_t cpu_argmax(const float *logits, int n_vocab);
 
-/* Final norm + LM head on nr (<= CPU_HEAD_CHUNK) rows of hidden states:
- * be->logits gets nr rows of n_vocab. */
-void cpu_head_logits(struct cpu_backend *be, const float *states, size_t ss, int nr);
+/* Final norm + LM head (or the draft head, subset = 1) on nr (<=
+ * CPU_HEAD_CHUNK) rows of hidden states: be->logits gets nr rows of n_vocab
+ * (or of sub_head.ne1) floats, n_vocab apart. */
+void cpu_head_logits(struct cpu_backend *be, const float *states, size_t ss, int nr, int subset);
 
 #endif

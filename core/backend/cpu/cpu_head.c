@@ -8,14 +8,16 @@
 
 #pragma GCC optimize("fp-contract=off")
 
-void cpu_head_logits(struct cpu_backend *be, const float *states, size_t ss, int nr)
+void cpu_head_logits(struct cpu_backend *be, const float *states, size_t ss, int nr, int subset)
 {
-	const struct skipper_model *m = be->base.model;
+	const struct skipper_weight *w = subset ? &be->sub_head : &be->base.model->output;
 	size_t xs;
 
+	cpu_prof(be, SKIPPER_PROF_HEAD);
 	cpu_rmsnorm_rows(be, states, ss, be->norm_out, be->xn, be->xn_w, nr);
-	const void *x = cpu_prepare_act(be, &m->output, be->xn, be->xn_w, nr, be->n_embd, &xs);
-	cpu_matmul(be, &m->output, x, xs, nr, be->logits, be->n_vocab);
+	const void *x = cpu_prepare_act(be, w, be->xn, be->xn_w, nr, be->n_embd, &xs);
+	cpu_matmul(be, w, x, xs, nr, be->logits, be->n_vocab);
+	cpu_prof(be, SKIPPER_PROF_TOPK);
 }
 
 int32_t cpu_argmax(const float *l, int n)

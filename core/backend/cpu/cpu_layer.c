@@ -51,10 +51,24 @@ void cpu_matmul(struct cpu_backend *be, const struct skipper_weight *w, const vo
 	skipper_threadpool_run(be->tp, mm_task, &j, (j.nc + tile - 1) / tile);
 }
 
+static const void *quantize_act(struct cpu_backend *be, int act, const float *x, size_t xs, int nr, int64_t k,
+                                size_t *stride);
+
 const void *cpu_prepare_act(struct cpu_backend *be, const struct skipper_weight *w,
                             const float *x, size_t xs, int nr, int64_t k, size_t *stride)
 {
-	switch (cpu_wact(cpu_wkind(w->type))) {
+	int act = cpu_wact(cpu_wkind(w->type)), caller = be->prof_cat;
+	if (act != CPU_ACT_F32)
+		cpu_prof(be, SKIPPER_PROF_QUANT);
+	const void *q = quantize_act(be, act, x, xs, nr, k, stride);
+	cpu_prof(be, caller);
+	return q ? q : x;
+}
+
+static const void *quantize_act(struct cpu_backend *be, int act, const float *x, size_t xs, int nr, int64_t k,
+                                size_t *stride)
+{
+	switch (act) {
 	case CPU_ACT_Q8: {
 		size_t nb = (size_t)(be->xn_w / 32);
 		for (int r = 0; r < nr; r++)
@@ -71,7 +85,7 @@ const void *cpu_prepare_act(struct cpu_backend *be, const struct skipper_weight 
 	}
 	}
 	*stride = xs * sizeof(float);
-	return x;
+	return NULL;
 }
 
 /* y = W . x for several weights that read the same rows x: the activation
@@ -230,13 +244,16 @@ void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer
 	size_t xs;
 	uint16_t *kb, *vb;
 
+	cpu_prof(be, SKIPPER_PROF_ROWWISE);
 	cpu_rmsnorm_rows(be, be->h, ne, be->norm_attn + (size_t)layer * ne, be->xn, be->xn_w, nr);
 	{
 		const struct skipper_weight *w[3] = { &L->wq, &L->wk, &L->wv };
 		float *y[3] = { be->q, be->k, be->v };
 		size_t ys[3] = { (size_t)be->q_dim, (size_t)kvd, (size_t)kvd };
+		cpu_prof(be, SKIPPER_PROF_QKV);
 		cpu_matmul_same_x(be, 3, w, y, ys, be->xn, be->xn_w, nr, ne);
 	}
+	cpu_prof(be, SKIPPER_PROF_ROWWISE);
 	for (int r = 0; r < nr; r++) {
 		float *q = be->q + (size_t)r * be->q_dim, *k = be->k + (size_t)r * kvd, *v = be->v + (size_t)r * kvd;
 		if (L->bq.data) /* qwen2 */
@@ -267,10 +284,13 @@ void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer
 	}
 
 	struct attn_job j = { .be = be, .b = b, .layer = layer, .r0 = r0, .kb = kb, .vb = vb };
+	cpu_prof(be, SKIPPER_PROF_ATTENTION);
 	skipper_threadpool_run(be->tp, attn_task, &j, nr * be->n_kv);
 
+	cpu_prof(be, SKIPPER_PROF_ATTN_OUT);
 	const void *x = cpu_prepare_act(be, &L->wo, be->att, be->q_dim, nr, be->q_dim, &xs);
 	cpu_matmul(be, &L->wo, x, xs, nr, be->proj, ne);
+	cpu_prof(be, SKIPPER_PROF_ROWWISE);
 	for (int r = 0; r < nr; r++)
 		for (int i = 0; i < ne; i++)
 			be->h[(size_t)r * ne + i] += be->proj[(size_t)r * ne + i];
@@ -284,13 +304,16 @@ void cpu_mlp_block(struct cpu_backend *be, int layer, int nr)
 	int ne = be->n_embd, nf = be->n_ff;
 	size_t xs;
 
+	cpu_prof(be, SKIPPER_PROF_ROWWISE);
 	cpu_rmsnorm_rows(be, be->h, ne, be->norm_ffn + (size_t)layer * ne, be->xn, be->xn_w, nr);
 	{
 		const struct skipper_weight *w[2] = { &L->w_gate, &L->w_up };
 		float *y[2] = { be->gate, be->up };
 		size_t ys[2] = { (size_t)nf, (size_t)nf };
+		cpu_prof(be, SKIPPER_PROF_GATE_UP);
 		cpu_matmul_same_x(be, 2, w, y, ys, be->xn, be->xn_w, nr, ne);
 	}
+	cpu_prof(be, SKIPPER_PROF_ROWWISE);
 
 	for (int r = 0; r < nr; r++) {
 		const float *g = be->gate + (size_t)r * nf, *u = be->up + (size_t)r * nf;
@@ -298,8 +321,10 @@ void cpu_mlp_block(struct cpu_backend *be, int layer, int nr)
 		for (int i = 0; i < nf; i++)
 			a[i] = (g[i] / (1.0f + expf(-g[i]))) * u[i];
 	}
+	cpu_prof(be, SKIPPER_PROF_DOWN);
 	const void *x = cpu_prepare_act(be, &L->w_down, be->xn, be->xn_w, nr, nf, &xs);
 	cpu_matmul(be, &L->w_down, x, xs, nr, be->proj, ne);
+	cpu_prof(be, SKIPPER_PROF_ROWWISE);
 	for (int r = 0; r < nr; r++)
 		for (int i = 0; i < ne; i++)
 			be->h[(size_t)r * ne + i] += be->proj[(size_t)r * ne + i];

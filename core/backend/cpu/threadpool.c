@@ -2,6 +2,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "threadpool.h"
 
@@ -30,6 +31,8 @@ struct skipper_threadpool {
 	atomic_uint gen;          /* job generation; odd/even does not matter */
 	atomic_int stop;
 	int sleepers;             /* workers blocked on wake (under mu) */
+	int timing;               /* count the caller's waits */
+	double waited;
 };
 
 struct worker_arg {
@@ -180,6 +183,9 @@ void skipper_threadpool_run(struct skipper_threadpool *tp, skipper_task_fn fn, v
 
 	run_tasks(tp, 0);
 
+	struct timespec t0, t1;
+	if (tp->timing)
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 	int spins = 0;
 	while (atomic_load_explicit(&tp->active, memory_order_acquire) > 0) {
 		if (++spins < SPIN_ITERS) {
@@ -191,4 +197,20 @@ void skipper_threadpool_run(struct skipper_threadpool *tp, skipper_task_fn fn, v
 			pthread_cond_wait(&tp->done_cv, &tp->mu);
 		pthread_mutex_unlock(&tp->mu);
 	}
+	if (tp->timing) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		tp->waited += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+	}
+}
+
+void skipper_threadpool_timing(struct skipper_threadpool *tp, int on)
+{
+	tp->timing = on;
+}
+
+double skipper_threadpool_waited(struct skipper_threadpool *tp)
+{
+	double w = tp->waited;
+	tp->waited = 0;
+	return w;
 }

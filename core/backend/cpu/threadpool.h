@@ -22,6 +22,12 @@ void skipper_threadpool_free(struct skipper_threadpool *tp);
 
 int skipper_threadpool_size(const struct skipper_threadpool *tp);
 
+/* Count the seconds the caller spends waiting for the other workers at the
+ * end of each job (off by default: it costs two clock reads per job). */
+void skipper_threadpool_timing(struct skipper_threadpool *tp, int on);
+/* Seconds waited since the last call; resets the count. */
+double skipper_threadpool_waited(struct skipper_threadpool *tp);
+
 /* Run fn over [0, n_tasks) on all workers and return when all are done. */
 void skipper_threadpool_run(struct skipper_threadpool *tp, skipper_task_fn fn, void *ctx,
                             int n_tasks);
