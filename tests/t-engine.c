@@ -331,9 +331,34 @@ static void lookup_lossless(const int32_t *prompt, int n_prompt)
 	run_close(&ar);
 }
 
-/* The guard: a draft that is never accepted (every sub-layer skipped) is
- * slower than plain steps whatever the machine, so drafting pauses; the
- * output stays AR's. */
+/* A clock for the guard that counts modelled work instead of seconds, so
+ * that what it decides does not depend on the machine or its load: a pass
+ * costs 0.1 (embedding and head) plus, per sub-layer that runs, 1 / (2
+ * n_layer) for its first row and a quarter of that for each other row (a
+ * CPU's verify curve is about that shape). */
+struct work_clock {
+	struct skipper_backend_ops ops;
+	const struct skipper_backend_ops *real;
+	double t;
+};
+static struct work_clock wclock;
+
+static int counted_forward(struct skipper_backend *be, const struct skipper_forward *fw, struct skipper_error *e)
+{
+	int n_layer = be->model->hp.n_layer, runs = 0;
+	for (int l = 0; l < n_layer; l++)
+		runs += (!fw->skip_attn || !fw->skip_attn[l]) + (!fw->skip_mlp || !fw->skip_mlp[l]);
+	wclock.t += 0.1 + runs / (2.0 * n_layer) * (1 + 0.25 * (fw->n - 1));
+	return wclock.real->forward(be, fw, e);
+}
+
+static double work_now(void *ctx)
+{
+	return ((struct work_clock *)ctx)->t;
+}
+
+/* The guard: a draft that is never accepted (every sub-layer skipped) costs
+ * more than plain steps, so drafting pauses; the output stays AR's. */
 static void guard_pauses(const int32_t *prompt, int n_prompt)
 {
 	struct skipper_gen_params gp = { .max_tokens = 96, .seed = 1 };
@@ -346,6 +371,12 @@ static void guard_pauses(const int32_t *prompt, int n_prompt)
 	mask_set(p.mlp, "1", p.n_layer);
 	run_open(&ar, NULL);
 	run_open(&ssd, &p);
+	wclock.real = ssd.be->ops;
+	wclock.ops = *ssd.be->ops;
+	wclock.ops.forward = counted_forward;
+	wclock.t = 0;
+	ssd.be->ops = &wclock.ops;
+	skipper_engine_set_clock(ssd.eng, work_now, &wclock);
 	skipper_engine_set_guard(ssd.eng, 1);
 	if (generate(&ar, prompt, n_prompt, &gp, &ref, &st) || generate(&ssd, prompt, n_prompt, &gp, &got, &st))
 		BAIL("generation failed");
@@ -353,6 +384,7 @@ static void guard_pauses(const int32_t *prompt, int n_prompt)
 	ok(st.backoffs >= 1 && st.drafted < 4 * (st.rounds / 2),
 	   "a draft that never pays is paused (%d pauses, %d tokens drafted over %d rounds, %d accepted)", st.backoffs,
 	   st.drafted, st.rounds, st.accepted);
+	ssd.be->ops = wclock.real;
 	run_close(&ssd);
 	run_close(&ar);
 }

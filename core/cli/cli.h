@@ -50,6 +50,7 @@ struct cli_session {
 	int chat_template;
 	char *system;                  /* system prompt, NULL = none */
 	struct skipper_gen_params gen;
+	int no_profile_search;         /* set before cli_session_open (calibrate): no profile is looked for */
 };
 
 /* Load model, tokenizer, backend and policy as configured. Prints errors;
@@ -68,11 +69,20 @@ int cli_engine_setup(struct cli_session *s, const struct skipper_config *cfg, co
  * ([generate] draft_vocab_file, else the model's draft-vocab.txt) as the
  * engine's draft head. Prints errors; returns an exit code. */
 int cli_load_draft_vocab(struct cli_session *s, const struct skipper_config *cfg, struct skipper_engine *e);
+/* $SKIPPER_CACHE_DIR, else $XDG_CACHE_HOME/skipper, else ~/.cache/skipper,
+ * with "/sub" appended unless sub is "", into buf. -1 if it does not fit. */
+int cli_cache_dir(char *buf, size_t n, const char *sub);
 /* A file that goes with the loaded model: profiles/STEM/NAME (STEM = the
  * model file's name without .gguf) in the skipper cache, each directory of
  * $SKIPPER_DATA_PATH, then the installed data directory. malloc'ed path,
  * or NULL when none exists. */
 char *cli_model_data_file(const struct cli_session *s, const char *name);
+/* The skip profile for METHOD when none is configured: METHOD.ini in
+ * profiles/SHA/ or profiles/STEM/ of the directories above, then the newest
+ * METHOD.ini in the hub cache ([hub] cache_dir), taking only a profile whose
+ * [profile] model_sha256 is sha and whose method is METHOD. malloc'ed path,
+ * or NULL. */
+char *cli_find_profile(const struct cli_session *s, const char *method, const char *sha);
 /* The engine's cost curve, from the cache or measured (a note on a TTY). */
 int cli_engine_costs(struct cli_session *s, struct skipper_engine *e, const struct skipper_costs **out,
                      struct skipper_error *err);

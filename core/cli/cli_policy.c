@@ -23,7 +23,8 @@ struct cli_policy {
 	struct skipper_engine *engine;
 	char sha[65];
 	int have_sha;
-	char *profile;        /* resolved [policy] profile */
+	char *profile;        /* resolved [policy] profile, or the one found */
+	int searched;         /* find_profile has looked */
 };
 
 void cli_policy_search(const struct skipper_config *cfg, struct skipper_policy_search *search)
@@ -50,6 +51,22 @@ static const char *model_sha256(void *ctx)
 		p->have_sha = 1;
 	}
 	return p->sha;
+}
+
+/* Looked for once, when the plugin first asks for its profile. */
+static const char *find_profile(void *ctx)
+{
+	struct cli_policy *p = ctx;
+	const char *sha, *method = skipper_policy_lib_desc(p->lib)->name;
+
+	if (p->searched || p->session->no_profile_search)
+		return p->profile;
+	p->searched = 1;
+	if (!(sha = model_sha256(ctx)) || !(p->profile = cli_find_profile(p->session, method, sha)))
+		return NULL;
+	if (p->env.log_level >= SKIPPER_LOG_INFO)
+		fprintf(stderr, "skipper: policy %s: profile %s (found for this model)\n", method, p->profile);
+	return p->profile;
 }
 
 static void log_line(void *ctx, int level, const char *policy, const char *msg)
@@ -122,6 +139,7 @@ int cli_policy_open(struct cli_session *s, const struct skipper_config *cfg, con
 		prof = p->profile;
 	}
 	p->env.profile_path = prof && *prof ? prof : NULL;
+	p->env.find_profile = find_profile;
 	p->env.seed = (uint64_t)seed;
 	p->env.log = log_line;
 	p->env.log_level = getenv("SKIPPER_DEBUG") ? SKIPPER_LOG_DEBUG : SKIPPER_LOG_WARN;

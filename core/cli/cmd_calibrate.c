@@ -261,6 +261,7 @@ int cmd_calibrate(int argc, char **argv)
 		rc = EXIT_USAGE;
 		goto done;
 	}
+	s.no_profile_search = 1; /* calibrate writes a profile; it does not start from one it finds */
 	rc = cli_session_open(&s, cfg);
 	cfg = NULL; /* the session owns it now */
 	if (rc)

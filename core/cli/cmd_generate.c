@@ -279,7 +279,7 @@ int cmd_generate(int argc, char **argv)
 	if (o.stream)
 		fwrite(buf, 1, n, stdout);
 	collect(&o, buf, n);
-	if (o.stream)
+	if (o.stream && (o.len || !rc)) /* a failure before any text prints nothing */
 		fputc('\n', stdout);
 	if (rc) {
 		fprintf(stderr, "skipper: %s\n", err.msg);

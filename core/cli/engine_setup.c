@@ -34,19 +34,14 @@ static void cpu_model(char *buf, size_t n)
  * The directory is made if needed. NULL when there is no writable cache. */
 static char *cost_cache_path(const struct cli_session *s)
 {
-	const char *base = getenv("SKIPPER_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
 	const char *isa = getenv("SKIPPER_CPU_ISA"), *model = skipper_gguf_path(s->model->gguf);
 	const char *file = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
 	char dir[4096], what[1024], cpu[256], *path;
 	long threads = 0;
 	uint64_t h = 1469598103934665603ull;
 
-	if (base)
-		snprintf(dir, sizeof dir, "%s/costs", base);
-	else if (xdg && *xdg)
-		snprintf(dir, sizeof dir, "%s/skipper/costs", xdg);
-	else
-		snprintf(dir, sizeof dir, "%s/.cache/skipper/costs", home ? home : ".");
+	if (cli_cache_dir(dir, sizeof dir, "costs"))
+		return NULL;
 	if (mkdir(dir, 0777) && errno == ENOENT) {
 		char parent[4096];
 		snprintf(parent, sizeof parent, "%s", dir);
@@ -68,41 +63,6 @@ static char *cost_cache_path(const struct cli_session *s)
 		return NULL;
 	sprintf(path, "%s/%s-%08x.costs", dir, file, (unsigned)(h ^ (h >> 32)));
 	return path;
-}
-
-char *cli_model_data_file(const struct cli_session *s, const char *name)
-{
-	const char *model = skipper_gguf_path(s->model->gguf), *env = getenv("SKIPPER_DATA_PATH");
-	const char *base = getenv("SKIPPER_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	const char *file = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
-	char stem[512], cache[4096], *dirs, *path;
-	size_t sl = strlen(file);
-
-	/* the model file's name without .gguf names its directory */
-	snprintf(stem, sizeof stem, "%.*s", (int)(sl > 5 && !strcmp(file + sl - 5, ".gguf") ? sl - 5 : sl), file);
-	if (base)
-		snprintf(cache, sizeof cache, "%s", base);
-	else if (xdg && *xdg)
-		snprintf(cache, sizeof cache, "%s/skipper", xdg);
-	else
-		snprintf(cache, sizeof cache, "%s/.cache/skipper", home ? home : ".");
-	/* the cache, $SKIPPER_DATA_PATH (a colon list), the installed data */
-	size_t len = strlen(cache) + (env ? strlen(env) : 0) + strlen(SKIPPER_DATADIR) + 3;
-	if (!(dirs = malloc(len)))
-		return NULL;
-	snprintf(dirs, len, "%s:%s:%s", cache, env ? env : "", SKIPPER_DATADIR);
-	for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-		if (!*d || !(path = malloc(strlen(d) + strlen(stem) + strlen(name) + 16)))
-			continue;
-		sprintf(path, "%s/profiles/%s/%s", d, stem, name);
-		if (access(path, R_OK) == 0) {
-			free(dirs);
-			return path;
-		}
-		free(path);
-	}
-	free(dirs);
-	return NULL;
 }
 
 int cli_engine_costs(struct cli_session *s, struct skipper_engine *e, const struct skipper_costs **out,

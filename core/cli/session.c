@@ -29,16 +29,10 @@ static const struct { const char *name, *file; } known_models[] = {
  * cache. malloc'ed. */
 static char *cached_model_path(const char *file)
 {
-	const char *base = getenv("SKIPPER_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	char buf[4096];
-
-	if (base)
-		snprintf(buf, sizeof buf, "%s/models/%s", base, file);
-	else if (xdg && *xdg)
-		snprintf(buf, sizeof buf, "%s/skipper/models/%s", xdg, file);
-	else
-		snprintf(buf, sizeof buf, "%s/.cache/skipper/models/%s", home ? home : ".", file);
-	return strdup(buf);
+	char dir[4096], *path;
+	if (cli_cache_dir(dir, sizeof dir, "models") || asprintf(&path, "%s/%s", dir, file) < 0)
+		return NULL;
+	return path;
 }
 
 /* A known model's cached file; an error naming the fetch command when it
@@ -84,7 +78,9 @@ int cli_session_open(struct cli_session *s, struct skipper_config *cfg)
 	double d;
 	int rc;
 
+	int no_search = s->no_profile_search; /* the one field a caller sets first */
 	memset(s, 0, sizeof *s);
+	s->no_profile_search = no_search;
 	s->cfg = cfg;
 
 	/* Generation parameters first: all config errors before any loading. */

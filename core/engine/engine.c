@@ -118,6 +118,17 @@ void skipper_engine_set_guard(struct skipper_engine *e, int on)
 	e->no_guard = !on;
 }
 
+void skipper_engine_set_clock(struct skipper_engine *e, double (*now)(void *ctx), void *ctx)
+{
+	e->clock = now;
+	e->clock_ctx = ctx;
+}
+
+static double guard_now(const struct skipper_engine *e)
+{
+	return e->clock ? e->clock(e->clock_ctx) : engine_now();
+}
+
 void skipper_engine_set_lookup(struct skipper_engine *e, const struct skipper_lookup_opts *o)
 {
 	e->lk = *o;
@@ -250,7 +261,7 @@ int engine_emit(struct skipper_engine *e, struct round_ctx *r, int32_t tok)
 	return SKIPPER_OK;
 }
 
-/* Prefill, commit the first token, start the policy (begin hook). */
+/* Prefill, start the policy (begin hook), commit the first token. */
 static int start_request(struct skipper_engine *e, struct round_ctx *r, const int32_t *prompt, int n_prompt,
                          int *began, struct skipper_error *err)
 {
@@ -290,12 +301,10 @@ static int start_request(struct skipper_engine *e, struct round_ctx *r, const in
 	st->t_prefill = engine_now() - t0;
 	r->n_past = n_prompt;
 	e->committed = r->n_past;
-	if ((rc = engine_emit(e, r, first))) {
-		free(mean);
-		return skipper_fail(err, rc, "out of memory");
-	}
 	r->root = first;
 
+	/* the policy starts before the first token is shown: a policy that
+	 * cannot run (no profile, say) fails with nothing printed */
 	if (e->pol) {
 		struct skipper_request req = { .id = e->request_id, .prompt = prompt, .n_prompt = n_prompt,
 		                               .n_layer = e->n_layer, .max_tokens = gp->max_tokens, .greedy = r->greedy,
@@ -306,6 +315,8 @@ static int start_request(struct skipper_engine *e, struct round_ctx *r, const in
 		*began = rc == SKIPPER_OK;
 	}
 	free(mean);
+	if (rc == SKIPPER_OK && (rc = engine_emit(e, r, first)))
+		return skipper_fail(err, rc, "out of memory");
 	return rc;
 }
 
@@ -449,7 +460,7 @@ static int plan_round(struct skipper_engine *e, struct round_ctx *r, int *n_draf
 /* After a round: the guards and the plain-step rate learn from it. */
 static void account_round(struct skipper_engine *e, struct round_ctx *r, int drafted, int n_gen0)
 {
-	double sec = engine_now() - r->t_round;
+	double sec = guard_now(e) - r->t_round;
 	int tok = r->n_gen - n_gen0;
 	if (drafted == 0) {
 		e->plain_tok = 0.75 * e->plain_tok + tok;
@@ -511,7 +522,7 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 	rc = start_request(e, &r, prompt, n_prompt, &began, err);
 	while (!rc && !r.done) {
 		int n_draft, n_gen0 = r.n_gen, drafted0 = st->drafted;
-		r.t_round = engine_now();
+		r.t_round = guard_now(e);
 		if ((rc = plan_round(e, &r, &n_draft, err)))
 			break;
 		if (r.lookup_only) {

@@ -91,6 +91,10 @@ void skipper_engine_set_lookup(struct skipper_engine *e, const struct skipper_lo
  * later. On by default; off lets a policy draft whatever it costs (for
  * studying a method, or testing it on a model too small to gain). */
 void skipper_engine_set_guard(struct skipper_engine *e, int on);
+/* The clock the guard times rounds with, in seconds (NULL: the monotonic
+ * clock). A test gives it a clock that counts modelled work, so that what
+ * the guard decides does not depend on the machine or its load. */
+void skipper_engine_set_clock(struct skipper_engine *e, double (*now)(void *ctx), void *ctx);
 
 /* Draft passes compute the LM head over these n vocabulary ids only
  * ([generate] draft_vocab: the most frequent tokens), so a draft step does

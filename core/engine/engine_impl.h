@@ -81,6 +81,8 @@ struct skipper_engine {
 	} guard[2];
 	double plain_tok, plain_sec; /* recent plain rounds, decayed */
 	int no_guard;         /* skipper_engine_set_guard(e, 0) */
+	double (*clock)(void *ctx); /* skipper_engine_set_clock; NULL = engine_now */
+	void *clock_ctx;
 	double skip_hits, skip_tries; /* the policy drafts' tokens accepted / tried, decayed */
 };
 

@@ -89,6 +89,9 @@ struct skipper_policy_env {
 	/* Lazy hex SHA-256 of the model, NULL on failure. */
 	const char *(*model_sha256)(void *engine);
 	const char *profile_path; /* resolved [policy] profile, or NULL */
+	/* Without one: the profile found for this model and policy, or NULL
+	 * (called when a plugin asks; may be NULL). */
+	const char *(*find_profile)(void *engine);
 	uint64_t seed;            /* [generate] seed, base of the plugin RNG streams */
 	/* Log sink (NULL: dropped). msg has no trailing newline. */
 	void (*log)(void *engine, int level, const char *policy, const char *msg);

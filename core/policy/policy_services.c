@@ -130,7 +130,10 @@ static double svc_now(void *ctx)
 
 static const char *svc_profile_path(void *ctx)
 {
-	const char *p = INST(ctx)->env->profile_path;
+	const struct skipper_policy_env *env = INST(ctx)->env;
+	const char *p = env->profile_path;
+	if ((!p || !*p) && env->find_profile && env->n_layer > 0)
+		p = env->find_profile(env->engine);
 	return p && *p ? p : NULL;
 }
 

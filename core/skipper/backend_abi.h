@@ -184,7 +184,7 @@ struct skipper_forward {
 	float *captures;              /* [n_cap_rows][n_cap_layers][n_embd] */
 };
 
-/* Where a backend's time goes (skipper generate --profile): seconds per
+/* Where a backend's time goes (skipper generate --timing): seconds per
  * kind of work, apart for one-row passes (decode and draft steps) and
  * passes of several rows (verification and prefill). */
 enum skipper_prof_kind {

@@ -1,0 +1,155 @@
+/* Where the CLI keeps and finds files: the skipper cache directory, the
+ * data that goes with one model (profiles/<sha256>/ or profiles/<stem>/
+ * under the cache, $SKIPPER_DATA_PATH and the installed data), and the skip
+ * profile a policy uses when none is configured (those directories, then
+ * the hub cache). */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "hub/hub.h"
+#include "policy/profile.h"
+
+int cli_cache_dir(char *buf, size_t n, const char *sub)
+{
+	const char *base = getenv("SKIPPER_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	int len;
+
+	if (base && *base)
+		len = snprintf(buf, n, "%s%s%s", base, *sub ? "/" : "", sub);
+	else if (xdg && *xdg)
+		len = snprintf(buf, n, "%s/skipper%s%s", xdg, *sub ? "/" : "", sub);
+	else
+		len = snprintf(buf, n, "%s/.cache/skipper%s%s", home && *home ? home : ".", *sub ? "/" : "", sub);
+	return len < 0 || (size_t)len >= n ? -1 : 0;
+}
+
+typedef int (*accept_fn)(const char *path, void *arg);
+
+static int readable(const char *path, void *arg)
+{
+	(void)arg;
+	return access(path, R_OK) == 0;
+}
+
+/* The first ROOT/profiles/DIR/name that accept() takes, for ROOT = the
+ * cache, each entry of $SKIPPER_DATA_PATH, the installed data, and DIR =
+ * sha (when given), then the model file's name without .gguf. */
+static char *search_model_dirs(const struct cli_session *s, const char *name, const char *sha, accept_fn ok,
+                               void *arg)
+{
+	const char *model = skipper_gguf_path(s->model->gguf), *env = getenv("SKIPPER_DATA_PATH");
+	const char *file = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
+	char stem[512], cache[4096], *roots, *path;
+	size_t sl = strlen(file), len;
+
+	snprintf(stem, sizeof stem, "%.*s", (int)(sl > 5 && !strcmp(file + sl - 5, ".gguf") ? sl - 5 : sl), file);
+	if (cli_cache_dir(cache, sizeof cache, ""))
+		cache[0] = 0;
+	len = strlen(cache) + (env ? strlen(env) : 0) + strlen(SKIPPER_DATADIR) + 3;
+	if (!(roots = malloc(len)))
+		return NULL;
+	snprintf(roots, len, "%s:%s:%s", cache, env ? env : "", SKIPPER_DATADIR);
+	for (char *save = NULL, *d = strtok_r(roots, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		const char *dirs[2] = { sha, stem };
+		for (int i = 0; i < 2; i++) {
+			if (!*d || !dirs[i] || !(path = malloc(strlen(d) + strlen(dirs[i]) + strlen(name) + 16)))
+				continue;
+			sprintf(path, "%s/profiles/%s/%s", d, dirs[i], name);
+			if (ok(path, arg)) {
+				free(roots);
+				return path;
+			}
+			free(path);
+		}
+	}
+	free(roots);
+	return NULL;
+}
+
+char *cli_model_data_file(const struct cli_session *s, const char *name)
+{
+	return search_model_dirs(s, name, NULL, readable, NULL);
+}
+
+struct wanted {
+	const char *sha, *method;
+	int n_layer;
+};
+
+/* A profile made for this model (hash and layer count) and this method. */
+static int profile_fits(const char *path, void *arg)
+{
+	const struct wanted *w = arg;
+	struct skipper_profile *p;
+	struct skipper_error err = { 0 };
+	const char *sha, *method;
+	int fits;
+
+	if (access(path, R_OK) != 0 || skipper_profile_read(path, &p, &err))
+		return 0;
+	sha = skipper_profile_get(p, "profile", "model_sha256");
+	method = skipper_profile_get(p, "profile", "method");
+	fits = sha && method && !strcasecmp(sha, w->sha) && !strcmp(method, w->method) &&
+	       skipper_profile_n_layers(p) == w->n_layer;
+	skipper_profile_free(p);
+	return fits;
+}
+
+/* The newest fitting NAME under dir (a hub cache: REPO/snapshots/COMMIT/...),
+ * at most depth levels down; *best and *mtime carry the pick. */
+static void scan_hub(const char *dir, int depth, const char *name, struct wanted *w, char **best, time_t *mtime)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		char *path;
+		struct stat st;
+		if (de->d_name[0] == '.' || !(path = malloc(strlen(dir) + strlen(de->d_name) + 2)))
+			continue;
+		sprintf(path, "%s/%s", dir, de->d_name);
+		if (stat(path, &st) != 0) {
+			free(path);
+			continue;
+		}
+		if (S_ISDIR(st.st_mode) && depth > 0) {
+			/* blobs/ holds the same files under hashed names */
+			if (strcmp(de->d_name, "blobs") != 0)
+				scan_hub(path, depth - 1, name, w, best, mtime);
+		} else if (S_ISREG(st.st_mode) && !strcmp(de->d_name, name) && (!*best || st.st_mtime > *mtime) &&
+		           profile_fits(path, w)) {
+			free(*best);
+			*best = path;
+			*mtime = st.st_mtime;
+			continue;
+		}
+		free(path);
+	}
+	if (d)
+		closedir(d);
+}
+
+char *cli_find_profile(const struct cli_session *s, const char *method, const char *sha)
+{
+	struct wanted w = { sha, method, s->model->hp.n_layer };
+	const char *hub_dir = skipper_config_get(s->cfg, "hub", "cache_dir");
+	char name[256], *path, *dflt = NULL;
+	time_t mtime = 0;
+
+	if (snprintf(name, sizeof name, "%s.ini", method) >= (int)sizeof name)
+		return NULL;
+	if ((path = search_model_dirs(s, name, sha, profile_fits, &w)))
+		return path;
+	if (!hub_dir || !*hub_dir)
+		hub_dir = dflt = skipper_hub_default_cache_dir();
+	if (hub_dir)
+		scan_hub(hub_dir, 6, name, &w, &path, &mtime);
+	free(dflt);
+	return path;
+}
