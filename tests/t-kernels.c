@@ -5,7 +5,9 @@
  * A wrong bit layout or scale is off by O(1); float accumulation only by
  * ~1e-6 of the magnitude. Then bitwise batch invariance: any number of
  * rows in a call, any split of the columns, gives each output the same
- * bits as computing it alone. */
+ * bits as computing it alone. The attention kernels likewise: scores,
+ * exp and value sums against double, and the same bits whatever the
+ * number of queries and however the keys are split into calls. */
 #include "build-config.h"
 
 #include <math.h>
@@ -153,6 +155,71 @@ static void test_q8k(const char *isa, const struct cpu_kernels *kt)
 	ok(good, "%s: Q8_K activations: -127 at the largest magnitude, values within half a step, sums per 16", isa);
 }
 
+static uint16_t f16(float x) { return cpu_f32_to_f16(x); }
+
+/* Attention over NKEY keys for NQ queries of head size d (8 is a masked
+ * tail on AVX-512, 64 and 128 its register paths, 72 both). */
+#define NQ 7
+#define NKEY 150
+static void test_attn(const char *isa, const struct cpu_kernels *kt, int d)
+{
+	int ks = d + 16; /* keys are rows of a wider cache */
+	float *q = malloc(sizeof(float) * NQ * d), *s = malloc(sizeof(float) * NQ * NKEY);
+	float *s1 = malloc(sizeof(float) * NQ * NKEY), *o = calloc((size_t)NQ * d, sizeof(float));
+	float *o1 = calloc((size_t)NQ * d, sizeof(float)), *p = malloc(sizeof(float) * NQ * NKEY);
+	uint16_t *k = malloc(sizeof(uint16_t) * NKEY * ks), *v = malloc(sizeof(uint16_t) * NKEY * ks);
+	double err_s = 0, err_o = 0, err_e = 0;
+	int same = 1;
+
+	for (int i = 0; i < NQ * d; i++)
+		q[i] = cpu_f16_to_f32(f16(frand()));
+	for (int i = 0; i < NKEY * ks; i++) {
+		k[i] = f16(frand());
+		v[i] = f16(frand());
+	}
+	kt->attn_scores(q, NQ, k, NKEY, ks, d, 0.125f, s, NKEY);
+	for (int i = 0; i < NQ; i++)
+		for (int j = 0; j < NKEY; j++) {
+			double ref = 0;
+			for (int e = 0; e < d; e++)
+				ref += (double)q[i * d + e] * cpu_f16_to_f32(k[j * ks + e]);
+			err_s = fmax(err_s, fabs(s[i * NKEY + j] - ref * 0.125));
+			/* one query, one key per call */
+			kt->attn_scores(q + i * d, 1, k + j * ks, 1, ks, d, 0.125f, s1 + i * NKEY + j, NKEY);
+		}
+	same &= !memcmp(s, s1, sizeof(float) * NQ * NKEY);
+	for (int i = 0; i < NQ * NKEY; i++)
+		p[i] = s[i] - 1.0f;
+	double sum = kt->exp_sum(p, NKEY, 1.5f), ref_sum = 0;
+	for (int j = 0; j < NKEY; j++) {
+		double e = exp((double)s[j] - 1.0 - 1.5);
+		ref_sum += e;
+		err_e = fmax(err_e, fabs(p[j] - e) / e);
+	}
+	err_e = fmax(err_e, fabs(sum - ref_sum) / ref_sum);
+	for (int i = 0; i < NQ * NKEY; i++)
+		p[i] = frand();
+	kt->attn_values(o, NQ, p, NKEY, v, NKEY, ks, d);
+	for (int i = 0; i < NQ; i++) { /* one query at a time, keys split 1 + 37 + rest */
+		int cut[] = { 0, 1, 38, NKEY };
+		for (int c = 0; c < 3; c++)
+			kt->attn_values(o1 + i * d, 1, p + i * NKEY + cut[c], NKEY, v + cut[c] * ks, cut[c + 1] - cut[c], ks,
+			                d);
+		for (int e = 0; e < d; e++) {
+			double ref = 0;
+			for (int j = 0; j < NKEY; j++)
+				ref += (double)p[i * NKEY + j] * cpu_f16_to_f32(v[j * ks + e]);
+			err_o = fmax(err_o, fabs(o[i * d + e] - ref));
+		}
+	}
+	same &= !memcmp(o, o1, sizeof(float) * NQ * d);
+	ok(err_s < 1e-4 && err_o < 1e-3 && err_e < 1e-6,
+	   "%s: attention, head size %d: scores, exp and value sums as in double (%.1e, %.1e, %.1e)", isa, d, err_s,
+	   err_e, err_o);
+	ok(same, "%s: attention, head size %d: the same bits for any number of queries and split of the keys", isa, d);
+	free(q), free(s), free(s1), free(o), free(o1), free(p), free(k), free(v);
+}
+
 int main(void)
 {
 	static const char *const isas[] = { "generic", "avx2", "avx512" };
@@ -161,13 +228,15 @@ int main(void)
 	for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
 		const struct cpu_kernels *kt = cpu_kernels_for(isas[i]);
 		if (!kt) {
-			tap_skip(1 + 2 * (int)(sizeof types / sizeof types[0]), "this CPU has no such instruction set");
+			tap_skip(1 + 2 * (int)(sizeof types / sizeof types[0]) + 8, "this CPU has no such instruction set");
 			diag("%s: not supported by this CPU", isas[i]);
 			continue;
 		}
 		test_q8k(isas[i], kt);
 		for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
 			test_type(isas[i], kt, types[t]);
+		for (int h = 0; h < 4; h++)
+			test_attn(isas[i], kt, (int[]){ 8, 64, 72, 128 }[h]);
 	}
 	return tap_done();
 }

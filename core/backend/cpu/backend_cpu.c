@@ -55,6 +55,8 @@ static void cpu_destroy(struct skipper_backend *base)
 	free(be->rope_cs);
 	free(be->logits);
 	free(be->scores);
+	free(be->att_q);
+	free(be->att_o);
 	free(be->anc);
 	free((void *)be->sub_head.data);
 	free(be->sub_ids);
@@ -194,12 +196,19 @@ int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipp
 	be->up = malloc(C * be->n_ff * sizeof(float));
 	be->rope_cs = malloc(C * be->rope_dim * sizeof(float) + 1);
 	be->logits = malloc((size_t)CPU_HEAD_CHUNK * be->n_vocab * sizeof(float));
-	be->scores = malloc((size_t)be->n_threads * o->n_ctx * sizeof(float));
+	/* attention tasks take as many rows as a thread's ~1 MiB of scores holds */
+	size_t group = (size_t)(be->n_head / be->n_kv), per_row = group * (size_t)o->n_ctx;
+	be->att_rows = per_row >= (1u << 18) ? 1 : (int)((1u << 18) / per_row);
+	if (be->att_rows > CPU_CHUNK)
+		be->att_rows = CPU_CHUNK;
+	be->att_q = malloc((size_t)be->n_threads * be->att_rows * group * be->hd * sizeof(float));
+	be->att_o = malloc((size_t)be->n_threads * be->att_rows * group * be->hd * sizeof(float));
+	be->scores = malloc((size_t)be->n_threads * be->att_rows * per_row * sizeof(float));
 	be->anc = malloc((size_t)be->n_threads * o->n_ctx * sizeof(int32_t));
 	be->tp = skipper_threadpool_new(be->n_threads);
 	if (!be->rope_freq || !be->norm_attn || !be->norm_ffn || !be->norm_out || !be->k_cache ||
 	    !be->v_cache || !be->h || !be->xn || !be->xq || !be->xqk || !be->q || !be->k || !be->v || !be->att ||
-	    !be->proj || !be->gate || !be->up || !be->rope_cs || !be->logits || !be->scores ||
+	    !be->proj || !be->gate || !be->up || !be->rope_cs || !be->logits || !be->scores || !be->att_q || !be->att_o ||
 	    !be->anc || !be->tp || grow_scratch(be, CPU_CHUNK, err)) {
 		cpu_destroy(&be->base);
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "cpu backend: out of memory (n_ctx %d)",

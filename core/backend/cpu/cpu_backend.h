@@ -65,8 +65,12 @@ struct cpu_backend {
 	double prof_t;
 	struct skipper_backend_profile prof;
 
-	/* per thread: attention scores and ancestor lists, n_ctx each */
-	float *scores;
+	/* per thread, for the att_rows batch rows of one attention task: the
+	 * query heads of one K/V head ([att_rows][group][hd], f16-rounded), their
+	 * outputs (same shape), their scores ([att_rows][group][n_ctx]), and one
+	 * ancestor list (n_ctx) */
+	int att_rows;
+	float *att_q, *att_o, *scores;
 	int32_t *anc;
 };
 

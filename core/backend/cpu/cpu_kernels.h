@@ -64,9 +64,20 @@ struct cpu_kernels {
 	void (*quantize_q8)(const float *x, struct cpu_q8 *q, int64_t k);
 	/* Quantize k floats (multiple of 256) into k/256 blocks. */
 	void (*quantize_q8k)(const float *x, struct cpu_q8k *q, int64_t k);
-	/* Attention helpers over f16 K/V rows of length d (multiple of 8). */
-	float (*dot_f32_f16)(const float *a, const uint16_t *b, int d);
-	void (*axpy_f16)(float *y, float a, const uint16_t *x, int d);
+	/* Attention over f16 K/V rows of length d (a multiple of 8), for nq
+	 * queries or outputs of d floats each, stored one after the other.
+	 * Every score and every output element is computed by the same
+	 * operations in the same order whatever nq and n (and however a caller
+	 * splits the keys into calls), so one row's attention never depends on
+	 * the other rows of a batch.
+	 * attn_scores: s[i * ss + j] = (q_i . k_j) * scale, k_j at k + j * ks. */
+	void (*attn_scores)(const float *q, int nq, const uint16_t *k, int n, int ks, int d, float scale, float *s,
+	                    int ss);
+	/* attn_values: o_i += p[i * ps + j] * v_j for j = 0 .. n-1 in order (one
+	 * fused multiply-add per element and key), v_j at v + j * vs. */
+	void (*attn_values)(float *o, int nq, const float *p, int ps, const uint16_t *v, int n, int vs, int d);
+	/* x[i] = exp(x[i] - m) for i < n (x[i] <= m); returns their sum. */
+	double (*exp_sum)(float *x, int n, float m);
 	void (*f32_to_f16)(const float *x, uint16_t *y, int n);
 	/* x[i] = nearest f16 value of x[i] (exact IEEE rounding on both paths) */
 	void (*round_f16)(float *x, int n);

@@ -497,21 +497,105 @@ static TGT void quantize_q8k(const float *x, struct cpu_q8k *q, int64_t k)
 	}
 }
 
-static TGT float a_dot_f32_f16(const float *a, const uint16_t *b, int d)
+/* Scores of G queries against one key: the key's 8-element pieces are
+ * widened once and met by every query; each score is its own 8-lane sum. */
+static TGT INL void scores_g(const float *q, int G, const uint16_t *k, int d, float scale, float *s, int ss)
 {
-	__m256 acc = _mm256_setzero_ps();
-	for (int i = 0; i < d; i += 8)
-		acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i),
-		                      _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + i))), acc);
-	return hsum8(acc);
+	__m256 acc[4];
+	for (int g = 0; g < G; g++)
+		acc[g] = _mm256_setzero_ps();
+	for (int e = 0; e < d; e += 8) {
+		__m256 kv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + e)));
+		for (int g = 0; g < G; g++)
+			acc[g] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (size_t)g * d + e), kv, acc[g]);
+	}
+	for (int g = 0; g < G; g++)
+		s[(size_t)g * ss] = hsum8(acc[g]) * scale;
 }
 
-static TGT void a_axpy_f16(float *y, float a, const uint16_t *x, int d)
+static TGT void a_attn_scores(const float *q, int nq, const uint16_t *k, int n, int ks, int d, float scale,
+                              float *s, int ss)
 {
-	__m256 av = _mm256_set1_ps(a);
-	for (int i = 0; i < d; i += 8)
-		_mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))),
-		                                        _mm256_loadu_ps(y + i)));
+	/* keys in tiles that stay in L1 while every query meets them */
+	for (int j0 = 0; j0 < n; j0 += 64) {
+		int j1 = n - j0 < 64 ? n : j0 + 64;
+		for (int i = 0; i < nq; i += 4) {
+			const float *qi = q + (size_t)i * d;
+			float *si = s + (size_t)i * ss;
+			for (int j = j0; j < j1; j++) {
+				const uint16_t *kj = k + (size_t)j * ks;
+				switch (nq - i < 4 ? nq - i : 4) {
+				case 4: scores_g(qi, 4, kj, d, scale, si + j, ss); break;
+				case 3: scores_g(qi, 3, kj, d, scale, si + j, ss); break;
+				case 2: scores_g(qi, 2, kj, d, scale, si + j, ss); break;
+				default: scores_g(qi, 1, kj, d, scale, si + j, ss); break;
+				}
+			}
+		}
+	}
+}
+
+static TGT void a_attn_values(float *o, int nq, const float *p, int ps, const uint16_t *v, int n, int vs, int d)
+{
+	for (int j = 0; j < n; j++) {
+		const uint16_t *vj = v + (size_t)j * vs;
+		for (int e = 0; e < d; e += 8) {
+			__m256 vv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + e)));
+			for (int i = 0; i < nq; i++) {
+				float *y = o + (size_t)i * d + e;
+				_mm256_storeu_ps(y, _mm256_fmadd_ps(_mm256_set1_ps(p[(size_t)i * ps + j]), vv, _mm256_loadu_ps(y)));
+			}
+		}
+	}
+}
+
+/* exp(x) for x <= 0 down to -87 (below, exp(-87), which rounds away as a
+ * probability): 2^n * e^f with n = round(x / ln 2), |f| <= ln 2 / 2, e^f by
+ * its Taylor series to degree 7 (relative error below 1e-8). */
+static TGT INL __m256 exp8(__m256 x)
+{
+	x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+	__m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
+	                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m256 f = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145752f), x);
+	f = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860677e-6f), f);
+	__m256 p = _mm256_set1_ps(1.0f / 5040);
+	p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f / 720));
+	p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f / 120));
+	p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f / 24));
+	p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f / 6));
+	p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(0.5f));
+	p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+	p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+	__m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+	return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+static TGT double a_exp_sum(float *x, int n, float m)
+{
+	__m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+	__m256 mv = _mm256_set1_ps(m);
+	int i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256 y = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv));
+		_mm256_storeu_ps(x + i, y);
+		s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(y)));
+		s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(y, 1)));
+	}
+	double lanes[4], sum;
+	_mm256_storeu_pd(lanes, _mm256_add_pd(s0, s1));
+	sum = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+	if (i < n) { /* the tail through the same vector code */
+		float t[8] = { 0 };
+		memcpy(t, x + i, (size_t)(n - i) * sizeof *t);
+		__m256 y = exp8(_mm256_sub_ps(_mm256_loadu_ps(t), mv));
+		_mm256_storeu_ps(t, y);
+		for (int r = 0; r < n - i; r++) {
+			x[i + r] = t[r];
+			sum += t[r];
+		}
+	}
+	return sum;
 }
 
 static TGT void a_f32_to_f16(const float *x, uint16_t *y, int n)
@@ -544,8 +628,9 @@ const struct cpu_kernels cpu_kernels_avx2 = {
 	},
 	.quantize_q8 = quantize_q8,
 	.quantize_q8k = quantize_q8k,
-	.dot_f32_f16 = a_dot_f32_f16,
-	.axpy_f16 = a_axpy_f16,
+	.attn_scores = a_attn_scores,
+	.attn_values = a_attn_values,
+	.exp_sum = a_exp_sum,
 	.f32_to_f16 = a_f32_to_f16,
 	.round_f16 = a_round_f16,
 };

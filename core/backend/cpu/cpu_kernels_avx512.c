@@ -1,6 +1,6 @@
 /* AVX-512 (F, BW, VL, DQ) + VNNI kernels for the quantised types, chosen
- * at run time on CPUs that have them (cpu_kernels_select); the float types
- * and the attention helpers are the AVX2 ones. A super-block's weights are unpacked once
+ * at run time on CPUs that have them (cpu_kernels_select), and attention
+ * (scores, exp, value sums); the float types are the AVX2 ones. A super-block's weights are unpacked once
  * into 64-element vectors and applied to up to 8 activation rows from
  * registers, so a verification batch reads each weight byte once.
  *
@@ -319,8 +319,141 @@ AVX512_MATMUL(mm_q4_K, B_Q4_K)
 AVX512_MATMUL(mm_q5_K, B_Q5_K)
 AVX512_MATMUL(mm_q6_K, B_Q6_K)
 
+/* ---- attention ---- */
+
+static TGT INL __mmask16 tail16(int left)
+{
+	return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+}
+
+static TGT INL __m512 load_f16(const uint16_t *x, __mmask16 m)
+{
+	return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x));
+}
+
+/* Scores of G queries against one key, its 16-element pieces widened once
+ * and met by every query; each score is its own 16-lane sum. */
+static TGT INL void scores_g(const float *q, int G, const uint16_t *k, int d, float scale, float *s, int ss)
+{
+	__m512 acc[4];
+	for (int g = 0; g < G; g++)
+		acc[g] = _mm512_setzero_ps();
+	for (int e = 0; e < d; e += 16) {
+		__mmask16 m = tail16(d - e);
+		__m512 kv = load_f16(k + e, m);
+		for (int g = 0; g < G; g++)
+			acc[g] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + (size_t)g * d + e), kv, acc[g]);
+	}
+	for (int g = 0; g < G; g++)
+		s[(size_t)g * ss] = hsum16(acc[g]) * scale;
+}
+
+static TGT void x_attn_scores(const float *q, int nq, const uint16_t *k, int n, int ks, int d, float scale,
+                              float *s, int ss)
+{
+	/* keys in tiles that stay in L1 while every query meets them */
+	for (int j0 = 0; j0 < n; j0 += 64) {
+		int j1 = n - j0 < 64 ? n : j0 + 64;
+		for (int i = 0; i < nq; i += 4) {
+			const float *qi = q + (size_t)i * d;
+			float *si = s + (size_t)i * ss;
+			for (int j = j0; j < j1; j++) {
+				const uint16_t *kj = k + (size_t)j * ks;
+				switch (nq - i < 4 ? nq - i : 4) {
+				case 4: scores_g(qi, 4, kj, d, scale, si + j, ss); break;
+				case 3: scores_g(qi, 3, kj, d, scale, si + j, ss); break;
+				case 2: scores_g(qi, 2, kj, d, scale, si + j, ss); break;
+				default: scores_g(qi, 1, kj, d, scale, si + j, ss); break;
+				}
+			}
+		}
+	}
+}
+
+/* G outputs of NCH 16-float pieces each held in registers over all n keys:
+ * each element still gets one fused multiply-add per key, in key order. */
+static TGT INL void values_g(float *o, int G, int NCH, const float *p, int ps, const uint16_t *v, int n, int vs)
+{
+	__m512 acc[24];
+#pragma GCC unroll 24
+	for (int a = 0; a < G * NCH; a++)
+		acc[a] = _mm512_loadu_ps(o + (size_t)a * 16);
+	for (int j = 0; j < n; j++) {
+#pragma GCC unroll 8
+		for (int c = 0; c < NCH; c++) {
+			__m512 vv = load_f16(v + (size_t)j * vs + 16 * c, 0xffff);
+#pragma GCC unroll 6
+			for (int g = 0; g < G; g++)
+				acc[g * NCH + c] = _mm512_fmadd_ps(_mm512_set1_ps(p[(size_t)g * ps + j]), vv, acc[g * NCH + c]);
+		}
+	}
+#pragma GCC unroll 24
+	for (int a = 0; a < G * NCH; a++)
+		_mm512_storeu_ps(o + (size_t)a * 16, acc[a]);
+}
+
+static TGT void x_attn_values(float *o, int nq, const float *p, int ps, const uint16_t *v, int n, int vs, int d)
+{
+	int i = 0;
+	if (d == 64)
+		for (; i + 6 <= nq; i += 6)
+			values_g(o + (size_t)i * d, 6, 4, p + (size_t)i * ps, ps, v, n, vs);
+	if (d == 128)
+		for (; i + 3 <= nq; i += 3)
+			values_g(o + (size_t)i * d, 3, 8, p + (size_t)i * ps, ps, v, n, vs);
+	/* other head sizes and the last queries: through memory, same arithmetic */
+	for (int j = 0; j < n; j++)
+		for (int e = 0; e < d; e += 16) {
+			__mmask16 m = tail16(d - e);
+			__m512 vv = load_f16(v + (size_t)j * vs + e, m);
+			for (int r = i; r < nq; r++) {
+				float *y = o + (size_t)r * d + e;
+				_mm512_mask_storeu_ps(y, m, _mm512_fmadd_ps(_mm512_set1_ps(p[(size_t)r * ps + j]), vv,
+				                                            _mm512_maskz_loadu_ps(m, y)));
+			}
+		}
+}
+
+/* exp(x) for -87 <= x <= 0 (smaller x are taken as -87, which rounds away
+ * as a probability): 2^n e^f with n = round(x / ln 2), |f| <= ln 2 / 2, e^f
+ * by its Taylor series to degree 7 (relative error below 1e-8). */
+static TGT INL __m512 exp16(__m512 x)
+{
+	x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+	__m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+	                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m512 f = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145752f), x);
+	f = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860677e-6f), f);
+	__m512 p = _mm512_set1_ps(1.0f / 5040);
+	p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 720));
+	p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 120));
+	p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 24));
+	p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 6));
+	p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.5f));
+	p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+	p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+	return _mm512_scalef_ps(p, n);
+}
+
+static TGT double x_exp_sum(float *x, int n, float m)
+{
+	__m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+	__m512 mv = _mm512_set1_ps(m);
+	for (int i = 0; i < n; i += 16) {
+		__mmask16 k = tail16(n - i);
+		__m512 y = _mm512_maskz_mov_ps(k, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), mv)));
+		_mm512_mask_storeu_ps(x + i, k, y);
+		s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(y)));
+		s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(y, 1)));
+	}
+	return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+}
+
 void cpu_kernels_avx512_fill(struct cpu_kernels *t)
 {
+	t->attn_scores = x_attn_scores;
+	t->attn_values = x_attn_values;
+	t->exp_sum = x_exp_sum;
 	t->name = "avx512";
 	t->matmul[CPU_W_Q4_0] = mm_q4_0;
 	t->matmul[CPU_W_Q4_1] = mm_q4_1;

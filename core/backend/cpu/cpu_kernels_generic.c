@@ -243,18 +243,38 @@ GENERIC_MATMUL(mm_f32, float, float, dot_f32, k)
 GENERIC_MATMUL(mm_f16, uint16_t, float, dot_f16, k)
 GENERIC_MATMUL(mm_bf16, uint16_t, float, dot_bf16, k)
 
-static float g_dot_f32_f16(const float *a, const uint16_t *b, int d)
+static void g_attn_scores(const float *q, int nq, const uint16_t *k, int n, int ks, int d, float scale, float *s,
+                          int ss)
 {
-	float acc = 0.0f;
-	for (int i = 0; i < d; i++)
-		acc += a[i] * cpu_f16_to_f32(b[i]);
-	return acc;
+	for (int j = 0; j < n; j++)
+		for (int i = 0; i < nq; i++) {
+			const float *a = q + (size_t)i * d;
+			const uint16_t *b = k + (size_t)j * ks;
+			float acc = 0.0f;
+			for (int e = 0; e < d; e++)
+				acc += a[e] * cpu_f16_to_f32(b[e]);
+			s[(size_t)i * ss + j] = acc * scale;
+		}
 }
 
-static void g_axpy_f16(float *y, float a, const uint16_t *x, int d)
+static void g_attn_values(float *o, int nq, const float *p, int ps, const uint16_t *v, int n, int vs, int d)
 {
-	for (int i = 0; i < d; i++)
-		y[i] += a * cpu_f16_to_f32(x[i]);
+	for (int j = 0; j < n; j++)
+		for (int i = 0; i < nq; i++) {
+			float a = p[(size_t)i * ps + j], *y = o + (size_t)i * d;
+			for (int e = 0; e < d; e++)
+				y[e] += a * cpu_f16_to_f32(v[(size_t)j * vs + e]);
+		}
+}
+
+static double g_exp_sum(float *x, int n, float m)
+{
+	double sum = 0.0;
+	for (int i = 0; i < n; i++) {
+		x[i] = expf(x[i] - m);
+		sum += x[i];
+	}
+	return sum;
 }
 
 static void g_f32_to_f16(const float *x, uint16_t *y, int n)
@@ -279,8 +299,9 @@ const struct cpu_kernels cpu_kernels_generic = {
 	},
 	.quantize_q8 = quantize_q8,
 	.quantize_q8k = quantize_q8k,
-	.dot_f32_f16 = g_dot_f32_f16,
-	.axpy_f16 = g_axpy_f16,
+	.attn_scores = g_attn_scores,
+	.attn_values = g_attn_values,
+	.exp_sum = g_exp_sum,
 	.f32_to_f16 = g_f32_to_f16,
 	.round_f16 = g_round_f16,
 };

@@ -165,76 +165,107 @@ static void add_row(float *y, const float *b, int n)
 struct attn_job {
 	struct cpu_backend *be;
 	const struct cpu_batch *b;
-	int layer, r0;
+	int layer, r0, nr;
+	int rows;                /* batch rows per task */
 	const uint16_t *kb, *vb; /* batch row 0's K/V for this layer */
 };
 
+/* Batch rows before row gi that it sees, root first (a chain: all of them);
+ * returns how many. */
+static int ancestors(const struct cpu_batch *b, int gi, int32_t *anc)
+{
+	int na = 0;
+	if (!b->parent) {
+		for (int a = 0; a < gi; a++)
+			anc[na++] = a;
+		return na;
+	}
+	for (int a = b->parent[gi]; a >= 0; a = b->parent[a])
+		anc[na++] = a;
+	for (int i = 0; i < na / 2; i++) {
+		int32_t tmp = anc[i];
+		anc[i] = anc[na - 1 - i];
+		anc[na - 1 - i] = tmp;
+	}
+	return na;
+}
+
+/* One K/V head for a block of batch rows: every query head of the group of
+ * every row meets the cached keys in one pass (each key read once for
+ * them all), then its own ancestors and itself; keys in a fixed order:
+ * cache slots, ancestors root first, self. */
 static void attn_task(void *p, int t, int thread)
 {
 	const struct attn_job *j = p;
 	struct cpu_backend *be = j->be;
 	const struct cpu_kernels *K = be->K;
-	int n_ctx = be->base.n_ctx;
-	int g = t % be->n_kv, rl = t / be->n_kv, gi = j->r0 + rl;
-	int group = be->n_head / be->n_kv, hd = be->hd, kvd = be->kv_dim;
-	int n_past = j->b->n_past;
-	float *sc = be->scores + (size_t)thread * n_ctx;
+	const struct cpu_batch *b = j->b;
+	int n_ctx = be->base.n_ctx, group = be->n_head / be->n_kv, hd = be->hd, kvd = be->kv_dim;
+	int g = t % be->n_kv, rl0 = (t / be->n_kv) * j->rows;
+	int nrl = j->nr - rl0 < j->rows ? j->nr - rl0 : j->rows, nq = nrl * group, n_past = b->n_past;
+	size_t qsz = (size_t)be->att_rows * group * hd;
+	float *qs = be->att_q + (size_t)thread * qsz, *os = be->att_o + (size_t)thread * qsz;
+	float *sc = be->scores + (size_t)thread * be->att_rows * group * n_ctx;
 	int32_t *anc = be->anc + (size_t)thread * n_ctx;
-	int na = 0;
-
-	/* keys in a fixed order: prefix slots, then ancestors root first, then self */
-	if (j->b->parent) {
-		for (int a = j->b->parent[gi]; a >= 0; a = j->b->parent[a])
-			anc[na++] = a;
-		for (int i = 0; i < na / 2; i++) {
-			int32_t tmp = anc[i];
-			anc[i] = anc[na - 1 - i];
-			anc[na - 1 - i] = tmp;
-		}
-	} else {
-		for (int a = 0; a < gi; a++)
-			anc[na++] = a;
-	}
-	anc[na++] = gi;
-
 	const uint16_t *kc = be->k_cache + (size_t)j->layer * n_ctx * kvd + (size_t)g * hd;
 	const uint16_t *vc = be->v_cache + (size_t)j->layer * n_ctx * kvd + (size_t)g * hd;
-	int nk = n_past + na;
+	const uint16_t *kb = j->kb + (size_t)g * hd, *vb = j->vb + (size_t)g * hd;
 
-	for (int hh = 0; hh < group; hh++) {
-		int h = g * group + hh;
-		const float *q32 = be->q + (size_t)rl * be->q_dim + (size_t)h * hd;
-		float *o = be->att + (size_t)rl * be->q_dim + (size_t)h * hd;
-		float q[CPU_MAX_HEAD_DIM];
-		float mx = -INFINITY;
-		double sum = 0.0;
-
-		/* Like llama.cpp (no flash attention): q meets the f16 cache as f16,
-		 * and the normalised probabilities are rounded to f16 before they
-		 * weight V. Following its rounding keeps logits within noise of it. */
-		memcpy(q, q32, (size_t)hd * sizeof *q);
-		K->round_f16(q, hd);
-		for (int s = 0; s < n_past; s++)
-			sc[s] = K->dot_f32_f16(q, kc + (size_t)s * kvd, hd) * be->attn_scale;
-		for (int a = 0; a < na; a++)
-			sc[n_past + a] = K->dot_f32_f16(q, j->kb + (size_t)anc[a] * kvd + (size_t)g * hd, hd) *
-			                 be->attn_scale;
-		for (int s = 0; s < nk; s++)
-			mx = fmaxf(mx, sc[s]);
-		for (int s = 0; s < nk; s++) {
-			sc[s] = expf(sc[s] - mx);
-			sum += sc[s];
-		}
-		float inv = (float)(1.0 / sum);
-		for (int s = 0; s < nk; s++)
-			sc[s] *= inv;
-		K->round_f16(sc, nk);
-		memset(o, 0, (size_t)hd * sizeof *o);
-		for (int s = 0; s < n_past; s++)
-			K->axpy_f16(o, sc[s], vc + (size_t)s * kvd, hd);
-		for (int a = 0; a < na; a++)
-			K->axpy_f16(o, sc[n_past + a], j->vb + (size_t)anc[a] * kvd + (size_t)g * hd, hd);
+	/* Like llama.cpp (no flash attention): q meets the f16 cache as f16,
+	 * and the normalised probabilities are rounded to f16 before they
+	 * weight V. Following its rounding keeps logits within noise of it. */
+	for (int rl = 0; rl < nrl; rl++) {
+		memcpy(qs + (size_t)rl * group * hd, be->q + (size_t)(rl0 + rl) * be->q_dim + (size_t)g * group * hd,
+		       (size_t)group * hd * sizeof *qs);
+		K->round_f16(qs + (size_t)rl * group * hd, group * hd);
 	}
+	K->attn_scores(qs, nq, kc, n_past, kvd, hd, be->attn_scale, sc, n_ctx);
+	for (int rl = 0; rl < nrl; rl++) {
+		int gi = j->r0 + rl0 + rl, na = ancestors(b, gi, anc), nk = n_past + na + 1;
+		const float *q = qs + (size_t)rl * group * hd;
+		float *s = sc + (size_t)rl * group * n_ctx + n_past;
+		if (!b->parent) /* a chain: rows 0 .. gi are one run of keys */
+			K->attn_scores(q, group, kb, gi + 1, kvd, hd, be->attn_scale, s, n_ctx);
+		else
+			for (int a = 0; a <= na; a++)
+				K->attn_scores(q, group, kb + (size_t)(a < na ? anc[a] : gi) * kvd, 1, kvd, hd, be->attn_scale,
+				               s + a, n_ctx);
+		for (int hh = 0; hh < group; hh++) {
+			float *x = sc + (size_t)(rl * group + hh) * n_ctx, mx = -INFINITY;
+			for (int k = 0; k < nk; k++)
+				mx = fmaxf(mx, x[k]);
+			float inv = (float)(1.0 / K->exp_sum(x, nk, mx));
+			for (int k = 0; k < nk; k++)
+				x[k] *= inv;
+			K->round_f16(x, nk);
+		}
+	}
+	memset(os, 0, (size_t)nq * hd * sizeof *os);
+	K->attn_values(os, nq, sc, n_ctx, vc, n_past, kvd, hd);
+	for (int rl = 0; rl < nrl; rl++) {
+		int gi = j->r0 + rl0 + rl, na = ancestors(b, gi, anc);
+		float *o = os + (size_t)rl * group * hd;
+		const float *pr = sc + (size_t)rl * group * n_ctx + n_past;
+		if (!b->parent)
+			K->attn_values(o, group, pr, n_ctx, vb, gi + 1, kvd, hd);
+		else
+			for (int a = 0; a <= na; a++)
+				K->attn_values(o, group, pr + a, n_ctx, vb + (size_t)(a < na ? anc[a] : gi) * kvd, 1, kvd, hd);
+		memcpy(be->att + (size_t)(rl0 + rl) * be->q_dim + (size_t)g * group * hd, o,
+		       (size_t)group * hd * sizeof *o);
+	}
+}
+
+/* Rows per attention task: enough tasks to keep the threads evenly busy,
+ * as few as that allows so that each key is read for many rows at once,
+ * and no more than a thread's scratch holds. */
+static int attn_rows_per_task(const struct cpu_backend *be, int nr)
+{
+	int nb = 1;
+	while (nb < nr && (be->n_kv * nb) % be->n_threads != 0 && be->n_kv * nb < 4 * be->n_threads)
+		nb++;
+	int rows = (nr + nb - 1) / nb;
+	return rows < be->att_rows ? rows : be->att_rows;
 }
 
 void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer, int r0, int nr)
@@ -283,9 +314,10 @@ void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer
 		be->K->f32_to_f16(be->v + (size_t)r * kvd, vb + (size_t)(r0 + r) * kvd, kvd);
 	}
 
-	struct attn_job j = { .be = be, .b = b, .layer = layer, .r0 = r0, .kb = kb, .vb = vb };
+	struct attn_job j = { .be = be, .b = b, .layer = layer, .r0 = r0, .nr = nr, .kb = kb, .vb = vb };
+	j.rows = attn_rows_per_task(be, nr);
 	cpu_prof(be, SKIPPER_PROF_ATTENTION);
-	skipper_threadpool_run(be->tp, attn_task, &j, nr * be->n_kv);
+	skipper_threadpool_run(be->tp, attn_task, &j, be->n_kv * ((nr + j.rows - 1) / j.rows));
 
 	cpu_prof(be, SKIPPER_PROF_ATTN_OUT);
 	const void *x = cpu_prepare_act(be, &L->wo, be->att, be->q_dim, nr, be->q_dim, &xs);
