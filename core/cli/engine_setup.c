@@ -1,6 +1,8 @@
 /* What the CLI adds to a fresh engine: context lookup as configured, and
  * the cost curve of this model on this machine, measured once and cached
  * under the model cache ($SKIPPER_CACHE_DIR/costs). */
+#include "build-config.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +32,8 @@ static void cpu_model(char *buf, size_t n)
 }
 
 /* $SKIPPER_CACHE_DIR/costs/NAME-XXXXXXXX.costs, the hash over everything
- * the costs depend on: model file, machine, backend, threads, forced ISA.
+ * the costs depend on: model file, machine, backend, threads, context,
+ * forced ISA, skipper version.
  * The directory is made if needed. NULL when there is no writable cache. */
 static char *cost_cache_path(const struct cli_session *s)
 {
@@ -53,9 +56,10 @@ static char *cost_cache_path(const struct cli_session *s)
 		return NULL;
 	skipper_config_get_int(s->cfg, "model", "threads", &threads, NULL);
 	cpu_model(cpu, sizeof cpu);
-	snprintf(what, sizeof what, "%s|%llu|%s|%s|%ld|%ld|%s", file, (unsigned long long)skipper_gguf_file_size(s->model->gguf),
-	         cpu, s->be->ops->name, threads ? threads : sysconf(_SC_NPROCESSORS_ONLN), (long)s->be->n_ctx,
-	         isa ? isa : "");
+	/* the version too: a new release's kernels cost differently */
+	snprintf(what, sizeof what, "%s|%llu|%s|%s|%ld|%ld|%s|%s", file,
+	         (unsigned long long)skipper_gguf_file_size(s->model->gguf), cpu, s->be->ops->name,
+	         threads ? threads : sysconf(_SC_NPROCESSORS_ONLN), (long)s->be->n_ctx, isa ? isa : "", PACKAGE_VERSION);
 	/* the draft vocabulary is in the file's measured_for line: a change re-measures */
 	for (const char *c = what; *c; c++)
 		h = (h ^ (uint8_t)*c) * 1099511628211ull;
