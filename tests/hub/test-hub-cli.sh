@@ -113,8 +113,20 @@ if [ -x "$top_builddir/tests/gen-model" ] && "$top_builddir/tests/gen-model" --o
 	grep -q "models--team--model/snapshots/$c/tiny.gguf" "$T/info"; ok $? "and the model is read from the cache"
 	HF_HUB_OFFLINE=1 "$SKIPPER" info --set model.hub=team/model:tiny.gguf >/dev/null 2>&1; ok $? "[model] hub offline from the cache"
 	HF_HUB_OFFLINE=1 "$SKIPPER" info --set model.hub=team/model:other.gguf >/dev/null 2>&1; is $? 3 "[model] hub offline, not cached: exit 3"
+
+	# a published tree of profiles, pulled: a policy finds the one for its model by itself
+	mkdir -p "$T/tp/tiny"
+	printf '[profile]\nmodel = tiny\nmodel_sha256 = %s\nmethod = bo-static\nn_layers = 4\n\n[mask]\nattn = 1\nmlp = 1\n' \
+		"$sum" >"$T/tp/tiny/bo-static.ini"
+	"$SKIPPER" profile publish "$T/tp" --repo team/tinyprof --out "$T/tree" >/dev/null &&
+		"$SKIPPER" profile pull team/tinyprof >/dev/null; ok $? "a tree of profiles published and pulled"
+	SKIPPER_CACHE_DIR="$T/sk" SKIPPER_DEBUG=1 "$SKIPPER" generate -m "$T/tiny.gguf" --set policy.name=bo-static \
+		--set model.threads=1 -p "hi" -n 4 >/dev/null 2>"$T/err"
+	r=$?
+	[ $r = 0 ] && grep -q "profile $T/cache/models--team--tinyprof/snapshots/.*/tiny/bo-static.ini (found" "$T/err"
+	ok $? "bo-static finds the pulled profile in the hub cache (exit $r)"
 else
-	for i in 1 2 3 4; do n=$((n + 1)); echo "ok $n # SKIP no test-model generator"; done
+	for i in 1 2 3 4 5 6; do n=$((n + 1)); echo "ok $n # SKIP no test-model generator"; done
 fi
 
 echo "1..$n"
