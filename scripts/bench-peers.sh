@@ -22,9 +22,10 @@ usage: scripts/bench-peers.sh [options]
 Compare skipper with llama.cpp on Spec-Bench prompts (greedy decoding), one
 interleaved run per category, and write DIR/results.md, DIR/runs.csv,
 DIR/summary.csv, DIR/chart.svg and the raw logs under DIR/raw/.
-  --data FILE            prompts, JSON lines with "category", "question_id" and
+  --data FILE[,FILE...]  prompts, JSON lines with "category", "question_id" and
                          "turns" (default: ../shared/data/spec_bench/question.jsonl
-                         beside the source tree)
+                         beside the source tree, then scripts/data/code-edit.jsonl,
+                         the category code_editing)
   --categories LIST      comma-separated categories, in this order (default:
                          every category, in file order)
   --per-category N       the first N prompts of each category (default 3)
@@ -80,7 +81,7 @@ absolute() { case $1 in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;;
 command_line="scripts/bench-peers.sh"
 for a in "$@"; do command_line="$command_line $(quote "$a")"; done
 
-data="$(cd "$root/.." && pwd)/shared/data/spec_bench/question.jsonl"
+data="$(cd "$root/.." && pwd)/shared/data/spec_bench/question.jsonl,$root/scripts/data/code-edit.jsonl"
 categories="" per_cat=3 tokens=128 threads=2 warmup=1 ctx=4096
 model=qwen2.5-coder-1.5b draft=qwen2.5-coder-0.5b
 policies=$all_policies peers=plain,lookup,speculative
@@ -113,8 +114,13 @@ done
 
 # --- check the inputs before anything runs -----------------------------------
 command -v python3 >/dev/null || die "python3 is needed (apt-get install python3)"
-[ -f "$data" ] || die "--data $data: no such file"
-data=$(absolute "$data")
+files=$data data=
+while [ -n "$files" ]; do
+	f=${files%%,*}
+	[ "$f" = "$files" ] && files= || files=${files#*,}
+	[ -f "$f" ] || die "--data $f: no such file"
+	data="${data:+$data,}$(absolute "$f")"
+done
 
 # skipper configurations: none first, then the list as given
 skip_list=none
@@ -269,28 +275,29 @@ def default_system(j):
 def prep(data, cats, per_cat, model, out):
     per_cat = int(per_cat)
     rows, order = [], []
-    with open(data, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                o = json.loads(line)
-            except ValueError as e:
-                fail(f"{data}:{n}: not JSON ({e})")
-            if not isinstance(o, dict):
-                fail(f"{data}:{n}: not a JSON object")
-            t = o.get("turns")
-            text = t[0] if isinstance(t, list) and t and isinstance(t[0], str) else None
-            for k in ("prompt", "text", "instruction"):
-                if text is None and isinstance(o.get(k), str):
-                    text = o[k]
-            if text is None:
-                fail(f'{data}:{n}: no prompt (expected "turns", "prompt", "text" or "instruction")')
-            cat = str(o["category"]) if "category" in o else "all"
-            pid = next((str(o[k]) for k in ("question_id", "id") if k in o), str(n))
-            rows.append((cat, pid, text, line.strip()))
-            if cat not in order:
-                order.append(cat)
+    for path in data.split(","):
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    o = json.loads(line)
+                except ValueError as e:
+                    fail(f"{path}:{n}: not JSON ({e})")
+                if not isinstance(o, dict):
+                    fail(f"{path}:{n}: not a JSON object")
+                t = o.get("turns")
+                text = t[0] if isinstance(t, list) and t and isinstance(t[0], str) else None
+                for k in ("prompt", "text", "instruction"):
+                    if text is None and isinstance(o.get(k), str):
+                        text = o[k]
+                if text is None:
+                    fail(f'{path}:{n}: no prompt (expected "turns", "prompt", "text" or "instruction")')
+                cat = str(o["category"]) if "category" in o else "all"
+                pid = next((str(o[k]) for k in ("question_id", "id") if k in o), str(n))
+                rows.append((cat, pid, text, line.strip()))
+                if cat not in order:
+                    order.append(cat)
     want = [c for c in cats.split(",") if c] if cats else order
     for c in want:
         if c not in order:
