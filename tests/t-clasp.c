@@ -362,9 +362,22 @@ static void costs(void)
 			runs[hi] += m.n_sublayer > before;
 		}
 		if (hi) {
+			/* the round before a due DP the budget cannot pay: no captures */
+			plan.max_draft = 32;
+			plan.capture = 1;
+			int capture_off = 0;
+			for (int r = 0; r < 3; r++) {
+				d->select_draft(st, &plan);
+				capture_off += plan.capture == 0;
+				struct skipper_verdict v = { .round = 99 + r, .bonus = 3, .n_committed = 41 };
+				d->on_accept(st, &v);
+				plan.capture = 1;
+			}
 			struct skipper_stats ss = { .seconds = 10 };
 			d->end(st, &ss);
-			ok(strstr(m.log, "DPs deferred by the budget") != NULL, "end logs the deferred DPs: %s", m.log);
+			ok(capture_off == 3 && strstr(m.log, "3 DPs deferred by the budget") != NULL,
+			   "a DP the budget defers asks for no captures (%d of 3 rounds), and end logs the deferrals: %s",
+			   capture_off, m.log);
 		}
 		d->destroy(st);
 	}

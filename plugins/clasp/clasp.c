@@ -200,8 +200,9 @@ static int clasp_select_draft(void *state, struct skipper_plan *plan)
 	}
 	/* verify captures only for the round whose row feeds the next DP
 	 * (on_accept's test, one round ahead; the budget only grows until
-	 * then, so a DP it allows now it allows there) */
-	if ((c->since_dp + 1 < c->interval || !cm_budget_ready(&c->budget, c->econ.costs)) && c->have_mask)
+	 * then, so a DP it allows now it allows there, and a DP it defers
+	 * waits without captures) */
+	if (c->have_mask && (c->since_dp + 1 < c->interval || !cm_budget_allow(&c->budget, c->econ.costs)))
 		plan->capture = 0;
 	if (!c->have_mask) {
 		plan->max_draft = 0; /* drafting with nothing skipped only costs time */
@@ -231,7 +232,7 @@ static int clasp_on_accept(void *state, const struct skipper_verdict *v)
 	 * not be committed and nothing will be drafted with a new mask */
 	if (v->bonus < 0 || !v->states || v->states->n_rows < 1)
 		return SKIPPER_POLICY_OK;
-	if (!c->have_mask || (c->since_dp >= c->interval && cm_budget_allow(&c->budget, c->econ.costs)))
+	if (!c->have_mask || (c->since_dp >= c->interval && cm_budget_ready(&c->budget, c->econ.costs)))
 		return run_dp(c, v->states, v->states->n_rows - 1);
 	return SKIPPER_POLICY_OK;
 }
