@@ -211,6 +211,7 @@ static int m_score_mask(void *ctx, const uint8_t *attn, const uint8_t *mlp, cons
 	struct mock_host *m = M(ctx);
 	int skipped = 0;
 	m->n_score_mask++;
+	m->clock += m->compute_seconds;
 	if (need_model(ctx))
 		return SKIPPER_POLICY_ERROR;
 	for (int l = 0; l < m->host.n_layer; l++)
@@ -229,6 +230,7 @@ static int m_sublayer(void *ctx, int kind, int layer, int n_seq, int seq_len, fl
 {
 	struct mock_host *m = M(ctx);
 	m->n_sublayer++;
+	m->clock += m->compute_seconds;
 	if (need_model(ctx))
 		return SKIPPER_POLICY_ERROR;
 	if (layer < 0 || layer >= m->host.n_layer || (kind != SKIPPER_SUBLAYER_ATTN && kind != SKIPPER_SUBLAYER_MLP))
@@ -242,6 +244,7 @@ static int m_head_argmax(void *ctx, int n, const float *states, int32_t *ids)
 {
 	struct mock_host *m = M(ctx);
 	m->n_head_argmax++;
+	m->clock += m->compute_seconds;
 	if (need_model(ctx))
 		return SKIPPER_POLICY_ERROR;
 	for (int i = 0; i < n; i++)
@@ -316,6 +319,49 @@ static int m_tensor_read(void *ctx, const char *path, const char *name, float *o
 	return rc ? fail(ctx, e.msg) : 0;
 }
 
+static const struct skipper_costs *m_costs(void *ctx)
+{
+	struct mock_host *m = M(ctx);
+	m->n_costs++;
+	if (need_model(ctx))
+		return NULL;
+	if (!m->have_costs) {
+		m_set_error(ctx, "costs: no curve set in this mock host");
+		return NULL;
+	}
+	return &m->costs;
+}
+
+static void costs_shares(struct mock_host *m, double step, double head, double attn, double mlp)
+{
+	int L = m->host.n_layer > 0 ? m->host.n_layer : 1;
+	m->costs.step_seconds = step;
+	m->costs.head = m->costs.draft_head = head;
+	m->costs.attn = attn / L;
+	m->costs.mlp = mlp / L;
+	m->have_costs = 1;
+}
+
+void mock_costs_cpu(struct mock_host *m)
+{
+	static const double v[9] = { 0, 1, 1.14, 1.39, 1.39, 1.53, 1.74, 1.91, 2.08 };
+	memset(&m->costs, 0, sizeof m->costs);
+	m->costs.n_max = SKIPPER_COST_MAX_ROWS;
+	memcpy(m->costs.verify, v, sizeof v);
+	for (int n = 9; n <= SKIPPER_COST_MAX_ROWS; n++)
+		m->costs.verify[n] = m->costs.verify[n - 1] + (n <= 16 ? 0.2 : 0.25);
+	costs_shares(m, 0.05, 0.17, 0.14, 0.67);
+}
+
+void mock_costs_gpu(struct mock_host *m)
+{
+	memset(&m->costs, 0, sizeof m->costs);
+	m->costs.n_max = SKIPPER_COST_MAX_ROWS;
+	for (int n = 1; n <= SKIPPER_COST_MAX_ROWS; n++)
+		m->costs.verify[n] = 1 + 0.002 * (n - 1);
+	costs_shares(m, 0.01, 0.1, 0.3, 0.6);
+}
+
 void mock_host_init(struct mock_host *m, int n_layer, int n_embd, int n_vocab)
 {
 	memset(m, 0, sizeof *m);
@@ -357,6 +403,7 @@ void mock_host_init(struct mock_host *m, int n_layer, int n_embd, int n_vocab)
 	m->host.embed_prompt = m_embed;
 	m->host.tensor_write = m_tensor_write;
 	m->host.tensor_read = m_tensor_read;
+	m->host.costs = m_costs;
 	memset(m->sha256, 'a', 64);
 	m->seed = 42;
 	m->clock_step = 0.001;

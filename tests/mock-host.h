@@ -22,17 +22,31 @@ struct mock_host {
 	uint64_t seed;
 	double clock, clock_step; /* now() returns clock and advances it by clock_step */
 	double ar_speed;          /* trial: plain decoding's tokens/s (sets peak at 100 * (1 + 0.5)) */
+	double compute_seconds;   /* score_mask, sublayer_forward and head_argmax advance the clock by this */
+	/* host->costs: fails (error set, NULL) until a test sets a curve, as a
+	 * host without a model or measurement does */
+	struct skipper_costs costs;
+	int have_costs;
 
 	/* what the policy did */
 	char error[1024];         /* last set_error */
 	int n_errors;
 	char log[4096];           /* log lines, '\n'-separated, truncated */
 	int n_logs;
-	int n_score_mask, n_sublayer, n_head_argmax, n_time_sublayer, n_trial, n_embed;
+	int n_score_mask, n_sublayer, n_head_argmax, n_time_sublayer, n_trial, n_embed, n_costs;
 };
 
 /* Fill the table for a model with these sizes (n_layer 0 = no model). */
 void mock_host_init(struct mock_host *m, int n_layer, int n_embd, int n_vocab);
+
+/* Cost curves for host->costs (shares scaled to the mock's layer count):
+ * cpu: a 2-core CPU running a 1.5B model, verify[2..8] = 1.14, 1.39, 1.39,
+ * 1.53, 1.74, 1.91, 2.08, then +0.2 a row to 16 (3.68) and +0.25 to 32;
+ * head 0.17, attention 0.14 and MLP 0.67 over all layers; 50 ms a step.
+ * gpu: verify[n] = 1 + 0.002 (n - 1); head 0.1, attention 0.3, MLP 0.6;
+ * 10 ms a step. */
+void mock_costs_cpu(struct mock_host *m);
+void mock_costs_gpu(struct mock_host *m);
 
 /* The mock model's next token after tok. */
 int32_t mock_next_token(const struct mock_host *m, int32_t tok);

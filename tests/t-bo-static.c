@@ -89,6 +89,34 @@ int main(void)
 		d->destroy(s);
 	}
 
+	/* --- the cost curve: K is a cap, the length that pays is drafted ---
+	 * the profile's set executes 7 attention and 11 MLP sub-layers of 12 */
+	for (int gpu = 0; gpu < 2; gpu++) {
+		int drafted = 0, longest = 0, last = -1;
+		mock_host_init(&m, L, 8, 100);
+		if (gpu)
+			mock_costs_gpu(&m);
+		else
+			mock_costs_cpu(&m);
+		if (mock_make(d, &m, &s, "profile", prof, NULL))
+			BAIL(m.error);
+		d->begin(s, &req);
+		for (int r = 0; r < 30; r++) {
+			plan.max_draft = 32;
+			d->select_draft(s, &plan);
+			last = plan.max_draft;
+			drafted += last > 0;
+			longest = last > longest ? last : longest;
+			accept_round(s, gpu ? last : 0, last); /* GPU: all accepted; CPU: none */
+		}
+		if (gpu)
+			ok(last == 12, "GPU curve, everything accepted: K = 12 drafted (%d)", last);
+		else
+			ok(drafted <= 3 && longest <= 2, "CPU curve (a draft step costs 0.87 steps), nothing accepted: %d of 30 "
+			   "rounds drafted, at most %d tokens (probes)", drafted, longest);
+		d->destroy(s);
+	}
+
 	/* --- the adaptive rule on a scripted sequence ---
 	 * alpha 0.9, eps 0.01, beta1 0.5, beta2 0.9, gamma0 0.6. Expected values
 	 * by hand: round 1 AR = 1 (> 0.9): tmp = 0.59, gamma = 0.9*0.6 + 0.1*0.59

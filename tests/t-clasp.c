@@ -287,10 +287,110 @@ static void plugin(void)
 	skipper_policy_unload(lib);
 }
 
+/* ---- the plugin under the cost curve: draft length and DP budget ---- */
+static void costs(void)
+{
+	struct skipper_policy_lib *lib;
+	const struct skipper_policy *d;
+	const int L = 8, D = 16;
+	float data[9 * 16];
+	int32_t pos = 40, tok = 5;
+	uint8_t attn[8], mlp[8];
+
+	if (skipper_policy_load("clasp", &(struct skipper_policy_search){ 0 }, &lib, &err))
+		BAIL(err.msg);
+	d = skipper_policy_lib_desc(lib);
+	for (int i = 0; i < 9 * 16; i++)
+		data[i] = (float)((i * 7) % 11) - 5.0f + (float)(i / 16);
+	struct skipper_states sts = { .n_rows = 1, .n_points = L + 1, .n_embd = D, .pos = &pos, .token = &tok,
+	                              .data = data };
+	struct skipper_request req = { .id = 1, .n_prompt = 41, .n_layer = L, .max_tokens = 64, .greedy = 1,
+	                               .states = &sts };
+	struct skipper_plan plan = { .n_layer = L, .skip_attn = attn, .skip_mlp = mlp };
+
+	/* 4 of 8 layers skipped: a draft token costs 0.575 steps on the CPU
+	 * curve (one pays at the prior 0.8: 1.8 / 1.715), 0.55 on the GPU one */
+	for (int gpu = 0; gpu < 2; gpu++) {
+		struct mock_host m;
+		void *st;
+		int drafted = 0, longest = 0, last = 0;
+		mock_host_init(&m, L, D, 64);
+		if (gpu)
+			mock_costs_gpu(&m);
+		else
+			mock_costs_cpu(&m);
+		if (mock_make(d, &m, &st, "interval", "3", NULL))
+			BAIL(m.error);
+		d->begin(st, &req);
+		for (int r = 0; r < 30; r++) {
+			plan.max_draft = 32;
+			d->select_draft(st, &plan);
+			last = plan.max_draft;
+			drafted += last > 0;
+			longest = last > longest ? last : longest;
+			struct skipper_verdict v = { .round = r, .n_drafted = last, .n_accepted = gpu ? last : 0, .bonus = 3,
+			                             .n_committed = 41 };
+			d->on_accept(st, &v);
+		}
+		if (gpu)
+			is_int(last, 12, "GPU curve, everything accepted: K_max = 12");
+		else
+			ok(drafted <= 4 && longest <= 2, "CPU curve, nothing accepted: %d of 30 rounds drafted, at most %d tokens",
+			   drafted, longest);
+		d->destroy(st);
+	}
+
+	/* the DP budget: rounds at plain speed (2 tokens in 0.1 s) earn 0.05 x
+	 * 0.1 s each; a 1 ms DP runs every LOI = 3 rounds, a 141 ms one (14
+	 * sub-layer calls of 10 ms) about every 28 */
+	int runs[2];
+	for (int hi = 0; hi < 2; hi++) {
+		struct mock_host m;
+		void *st;
+		mock_host_init(&m, L, D, 64);
+		mock_costs_cpu(&m);
+		if (mock_make(d, &m, &st, "interval", "3", NULL))
+			BAIL(m.error);
+		d->begin(st, &req);
+		m.compute_seconds = hi ? 0.01 : 0;
+		runs[hi] = 0;
+		for (int r = 0; r < 99; r++) {
+			struct skipper_verdict v = { .round = r, .n_drafted = 2, .n_accepted = 1, .bonus = 3, .n_committed = 41,
+			                             .states = &sts, .draft_seconds = 0.05, .verify_seconds = 0.05 };
+			int before = m.n_sublayer;
+			d->on_accept(st, &v);
+			runs[hi] += m.n_sublayer > before;
+		}
+		if (hi) {
+			/* the round before a due DP the budget cannot pay: no captures */
+			plan.max_draft = 32;
+			plan.capture = 1;
+			int capture_off = 0;
+			for (int r = 0; r < 3; r++) {
+				d->select_draft(st, &plan);
+				capture_off += plan.capture == 0;
+				struct skipper_verdict v = { .round = 99 + r, .bonus = 3, .n_committed = 41 };
+				d->on_accept(st, &v);
+				plan.capture = 1;
+			}
+			struct skipper_stats ss = { .seconds = 10 };
+			d->end(st, &ss);
+			ok(capture_off == 3 && strstr(m.log, "3 DPs deferred by the budget") != NULL,
+			   "a DP the budget defers asks for no captures (%d of 3 rounds), and end logs the deferrals: %s",
+			   capture_off, m.log);
+		}
+		d->destroy(st);
+	}
+	ok(runs[0] == 33 && runs[1] >= 2 && runs[1] <= 5,
+	   "DP budget: %d DPs in 99 rounds when a DP takes 1 ms, %d when it takes 141 ms", runs[0], runs[1]);
+	skipper_policy_unload(lib);
+}
+
 int main(void)
 {
 	synthetic();
 	tiny_model();
 	plugin();
+	costs();
 	return tap_done();
 }

@@ -105,6 +105,7 @@ static struct {
 	int with, without;    /* on_accept calls with / without states */
 	int round_off;        /* the last plan had capture cleared */
 	int bad;              /* on_accept calls whose states disagree with the plan */
+	int timed, untimed;   /* verdicts with draft_seconds > 0 when drafted (== 0 when not); the others */
 	float *log; /* every captured row (begin, then each on_accept), [rows][points][n_embd] */
 } rec;
 
@@ -131,6 +132,10 @@ static int rec_accept(void *state, const struct skipper_verdict *v)
 	rec.with += v->states != NULL;
 	rec.without += v->states == NULL;
 	rec.bad += (v->states == NULL) != rec.round_off;
+	if (v->n_drafted > 0 ? v->draft_seconds > 0 && v->verify_seconds > 0 : v->draft_seconds == 0)
+		rec.timed++;
+	else
+		rec.untimed++;
 	return 0;
 }
 static int rec_select(void *state, struct skipper_plan *plan)
@@ -439,6 +444,8 @@ static void state_captures(int32_t *prompt, int n_prompt)
 	layer_log = rec.log, layer_rows = rec.rows;
 	rec.log = NULL;
 	is_int(rec.points, L + 1, "layer captures: n_layer + 1 points per row");
+	ok(rec.timed > 0 && rec.untimed == 0, "every verdict carries its round's draft and verify seconds (%d, %d not)",
+	   rec.timed, rec.untimed);
 	if (rec_run(prompt, n_prompt, acc | SKIPPER_NEED_SUBLAYER_STATES, 2, &got))
 		BAIL("generation with sub-layer captures failed");
 	ok(got.n == ref.n && !memcmp(got.t, ref.t, ref.n * sizeof *ref.t), "sub-layer captures: greedy SSD == AR");

@@ -249,6 +249,45 @@ static void pick_vs_grid(void)
 			}
 	ok(same, "Algorithm 2 with bound pruning == the full grid in all %d cases", cases);
 	ok(pruned > 0, "the bound spared head rows in %d of %d cases", pruned, cases);
+
+	/* the cost curve: verify[n] = 1 and no head is the paper's model
+	 * exactly; a CPU curve (verify[2..8] = 1.14 .. 2.08) charges each
+	 * drafted token its verification row, so gamma* can only shrink */
+	struct skipper_costs flat = { .n_max = 32 }, cpu = { .n_max = 8 };
+	static const double v[9] = { 0, 1, 1.14, 1.39, 1.39, 1.53, 1.74, 1.91, 2.08 };
+	for (int n = 1; n <= 32; n++)
+		flat.verify[n] = 1;
+	memcpy(cpu.verify, v, sizeof v);
+	int equal = 1, shorter = 0, longer = 0, gmax = 0, steps = 1;
+	for (size_t wp = 0; wp < sizeof wpairs / sizeof wpairs[0]; wp++)
+		for (size_t ti = 0; ti < sizeof times / sizeof times[0]; ti++) {
+			int wa = wpairs[wp][0], wm = wpairs[wp][1], Kh = L * (wa + wm) / 2;
+			double ta = times[ti][0], tm = times[ti][1];
+			struct knap_dp dp = { .n_items = NI, .d = D, .tau = -1 };
+			if (knap_dp_run(&dp, &m.host, &m, X, R, pos, Kh, wa, wm))
+				BAIL(m.error);
+			head_all(&m, R, dp.g + (size_t)(Kh / 2) * R * D, y);
+			struct knap_pick p0 = { .t_attn = ta, .t_mlp = tm, .n_layer = L, .max_draft = 10, .y = y };
+			struct knap_pick pf = p0, pc = p0, ph = p0;
+			pf.costs = &flat;
+			pc.costs = &cpu;
+			ph.costs = &flat;
+			ph.t_head = 4 * ta, ph.t_draft_head = 2 * ta;
+			if (knap_pick_run(&dp, &m.host, &m, &p0) || knap_pick_run(&dp, &m.host, &m, &pf) ||
+			    knap_pick_run(&dp, &m.host, &m, &pc) || knap_pick_run(&dp, &m.host, &m, &ph))
+				BAIL(m.error);
+			equal &= pf.c == p0.c && pf.gamma == p0.gamma && pf.tpt == p0.tpt;
+			shorter += pc.gamma < p0.gamma;
+			longer += pc.gamma > p0.gamma;
+			gmax = pc.gamma > gmax ? pc.gamma : gmax;
+			steps &= fabs(pc.t_step - L * (ta + tm)) < 1e-15 && pc.t_draft > 0 && pc.t_draft < pc.t_step;
+			steps &= fabs(ph.t_step - (4 * ta + L * (ta + tm))) < 1e-15 && ph.t_draft >= 2 * ta;
+			knap_dp_free(&dp);
+		}
+	ok(steps, "t_step = t_head + L (t_attn + t_mlp); the winner's draft step includes the draft head and is cheaper");
+	ok(equal, "costs with verify[n] = 1 and no head: the paper's choice");
+	ok(shorter > 0 && longer == 0, "a CPU curve: gamma* shorter in %d of 9 cases, never longer (longest %d)", shorter,
+	   gmax);
 }
 
 static void plugin(void)
@@ -388,11 +427,132 @@ static void plugin(void)
 	skipper_policy_unload(lib);
 }
 
+/* states consistent with the mock's sub-layers (attention of layer l adds
+ * 0.01 (l + 1) everywhere, its MLP 0.02 (l + 1)) for 3 rows of 6 layers */
+static void mock_states(float *data, int PL, int PD)
+{
+	for (int i = 0; i < 3; i++)
+		for (int p = 0; p <= 2 * PL; p++)
+			for (int k = 0; k < PD; k++)
+				data[(i * (2 * PL + 1) + p) * PD + k] =
+					p ? data[(i * (2 * PL + 1) + p - 1) * PD + k] + 0.01f * (float)(2 - p % 2) * (float)((p + 1) / 2)
+					  : (float)(((i + 1) * (k + 3) * 5) % 13) - 6.0f;
+}
+
+/* a head for which every state gives the same token: alpha_hat = 1 */
+static int head_same(void *ctx, int n, const float *st, int32_t *ids)
+{
+	for (int i = 0; i < n; i++)
+		ids[i] = 7;
+	return 0;
+}
+
+/* The plugin under the cost curve: the run-time draft cap and the DP budget. */
+static void plugin_costs(void)
+{
+	struct skipper_policy_lib *lib;
+	struct skipper_error err = { 0 };
+	const struct skipper_policy *d;
+	const int PL = 6, PD = 8;
+	float data[3 * 13 * 8];
+	int32_t pos[3] = { 20, 21, 22 }, tok[3] = { 1, 2, 3 };
+	uint8_t attn[6], mlp[6];
+
+	if (skipper_policy_load("knapspec", &(struct skipper_policy_search){ 0 }, &lib, &err))
+		BAIL(err.msg);
+	d = skipper_policy_lib_desc(lib);
+	mock_states(data, PL, PD);
+	struct skipper_states sts = { .n_rows = 3, .n_points = 2 * PL + 1, .n_embd = PD, .pos = pos, .token = tok,
+	                              .data = data };
+	struct skipper_request req = { .id = 1, .n_prompt = 23, .n_layer = PL, .max_tokens = 64, .greedy = 1,
+	                               .states = &sts };
+	struct skipper_plan plan = { .n_layer = PL, .skip_attn = attn, .skip_mlp = mlp };
+
+	/* the mock times a layer at about 3 us; the curves' step is set so
+	 * that the layers are their share of it (0.83 CPU, 0.9 GPU) */
+	for (int gpu = 0; gpu < 2; gpu++) {
+		struct mock_host m;
+		void *st;
+		int drafted = 0, late = 0, last = 0, first = 0;
+		mock_host_init(&m, PL, PD, 64);
+		if (gpu)
+			mock_costs_gpu(&m);
+		else
+			mock_costs_cpu(&m);
+		m.costs.step_seconds = gpu ? 2.0e-5 : 2.2e-5;
+		m.host.head_argmax = head_same; /* the prefill DP's set: alpha_hat 1 seeds the estimate */
+		if (mock_make(d, &m, &st, "interval", "1000", NULL))
+			BAIL(m.error);
+		sts.n_rows = 3;
+		if (d->begin(st, &req))
+			BAIL(m.error);
+		for (int r = 0; r < 30; r++) {
+			plan.max_draft = 32;
+			d->select_draft(st, &plan);
+			last = plan.max_draft;
+			if (r == 0)
+				first = last;
+			drafted += last > 0;
+			late += r >= 5 && last > 2;
+			struct skipper_verdict v = { .round = r, .n_drafted = last, .n_accepted = gpu ? last : 0, .bonus = 3,
+			                             .n_committed = 24 };
+			d->on_accept(st, &v);
+		}
+		if (gpu)
+			ok(last == 10, "GPU curve, everything accepted: D = 10 (first round %d)", first);
+		else
+			ok(late == 0 && drafted <= 8, "CPU curve, nothing accepted: %d of 30 rounds drafted (first %d), none "
+			   "longer than a probe after the 5th", drafted, first);
+		d->destroy(st);
+	}
+
+	/* the DP budget: rounds at plain speed earn 0.05 x 0.1 s each; a 1 ms
+	 * DP runs every T = 8 steps, one of 11 sub-layer calls of 10 ms (and
+	 * its head replays) much less often: its capture window starts over */
+	int runs[2];
+	for (int hi = 0; hi < 2; hi++) {
+		struct mock_host m;
+		void *st;
+		mock_host_init(&m, PL, PD, 64);
+		mock_costs_cpu(&m);
+		m.costs.step_seconds = 2.2e-5;
+		if (mock_make(d, &m, &st, "interval", "8", "steps", "2", NULL))
+			BAIL(m.error);
+		sts.n_rows = 3;
+		pos[0] = 20, pos[1] = 21, pos[2] = 22;
+		if (d->begin(st, &req))
+			BAIL(m.error);
+		m.compute_seconds = hi ? 0.01 : 0;
+		runs[hi] = 0;
+		sts.n_rows = 1;
+		for (int r = 0; r < 96; r++) {
+			struct skipper_verdict v = { .round = r, .n_drafted = 2, .n_accepted = 1, .bonus = 3, .n_committed = 24 + r,
+			                             .states = &sts, .draft_seconds = 0.05, .verify_seconds = 0.05 };
+			int before = m.n_sublayer;
+			pos[0] = 23 + r;
+			d->on_accept(st, &v);
+			runs[hi] += m.n_sublayer > before;
+		}
+		if (hi) {
+			struct skipper_stats ss = { .seconds = 10 };
+			d->end(st, &ss);
+			ok(strstr(m.log, "DPs deferred by the budget") && strstr(m.log, "x a plain step"),
+			   "end logs the deferred DPs and TPT* against a plain step: %s", m.log);
+		}
+		d->destroy(st);
+	}
+	ok(runs[0] == 12 && runs[1] >= 2 && runs[1] <= 6,
+	   "DP budget: %d DPs in 96 steps when a DP takes 1 ms, %d when its sub-layer calls take 10 ms each", runs[0],
+	   runs[1]);
+	skipper_policy_unload(lib);
+}
+
 int main(void)
 {
 	fit();
 	dp_vs_brute();
 	pick_vs_grid();
 	plugin();
+	plugin_costs();
 	return tap_done();
 }

@@ -100,6 +100,67 @@ int main(void)
 		d->destroy(s);
 	}
 
+	/* the cost curve caps the routed domain's drafts: on a CPU with
+	 * nothing accepted hardly a round drafts; on a GPU with everything
+	 * accepted the whole K = 12 does */
+	for (int gpu = 0; gpu < 2; gpu++) {
+		uint8_t a[L], ml[L];
+		struct skipper_plan plan = { .n_layer = L, .skip_attn = a, .skip_mlp = ml };
+		int drafted = 0, longest = 0, last = 0;
+		mock_host_init(&m, L, E, 100);
+		if (gpu)
+			mock_costs_gpu(&m);
+		else
+			mock_costs_cpu(&m);
+		if (mock_make(d, &m, &s, "profile", out, NULL))
+			BAIL(m.error);
+		route(&m, s, "xxxxxxxxxxg");
+		for (int r = 0; r < 30; r++) {
+			plan.max_draft = 32;
+			d->select_draft(s, &plan);
+			last = plan.max_draft;
+			drafted += last > 0;
+			longest = last > longest ? last : longest;
+			struct skipper_verdict v = { .n_drafted = last, .n_accepted = gpu ? last : 0, .bonus = 1 };
+			d->on_accept(s, &v);
+		}
+		int skipped = 0;
+		for (int l = 0; l < L; l++)
+			skipped += a[l] + ml[l];
+		if (gpu)
+			ok(last == 12, "GPU curve, everything accepted: K = 12 (%d; %d of %d sub-layers skipped)", last, skipped,
+			   2 * L);
+		else
+			ok(drafted <= 4 && longest <= 3, "CPU curve, nothing accepted: %d of 30 rounds drafted, at most %d tokens",
+			   drafted, longest);
+		d->destroy(s);
+	}
+	/* a request routed to another domain starts from the prior acceptance,
+	 * not from what the last domain's set measured */
+	{
+		uint8_t a[L], ml[L];
+		struct skipper_plan plan = { .n_layer = L, .skip_attn = a, .skip_mlp = ml };
+		int before = -1;
+		mock_host_init(&m, L, E, 100);
+		mock_costs_gpu(&m);
+		if (mock_make(d, &m, &s, "profile", out, NULL))
+			BAIL(m.error);
+		route(&m, s, "xxxxxxxxxxg");
+		for (int r = 0; r < 6; r++) {
+			plan.max_draft = 32;
+			d->select_draft(s, &plan);
+			before = plan.max_draft;
+			struct skipper_verdict v = { .n_drafted = before, .n_accepted = 0, .bonus = 1 };
+			d->on_accept(s, &v);
+		}
+		route(&m, s, "zzzzzzzzzzh");
+		plan.max_draft = 32;
+		d->select_draft(s, &plan);
+		ok(before == 0 && plan.max_draft > 0, "GPU curve: domain x's set accepted nothing (cap %d); a request routed "
+		   "to z drafts again (cap %d)", before, plan.max_draft);
+		d->destroy(s);
+	}
+
 	/* the same profile with another hidden size / layer count */
 	mock_host_init(&m, L, 16, 100);
 	rc = mock_make(d, &m, &s, "profile", out, NULL);

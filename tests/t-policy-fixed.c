@@ -11,6 +11,8 @@
 #include "policy/profile.h"
 #include "tap.h"
 
+#define CM_PROBE 2 /* plugins/common/econ.h: CM_ECON_PROBE */
+
 #define L 12
 
 static const struct skipper_policy *d;
@@ -32,6 +34,103 @@ static const char *mask_str(const uint8_t *mask)
 	return buf;
 }
 
+/* n rounds of select_draft (engine cap 32), each answered by a verdict that
+ * accepts `acc` of the drafted tokens (all of them when acc < 0). caps[i]
+ * gets round i's max_draft; returns the rounds that drafted. */
+static int rounds(void *s, struct skipper_plan *plan, int n, int acc, int *caps)
+{
+	int drafted = 0;
+	for (int i = 0; i < n; i++) {
+		plan->max_draft = 32;
+		d->select_draft(s, plan);
+		caps[i] = plan->max_draft;
+		drafted += caps[i] > 0;
+		struct skipper_verdict v = { .n_drafted = caps[i], .n_accepted = acc < 0 || acc > caps[i] ? caps[i] : acc,
+		                             .bonus = 1 };
+		d->on_accept(s, &v);
+	}
+	return drafted;
+}
+
+/* The draft length and tree width under the host's cost curve. */
+static void costs(void)
+{
+	struct mock_host m;
+	uint8_t a[L], ml[L];
+	struct skipper_plan plan = { .n_layer = L, .skip_attn = a, .skip_mlp = ml };
+	int caps[40], n, late = 0, longest = 0;
+	void *s;
+
+	/* a 2-core CPU: a draft step with layers 1-10 skipped costs 0.17 + 2 x
+	 * (0.14 + 0.67) / 12 = 0.305 steps; at the prior acceptance 0.8 three
+	 * tokens pay best (2.952 / 2.305); once nothing is accepted no length
+	 * pays: plain rounds and a 2-token probe now and then */
+	mock_host_init(&m, L, 8, 100);
+	mock_costs_cpu(&m);
+	if (mock_make(d, &m, &s, "attn", "1-10", "mlp", "1-10", "draft_length", "8", NULL))
+		BAIL(m.error);
+	n = rounds(s, &plan, 40, 0, caps);
+	for (int i = 0; i < 40; i++) {
+		longest = caps[i] > longest ? caps[i] : longest;
+		late += i >= 10 && caps[i] > 0 && caps[i] <= CM_PROBE;
+	}
+	ok(caps[0] == 3 && caps[1] == 1 && caps[2] == 0, "CPU curve: 3 tokens at the prior, 1, then none (%d, %d, %d)",
+	   caps[0], caps[1], caps[2]);
+	ok(n <= 5 && late == n - 2 && longest <= 3, "CPU curve, nothing accepted: %d of 40 rounds drafted, later ones "
+	   "only short probes", n);
+	is_int(m.n_costs, 1, "the host's costs are asked for once");
+	d->destroy(s);
+
+	/* a GPU: the same mask costs 0.1 + 2 x 0.9 / 12 = 0.25 steps and
+	 * verifying 9 rows about as much as 1: with everything accepted the
+	 * whole draft_length pays */
+	mock_host_init(&m, L, 8, 100);
+	mock_costs_gpu(&m);
+	if (mock_make(d, &m, &s, "attn", "1-10", "mlp", "1-10", "draft_length", "8", NULL))
+		BAIL(m.error);
+	rounds(s, &plan, 10, -1, caps);
+	ok(caps[0] == 3 && caps[9] == 8, "GPU curve: 3 at the prior, the full 8 once all is accepted (%d, %d)", caps[0],
+	   caps[9]);
+	d->destroy(s);
+
+	/* costs = false: the configured length whatever the curve */
+	mock_host_init(&m, L, 8, 100);
+	mock_costs_cpu(&m);
+	if (mock_make(d, &m, &s, "attn", "1-10", "mlp", "1-10", "draft_length", "8", "costs", "false", NULL))
+		BAIL(m.error);
+	rounds(s, &plan, 10, 0, caps);
+	ok(caps[9] == 8 && m.n_costs == 0, "costs = false: draft_length 8 on the CPU curve, costs never asked");
+	d->destroy(s);
+
+	/* tree = 3 over a 3-token chain (p 0.7, 0.6, 0.5), siblings of draft
+	 * probability 0.05 and 0.04: on the CPU the 5th row costs 0.14 steps
+	 * for at most 0.05 tokens (the round: 2.33 tokens for 2.305 steps), so
+	 * the chain; on the GPU a row costs 0.002: all six siblings */
+	int32_t toks[3] = { 10, 20, 30 }, ids[9] = { 10, 11, 12, 20, 21, 22, 30, 31, 32 }, tt[16], tp[16], cn[16];
+	float pr[3] = { 0.7f, 0.6f, 0.5f }, tpr[9] = { 0.7f, 0.05f, 0.04f, 0.6f, 0.05f, 0.04f, 0.5f, 0.05f, 0.04f };
+	struct skipper_draft dr = { .n = 3, .tokens = toks, .probs = pr, .top_k = 3, .top_ids = ids, .top_probs = tpr };
+	struct skipper_tree tree = { .capacity = 16, .tokens = tt, .parent = tp, .chain_node = cn };
+	for (int gpu = 0; gpu < 2; gpu++) {
+		mock_host_init(&m, L, 8, 100);
+		if (gpu)
+			mock_costs_gpu(&m);
+		else
+			mock_costs_cpu(&m);
+		if (mock_make(d, &m, &s, "attn", "1-10", "mlp", "1-10", "draft_length", "3", "tree", "3", NULL))
+			BAIL(m.error);
+		plan.max_draft = 32;
+		d->select_draft(s, &plan);
+		tree.n = 0;
+		d->verify(s, &dr, &tree);
+		if (gpu)
+			ok(tree.n == 9 && tt[1] == 11 && tt[2] == 12 && tp[4] == 0, "GPU curve: top-3 at every depth (%d nodes)",
+			   tree.n);
+		else
+			is_int(tree.n, 0, "CPU curve: the siblings do not pay, the chain is verified");
+		d->destroy(s);
+	}
+}
+
 int main(void)
 {
 	struct skipper_policy_lib *lib;
@@ -45,6 +144,7 @@ int main(void)
 	d = mock_load_policy("fixed", &lib);
 	mock_tmpdir(dir, sizeof dir, "t-policy-fixed");
 	is_str(d->name, "fixed", "descriptor name");
+	costs();
 	ok(d->select_draft && d->should_exit && d->verify && d->config && !d->calibrate, "hooks present");
 
 	/* --- mask from the section, default draft length --- */

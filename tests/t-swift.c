@@ -110,6 +110,135 @@ static void mock(void)
 	desc->destroy(st);
 }
 
+/* ---- the cost curve: draft length, tree width, search budget ---- */
+static void *sw_new(struct mock_host *m, int gpu, double compute_seconds)
+{
+	void *st;
+	mock_host_init(m, 8, 16, 64);
+	if (gpu)
+		mock_costs_gpu(m);
+	else
+		mock_costs_cpu(m);
+	m->compute_seconds = compute_seconds;
+	if (desc->create(&m->host, m, &st) || desc->config(st, "gamma", "4") || desc->config_complete(st))
+		BAIL("create");
+	struct skipper_request req = { .id = 1, .n_prompt = 10, .n_layer = 8, .max_tokens = 64, .greedy = 1 };
+	desc->begin(st, &req);
+	return st;
+}
+
+/* select_draft with the engine cap 32; the plan's max_draft */
+static int sw_plan(void *st)
+{
+	uint8_t attn[8], mlp[8];
+	struct skipper_plan plan = { .n_layer = 8, .skip_attn = attn, .skip_mlp = mlp, .max_draft = 32 };
+	desc->select_draft(st, &plan);
+	return plan.max_draft;
+}
+
+/* A verdict for a round that drafted n and had acc accepted, in 0.1 s;
+ * n_generated 2 keeps the search out (it needs gamma + 1 = 5 tokens). */
+static void sw_verdict(void *st, int n, int acc, const int32_t *gen, int n_generated)
+{
+	struct skipper_verdict v = { .n_drafted = n, .n_accepted = acc, .bonus = 4, .generated = gen,
+	                             .n_generated = n_generated, .draft_seconds = 0.05, .verify_seconds = 0.05 };
+	desc->on_accept(st, &v);
+}
+
+static void costs(void)
+{
+	struct mock_host m;
+	int32_t gen[16];
+	void *st;
+	int drafted = 0, longest = 0, cap = 0;
+
+	for (int i = 0; i < 16; i++)
+		gen[i] = 3 + i;
+	/* CPU: the uniform set (blocks 1, 3, 5 of 8 skipped) costs 0.68 steps a
+	 * token; 1.8 / (0.68 + 1.14) < 1 even at the prior 0.8 */
+	st = sw_new(&m, 0, 0);
+	for (int r = 0; r < 30; r++) {
+		cap = sw_plan(st);
+		drafted += cap > 0;
+		longest = cap > longest ? cap : longest;
+		sw_verdict(st, cap, 0, gen, 2);
+	}
+	ok(drafted <= 3 && longest <= 2, "CPU curve, nothing accepted: %d of 30 rounds drafted, at most %d tokens",
+	   drafted, longest);
+
+	/* the tree: chain p 0.9, 0.8, 0.6, 0.4 and nine siblings at each depth
+	 * of draft probability 0.05, 0.03, 0.02, 0.01, ...; paper widths allow
+	 * 2 + 4 + 4 + 9 siblings */
+	static const float sib[9] = { 0.05f, 0.03f, 0.02f, 0.01f, 0.005f, 0.003f, 0.002f, 0.001f, 0.0005f };
+	int32_t toks[4] = { 5, 6, 7, 8 }, top[40], tt[128], tpar[128], tch[128];
+	float probs[4] = { 0.9f, 0.8f, 0.6f, 0.4f }, tp[40];
+	for (int j = 0; j < 4; j++)
+		for (int k = 0; k < 10; k++) {
+			top[j * 10 + k] = k == 0 ? toks[j] : 20 + j * 10 + k;
+			tp[j * 10 + k] = k == 0 ? probs[j] : sib[k - 1];
+		}
+	struct skipper_draft d = { .root = 1, .n = 4, .tokens = toks, .probs = probs, .top_k = 10, .top_ids = top,
+	                           .top_probs = tp };
+	struct skipper_tree tree = { .capacity = 128, .tokens = tt, .parent = tpar, .chain_node = tch };
+	desc->verify(st, &d, &tree);
+	is_int(tree.n, 0, "CPU curve: no sibling pays for its row (0.21 steps for at most 0.05 tokens): a chain");
+	desc->destroy(st);
+
+	/* GPU: everything accepted, the draft runs to N_D = 25; verify rows
+	 * cost 0.002 steps, so siblings down to about 0.002 expected tokens pay */
+	st = sw_new(&m, 1, 0);
+	for (int r = 0; r < 20; r++)
+		sw_verdict(st, cap = sw_plan(st), cap, gen, 2);
+	is_int(sw_plan(st), 25, "GPU curve, everything accepted: N_D = 25");
+	tree.n = 0;
+	desc->verify(st, &d, &tree);
+	ok(tree.n >= 4 + 14 && tree.n <= 4 + 19 && tt[1] == 21 && tpar[1] == -1,
+	   "GPU curve: a wide tree (%d nodes), within the paper's widths (23)", tree.n);
+	desc->destroy(st);
+
+	/* a better set found by the search is drafted at once: nothing was
+	 * accepted, so no draft pays; then an opt step scores a set at
+	 * matchness 1 (the mock model's own continuation) */
+	for (int i = 1; i < 16; i++)
+		gen[i] = mock_next_token(&m, gen[i - 1]);
+	st = sw_new(&m, 1, 0);
+	for (int r = 0; r < 6; r++)
+		sw_verdict(st, cap = sw_plan(st), 0, gen, 2);
+	int before = sw_plan(st);
+	sw_verdict(st, 0, 0, gen, 8);
+	ok(before == 0 && m.n_score_mask == 1 && sw_plan(st) > 0,
+	   "GPU curve: no draft at a measured acceptance of 0; a set scored 1.0 by the search drafts again");
+	desc->destroy(st);
+
+	/* the search budget: 100 rounds at plain speed (2 tokens in 0.1 s) earn
+	 * 0.05 x 0.1 s each; a 1 ms opt step fits every round, a 51 ms one
+	 * every 11th or so (tokens 3, 4, 5, ... are not the mock model's
+	 * continuation: matchness stays 0 and the search goes on) */
+	int steps[2];
+	for (int i = 0; i < 16; i++)
+		gen[i] = 3 + i;
+	for (int hi = 0; hi < 2; hi++) {
+		st = sw_new(&m, 0, hi ? 0.05 : 0);
+		for (int r = 0; r < 100; r++)
+			sw_verdict(st, 2, 1, gen, 8);
+		steps[hi] = m.n_score_mask;
+		desc->destroy(st);
+	}
+	ok(steps[0] == 100 && steps[1] >= 5 && steps[1] <= 12,
+	   "search budget: %d opt steps in 100 rounds when a step takes 1 ms, %d when it takes 51 ms", steps[0], steps[1]);
+	/* without costs the paper's schedule: a step every round whatever it takes */
+	mock_host_init(&m, 8, 16, 64);
+	m.compute_seconds = 0.05;
+	if (desc->create(&m.host, &m, &st) || desc->config(st, "gamma", "4") || desc->config_complete(st))
+		BAIL("create");
+	struct skipper_request req = { .id = 1, .n_prompt = 10, .n_layer = 8, .max_tokens = 64, .greedy = 1 };
+	desc->begin(st, &req);
+	for (int r = 0; r < 20; r++)
+		sw_verdict(st, 2, 1, gen, 8);
+	is_int(m.n_score_mask, 20, "no costs: an opt step after every round");
+	desc->destroy(st);
+}
+
 /* ---- determinism: the same seed gives the same search, BO steps included ---- */
 static uint64_t mask_trace;
 static int (*mock_score)(void *, const uint8_t *, const uint8_t *, const int32_t *, int, int, int32_t *);
@@ -371,6 +500,7 @@ int main(void)
 		BAIL(err.msg);
 	desc = skipper_policy_lib_desc(lib);
 	mock();
+	costs();
 	determinism();
 	skipper_policy_unload(lib);
 	tiny();

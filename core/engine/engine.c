@@ -523,6 +523,7 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 	while (!rc && !r.done) {
 		int n_draft, n_gen0 = r.n_gen, drafted0 = st->drafted;
 		r.t_round = guard_now(e);
+		r.t_draft = 0;
 		if ((rc = plan_round(e, &r, &n_draft, err)))
 			break;
 		if (r.lookup_only) {
@@ -530,7 +531,8 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 		} else if (n_draft > 0) {
 			double p0 = st->t_policy, t0 = engine_now(); /* should_exit time is the policy's */
 			rc = engine_draft(e, &r, n_draft, &n_draft, err);
-			st->t_draft += engine_now() - t0 - (st->t_policy - p0);
+			r.t_draft = engine_now() - t0 - (st->t_policy - p0);
+			st->t_draft += r.t_draft;
 			if (rc)
 				break;
 		}

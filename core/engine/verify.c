@@ -385,7 +385,7 @@ static int report_verdict(struct skipper_engine *e, struct round_ctx *r, const i
 		.round = r->st->rounds - 1, .n_drafted = vc->drafted, .n_verified = n_rows - 1, .n_accepted = vc->accepted,
 		.accepted = acc_tok, .accepted_nodes = acc_node, .bonus = r->done ? -1 : bonus,
 		.n_committed = r->n_past, .generated = e->gen, .n_generated = r->n_gen,
-		.verify_seconds = t_verify, .states = r->capture ? &states : NULL,
+		.draft_seconds = r->t_draft, .verify_seconds = t_verify, .states = r->capture ? &states : NULL,
 		.n_lookup = vc->lookup, .n_lookup_accepted = vc->lookup_accepted,
 	};
 	double t0 = engine_now();

@@ -1,13 +1,17 @@
 /* `bo-static`: Draft & Verify (Self-SD, Zhang et al. 2024). One skip set,
  * found offline by Bayesian optimisation on measured tokens/s, drafts every
  * round; drafting exits when the draft's top probability falls below a
- * threshold that adapts to keep acceptance near alpha.
+ * threshold that adapts to keep acceptance near alpha. With the host's cost
+ * curve, K is a cap: each round drafts at most the length that maximises
+ * expected tokens per step for the measured acceptance, none when no length
+ * beats a plain step (probing again later; plugins/common/econ.h).
  * See skipper-policy-bo-static(5). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/adaptive.h"
+#include "../common/econ.h"
 #include "../common/keys.h"
 #include "../common/masksearch.h"
 #include "../common/ssdkeys.h"
@@ -23,6 +27,7 @@ struct bo_static {
 	uint8_t *attn, *mlp;     /* [n_layer] */
 	int prof_max_draft;      /* the profile's cap (32 = none; 0 = drafting does not pay) */
 	struct cm_adaptive ad;
+	struct cm_econ econ;
 };
 
 static int bs_create(const struct skipper_host *host, void *ctx, void **state)
@@ -33,6 +38,7 @@ static int bs_create(const struct skipper_host *host, void *ctx, void **state)
 	b->host = host;
 	b->ctx = ctx;
 	b->prof_max_draft = 32;
+	cm_econ_init(&b->econ);
 	/* paper defaults (skipper-policy-bo-static(5) lists where each comes from) */
 	b->k = (struct cm_ssd_keys){
 		.max_draft = 12, .threshold = 0.6, .adaptive = 1, .alpha = 0.9, .eps = 0.01, .beta1 = 0.5,
@@ -63,7 +69,8 @@ static int bs_config(void *state, const char *key, const char *value)
 		return cm_set_string(&b->profile, value);
 	if (!strcmp(key, "profile_section"))
 		return cm_set_string(&b->section, value);
-	return cm_ssd_keys_config(b->host, b->ctx, &b->k, key, value);
+	int rc = cm_ssd_keys_config(b->host, b->ctx, &b->k, key, value);
+	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? cm_econ_config(&b->econ, b->host, b->ctx, key, value) : rc;
 }
 
 static const char *profile_file(const struct bo_static *b)
@@ -131,7 +138,8 @@ static int bs_begin(void *state, const struct skipper_request *req)
 static int bs_select_draft(void *state, struct skipper_plan *plan)
 {
 	struct bo_static *b = state;
-	return cm_ssd_plan(b->host, b->ctx, plan, b->n_layer, b->attn, b->mlp, b->k.max_draft, b->prof_max_draft);
+	return cm_ssd_plan(b->host, b->ctx, plan, b->n_layer, b->attn, b->mlp, b->k.max_draft, b->prof_max_draft,
+	                   &b->econ);
 }
 
 static int bs_should_exit(void *state, const struct skipper_step *step)
@@ -143,7 +151,7 @@ static int bs_should_exit(void *state, const struct skipper_step *step)
 static int bs_on_accept(void *state, const struct skipper_verdict *v)
 {
 	struct bo_static *b = state;
-	cm_ssd_on_accept(&b->k, &b->ad, v);
+	cm_ssd_on_accept(&b->k, &b->ad, &b->econ, v);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -197,10 +205,10 @@ static const struct skipper_policy bo_static_policy = {
 	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
 	.struct_size = sizeof(struct skipper_policy),
 	.name = "bo-static",
-	.version = "1.0.0",
+	.version = "1.1.0",
 	.description = "Draft & Verify: BO-searched static skip set, adaptive draft exit",
 	.config_help = "profile = FILE       skip profile (default: [policy] profile)\n"
-	               "profile_section = S  profile section with attn/mlp (default mask)\n" CM_SSD_KEYS_HELP,
+	               "profile_section = S  profile section with attn/mlp (default mask)\n" CM_SSD_KEYS_HELP CM_ECON_HELP,
 	.create = bs_create,
 	.config = bs_config,
 	.config_complete = bs_config_complete,

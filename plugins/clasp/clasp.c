@@ -4,12 +4,22 @@
  * engine captures them with SKIPPER_NEED_LAST_LAYER_STATES). The first DP
  * runs on the last prompt row right after prefill, so the first round
  * already drafts with a tuned mask. Drafting stops when the draft's top-1
- * probability falls below DET, or at max_draft. See skipper-policy-clasp(5). */
+ * probability falls below DET, or at max_draft.
+ *
+ * With the host's cost curve (costs = true) max_draft is a cap: each round
+ * drafts at most the length that maximises expected tokens per step for the
+ * measured acceptance, none when no length beats a plain step (probing
+ * later); and a DP that is due runs only when its time fits the search
+ * budget (search_share of decoding time plus half of what drafting saved),
+ * so LOI stretches where a DP costs more than the drafts gain
+ * (plugins/common/econ.h, budget.h). See skipper-policy-clasp(5). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "clasp_dp.h"
 #include "skipper/policy.h"
+#include "../common/budget.h"
+#include "../common/econ.h"
 #include "../common/keys.h"
 
 #define CLASP_MAX_DRAFT 32
@@ -34,11 +44,13 @@ struct clasp {
 	int have_mask;
 	int since_dp;        /* verify rounds since the last DP */
 	struct clasp_dp dp;
+	struct cm_econ econ; /* draft length by the cost curve */
+	struct cm_budget budget; /* DP time */
 
 	/* per-request stats, reported by end() */
 	int dp_runs;
 	double dp_seconds, jaccard_sum, last_score;
-	int dp_calls;
+	int dp_calls, deferred0, plain0;
 };
 
 static int clasp_create(const struct skipper_host *host, void *ctx, void **state)
@@ -53,6 +65,8 @@ static int clasp_create(const struct skipper_host *host, void *ctx, void **state
 	c->threshold = 0.7;
 	c->max_draft = 12;
 	c->initial_dp = 1;
+	cm_econ_init(&c->econ);
+	cm_budget_init(&c->budget, 0.05);
 	*state = c;
 	return SKIPPER_POLICY_OK;
 }
@@ -90,7 +104,8 @@ static int clasp_config(void *state, const char *key, const char *value)
 		return h->parse_bool(c->ctx, value, &c->pin_last);
 	if (!strcmp(key, "initial_dp"))
 		return h->parse_bool(c->ctx, value, &c->initial_dp);
-	return SKIPPER_POLICY_UNKNOWN_KEY;
+	int rc = cm_econ_config(&c->econ, h, c->ctx, key, value);
+	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? cm_budget_config(&c->budget, h, c->ctx, key, value) : rc;
 }
 
 static int clasp_config_complete(void *state)
@@ -152,7 +167,9 @@ static int run_dp(struct clasp *c, const struct skipper_states *st, int row)
 	c->dp_runs++;
 	c->dp_calls += c->dp.calls;
 	c->last_score = score;
-	c->dp_seconds += h->now(c->ctx) - t0;
+	t0 = h->now(c->ctx) - t0;
+	c->dp_seconds += t0;
+	cm_budget_spent(&c->budget, t0);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -162,9 +179,14 @@ static int clasp_begin(void *state, const struct skipper_request *req)
 	c->dp_runs = c->dp_calls = 0;
 	c->dp_seconds = c->jaccard_sum = 0;
 	c->since_dp = 0;
+	c->deferred0 = c->budget.deferred;
+	c->plain0 = c->econ.plain_rounds;
+	cm_econ_costs(&c->econ, c->host, c->ctx);
 	/* A mask from an earlier request is a better start than none; the
-	 * prefill DP replaces it at once when enabled. */
-	if (c->initial_dp && req->states && req->states->n_rows > 0)
+	 * prefill DP replaces it at once when enabled (and, with costs, when
+	 * the budget has room: the first mask is always worth its DP). */
+	if (c->initial_dp && req->states && req->states->n_rows > 0 &&
+	    (!c->have_mask || cm_budget_allow(&c->budget, c->econ.costs)))
 		return run_dp(c, req->states, req->states->n_rows - 1);
 	return SKIPPER_POLICY_OK;
 }
@@ -177,8 +199,10 @@ static int clasp_select_draft(void *state, struct skipper_plan *plan)
 		return SKIPPER_POLICY_ERROR;
 	}
 	/* verify captures only for the round whose row feeds the next DP
-	 * (on_accept's test, one round ahead) */
-	if (c->since_dp + 1 < c->interval && c->have_mask)
+	 * (on_accept's test, one round ahead; the budget only grows until
+	 * then, so a DP it allows now it allows there, and a DP it defers
+	 * waits without captures) */
+	if (c->have_mask && (c->since_dp + 1 < c->interval || !cm_budget_allow(&c->budget, c->econ.costs)))
 		plan->capture = 0;
 	if (!c->have_mask) {
 		plan->max_draft = 0; /* drafting with nothing skipped only costs time */
@@ -188,6 +212,7 @@ static int clasp_select_draft(void *state, struct skipper_plan *plan)
 	memcpy(plan->skip_mlp, c->skip, (size_t)c->L);
 	if (plan->max_draft > c->max_draft)
 		plan->max_draft = c->max_draft;
+	cm_econ_plan(&c->econ, c->host, c->ctx, plan);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -201,11 +226,13 @@ static int clasp_on_accept(void *state, const struct skipper_verdict *v)
 {
 	struct clasp *c = state;
 	c->since_dp++;
+	cm_econ_verdict(&c->econ, v);
+	cm_budget_round(&c->budget, c->econ.costs, v);
 	/* bonus < 0: generation ended inside this round, the captured row may
 	 * not be committed and nothing will be drafted with a new mask */
 	if (v->bonus < 0 || !v->states || v->states->n_rows < 1)
 		return SKIPPER_POLICY_OK;
-	if (c->since_dp >= c->interval || !c->have_mask)
+	if (!c->have_mask || (c->since_dp >= c->interval && cm_budget_ready(&c->budget, c->econ.costs)))
 		return run_dp(c, v->states, v->states->n_rows - 1);
 	return SKIPPER_POLICY_OK;
 }
@@ -217,10 +244,13 @@ static int clasp_end(void *state, const struct skipper_stats *s)
 	c->host->format_layers(c->ctx, c->skip, c->L, buf, sizeof buf);
 	c->host->log(c->ctx, SKIPPER_LOG_INFO,
 	             "clasp: %d DP runs, %.2f ms per run (%.1f%% of %.3f s), %d sub-layer calls, "
-	             "mean Jaccard %.3f, last cos %.4f, mask %s",
+	             "mean Jaccard %.3f, last cos %.4f, mask %s; %s: %d DPs deferred by the budget, %d plain rounds, "
+	             "acceptance %.3f",
 	             c->dp_runs, c->dp_runs ? 1e3 * c->dp_seconds / c->dp_runs : 0.0,
 	             s->seconds > 0 ? 100.0 * c->dp_seconds / s->seconds : 0.0, s->seconds, c->dp_calls,
-	             c->dp_runs > 1 ? c->jaccard_sum / (c->dp_runs - 1) : 1.0, c->last_score, buf);
+	             c->dp_runs > 1 ? c->jaccard_sum / (c->dp_runs - 1) : 1.0, c->last_score, buf,
+	             c->econ.costs ? "costs" : "no costs", c->budget.deferred - c->deferred0,
+	             c->econ.plain_rounds - c->plain0, cm_accept_rate(&c->econ.acc));
 	return SKIPPER_POLICY_OK;
 }
 
@@ -229,7 +259,7 @@ static const struct skipper_policy clasp_policy = {
 	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
 	.struct_size = sizeof(struct skipper_policy),
 	.name = "clasp",
-	.version = "1.0.0",
+	.version = "1.1.0",
 	.description = "CLaSp: layer-skip DP on the last verified token's hidden states every LOI rounds",
 	.config_help = "skip_layers = M      layers skipped while drafting (default round(skip_ratio * L))\n"
 	               "skip_ratio = R       M as a share of the layers (default 0.5)\n"
@@ -238,7 +268,8 @@ static const struct skipper_policy clasp_policy = {
 	               "max_draft = K        draft cap per round (default 12)\n"
 	               "pin_first = BOOL     never skip the first layer (default false)\n"
 	               "pin_last = BOOL      never skip the last layer (default false)\n"
-	               "initial_dp = BOOL    run the DP on the last prompt token after prefill (default true)\n",
+	               "initial_dp = BOOL    run the DP on the last prompt token after prefill (default true)\n" CM_ECON_HELP
+	                       CM_BUDGET_HELP("0.05"),
 	.needs = SKIPPER_NEED_LAST_LAYER_STATES,
 	.prompt_rows = 1,
 	.create = clasp_create,

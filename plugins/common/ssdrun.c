@@ -3,7 +3,7 @@
 #include "ssdrun.h"
 
 int cm_ssd_plan(const struct skipper_host *h, void *ctx, struct skipper_plan *plan, int n_layer, const uint8_t *attn,
-                const uint8_t *mlp, int k_max, int prof_max)
+                const uint8_t *mlp, int k_max, int prof_max, struct cm_econ *econ)
 {
 	if (plan->n_layer != n_layer) {
 		h->set_error(ctx, "plan for %d layers, profile has %d", plan->n_layer, n_layer);
@@ -15,6 +15,7 @@ int cm_ssd_plan(const struct skipper_host *h, void *ctx, struct skipper_plan *pl
 		plan->max_draft = k_max;
 	if (plan->max_draft > prof_max)
 		plan->max_draft = prof_max; /* calibration found plain decoding faster */
+	cm_econ_plan(econ, h, ctx, plan);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -24,8 +25,10 @@ int cm_ssd_should_exit(const struct cm_ssd_keys *k, const struct cm_adaptive *ad
 	return step->top_probs[0] < gamma ? SKIPPER_DRAFT_STOP : SKIPPER_DRAFT_CONTINUE;
 }
 
-void cm_ssd_on_accept(const struct cm_ssd_keys *k, struct cm_adaptive *ad, const struct skipper_verdict *v)
+void cm_ssd_on_accept(const struct cm_ssd_keys *k, struct cm_adaptive *ad, struct cm_econ *econ,
+                      const struct skipper_verdict *v)
 {
 	if (k->adaptive)
 		cm_adaptive_update(ad, v->n_accepted, v->n_drafted);
+	cm_econ_verdict(econ, v);
 }

@@ -1,26 +1,30 @@
 /* The run-time half bo-static and knn-router share: one skip set drafts a
- * round, capped by the K key and the profile's max_draft, and the draft
- * exits on the static or adaptive threshold of cm_ssd_keys. */
+ * round, capped by the K key, the profile's max_draft and the cost rule of
+ * econ.h, and the draft exits on the static or adaptive threshold of
+ * cm_ssd_keys inside that cap. */
 #ifndef SKIPCOMMON_SSDRUN_H
 #define SKIPCOMMON_SSDRUN_H
 
 #include <stdint.h>
 
 #include "adaptive.h"
+#include "econ.h"
 #include "ssdkeys.h"
 #include "skipper/policy.h"
 
 /* select_draft: the set attn/mlp[n_layer] into plan, max_draft capped at
- * k_max and at prof_max (the profile's; 0 = drafting does not pay). A plan
- * for another layer count is an error. */
+ * k_max, at prof_max (the profile's; 0 = drafting does not pay) and by
+ * cm_econ_plan. A plan for another layer count is an error. */
 int cm_ssd_plan(const struct skipper_host *h, void *ctx, struct skipper_plan *plan, int n_layer, const uint8_t *attn,
-                const uint8_t *mlp, int k_max, int prof_max);
+                const uint8_t *mlp, int k_max, int prof_max, struct cm_econ *econ);
 
 /* should_exit: conf_j is the raw top probability (Self-SD Alg. 4), also
  * when sampling. */
 int cm_ssd_should_exit(const struct cm_ssd_keys *k, const struct cm_adaptive *ad, const struct skipper_step *step);
 
-/* on_accept: the adaptive rule's update (nothing when adaptive is off). */
-void cm_ssd_on_accept(const struct cm_ssd_keys *k, struct cm_adaptive *ad, const struct skipper_verdict *v);
+/* on_accept: the adaptive rule's update (nothing when adaptive is off) and
+ * the acceptance estimate of the cost rule. */
+void cm_ssd_on_accept(const struct cm_ssd_keys *k, struct cm_adaptive *ad, struct cm_econ *econ,
+                      const struct skipper_verdict *v);
 
 #endif

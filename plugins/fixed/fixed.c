@@ -1,11 +1,18 @@
 /* `fixed`: one skip mask for every round, from its INI section or a skip
  * profile; a fixed draft length or a confidence exit; optionally a top-k
  * "spine + leaf siblings" tree so tree verification can be exercised
- * without a search policy. See skipper-policy-fixed(5). */
+ * without a search policy. With the host's cost curve (costs = true) the
+ * draft length is a cap: each round drafts the length that maximises the
+ * expected tokens per step for the measured acceptance (none when no length
+ * beats a plain step), and a tree keeps only the siblings whose expected
+ * gain pays for their verification rows. See skipper-policy-fixed(5). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/costmodel.h"
+#include "../common/econ.h"
 #include "../common/keys.h"
+#include "../common/spine.h"
 #include "skipper/policy.h"
 
 #define FIXED_MAX_DRAFT 32
@@ -27,6 +34,7 @@ struct fixed {
 	int n_layer;
 	uint8_t *attn, *mlp;
 	int cap;            /* effective draft cap */
+	struct cm_econ econ;
 };
 
 static int fixed_create(const struct skipper_host *host, void *ctx, void **state)
@@ -36,6 +44,7 @@ static int fixed_create(const struct skipper_host *host, void *ctx, void **state
 		return SKIPPER_POLICY_NOMEM;
 	f->host = host;
 	f->ctx = ctx;
+	cm_econ_init(&f->econ);
 	*state = f;
 	return SKIPPER_POLICY_OK;
 }
@@ -78,7 +87,7 @@ static int fixed_config(void *state, const char *key, const char *value)
 		return h->parse_double(f->ctx, value, 0.0, 1.0, &f->threshold);
 	if (strcmp(key, "tree") == 0)
 		return cm_parse_int(h, f->ctx, value, 0, FIXED_MAX_TREE, &f->tree);
-	return SKIPPER_POLICY_UNKNOWN_KEY;
+	return cm_econ_config(&f->econ, h, f->ctx, key, value);
 }
 
 static int load_masks(struct fixed *f)
@@ -172,6 +181,7 @@ static int fixed_select_draft(void *state, struct skipper_plan *plan)
 	memcpy(plan->skip_mlp, f->mlp, (size_t)f->n_layer);
 	if (plan->max_draft > f->cap)
 		plan->max_draft = f->cap;
+	cm_econ_plan(&f->econ, f->host, f->ctx, plan);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -181,37 +191,33 @@ static int fixed_should_exit(void *state, const struct skipper_step *step)
 	return f->threshold > 0 && step->prob < f->threshold ? SKIPPER_DRAFT_STOP : SKIPPER_DRAFT_CONTINUE;
 }
 
-/* Spine + leaf siblings: depth j holds the chain token and the other top-k
- * candidates of draft step j, all children of chain node j-1 (or the root). */
+/* Spine + leaf siblings: depth j holds the chain token and up to tree - 1
+ * other top-k candidates of draft step j, all children of chain node j-1
+ * (or the root). With costs only those whose expected gain pays for their
+ * row (cm_tree_widths); without, all tree - 1. */
 static int fixed_verify(void *state, const struct skipper_draft *d, struct skipper_tree *t)
 {
 	struct fixed *f = state;
-	int n = 0, parent = -1;
+	int cap[CM_SPINE_MAX_DEPTH], extra[CM_SPINE_MAX_DEPTH], n = d->n < CM_SPINE_MAX_DEPTH ? d->n : CM_SPINE_MAX_DEPTH;
 
 	if (f->tree <= 1)
 		return SKIPPER_POLICY_OK;
-	for (int j = 0; j < d->n; j++) {
-		int spine;
-		if (n >= t->capacity)
-			break;
-		spine = n;
-		t->tokens[n] = d->tokens[j];
-		t->parent[n] = parent;
-		if (t->chain_node)
-			t->chain_node[j] = n;
-		n++;
-		for (int k = 0, extra = 0; k < d->top_k && extra < f->tree - 1 && n < t->capacity; k++) {
-			int32_t id = d->top_ids[(size_t)j * (size_t)d->top_k + (size_t)k];
-			if (id == d->tokens[j])
-				continue;
-			extra++;
-			t->tokens[n] = id;
-			t->parent[n] = parent;
-			n++;
-		}
-		parent = spine;
+	for (int j = 0; j < n; j++)
+		cap[j] = extra[j] = f->tree - 1;
+	if (f->econ.costs) {
+		struct skipper_draft head = *d;
+		head.n = n;
+		if (cm_tree_widths(f->econ.costs, f->econ.last_d, &head, cap, extra) == 0)
+			return SKIPPER_POLICY_OK; /* no sibling pays for its row: the chain */
 	}
-	t->n = n;
+	cm_spine_tree(d, extra, n, t);
+	return SKIPPER_POLICY_OK;
+}
+
+static int fixed_on_accept(void *state, const struct skipper_verdict *v)
+{
+	struct fixed *f = state;
+	cm_econ_verdict(&f->econ, v);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -220,16 +226,16 @@ static const struct skipper_policy fixed_policy = {
 	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
 	.struct_size = sizeof(struct skipper_policy),
 	.name = "fixed",
-	.version = "1.0.0",
+	.version = "1.1.0",
 	.description = "one hand-chosen skip mask; fixed draft length or confidence exit",
 	.config_help = "attn = LAYERS        attention sub-layers to skip, e.g. 3,5,7-12\n"
 	               "mlp = LAYERS         MLP sub-layers to skip\n"
 	               "profile = FILE       read the mask from a skip profile instead\n"
 	               "profile_section = S  profile section holding attn/mlp (default mask)\n"
-	               "draft_length = K     tokens drafted per round (default 4)\n"
+	               "draft_length = K     tokens drafted per round, at most with costs (default 4)\n"
 	               "threshold = P        stop drafting when the draft token's prob < P (default 0 = off)\n"
 	               "max_draft = K        draft cap with threshold (default 8)\n"
-	               "tree = K             verify the top-K candidates at each depth (default 0 = chain)\n",
+	               "tree = K             verify the top-K candidates at each depth (default 0 = chain)\n" CM_ECON_HELP,
 	.create = fixed_create,
 	.config = fixed_config,
 	.config_complete = fixed_config_complete,
@@ -238,6 +244,7 @@ static const struct skipper_policy fixed_policy = {
 	.select_draft = fixed_select_draft,
 	.should_exit = fixed_should_exit,
 	.verify = fixed_verify,
+	.on_accept = fixed_on_accept,
 };
 
 SKIPPER_POLICY_REGISTER(fixed_policy)

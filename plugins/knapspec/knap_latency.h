@@ -23,7 +23,8 @@ double knap_t_attn(const struct knap_latency *lat, int n);
 /* w = min(round(t / min(t_attn, t_mlp)), cap); one of them is 1. */
 void knap_weights(const struct knap_latency *lat, int n, int cap, int *w_attn, int *w_mlp);
 
-/* TPT = (1 + a + ... + a^gamma) / (gamma * t_draft + t_target). */
+/* TPT = (1 + a + ... + a^gamma) / (gamma * t_draft + t_target): t_target is the
+ * verification's time (one full forward in the paper, see knap_pick.h). */
 double knap_tpt(double alpha, int gamma, double t_draft, double t_target);
 
 #endif

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/costmodel.h"
 #include "knap_latency.h"
 #include "knap_pick.h"
 
@@ -21,26 +22,34 @@ static int by_bound(const void *a, const void *b)
 	return x->c - y->c;
 }
 
+/* Verification of gamma drafts: one full forward (the paper), or
+ * verify[gamma + 1] plain steps under the cost curve. */
+static double t_target(const struct knap_pick *p, int gamma)
+{
+	return p->costs ? p->t_step * cm_verify_cost(p->costs, gamma + 1) : p->t_step;
+}
+
 /* Fold cell c at acceptance alpha into the best (tpt, c, gamma), with the
  * ascending scan's tie rule. */
-static void consider(struct knap_pick *p, int c, double alpha, double t_draft, double t_target)
+static void consider(struct knap_pick *p, int c, double alpha, double t_draft)
 {
 	for (int g = 1; g <= p->max_draft; g++) {
-		double tpt = knap_tpt(alpha, g, t_draft, t_target);
+		double tpt = knap_tpt(alpha, g, t_draft, t_target(p, g));
 		if (tpt > p->tpt || (tpt == p->tpt && (c < p->c || (c == p->c && g < p->gamma)))) {
 			p->tpt = tpt;
 			p->c = c;
 			p->gamma = g;
 			p->alpha = alpha;
+			p->t_draft = t_draft;
 		}
 	}
 }
 
-static double best_bound(const struct knap_pick *p, double t_draft, double t_target)
+static double best_bound(const struct knap_pick *p, double t_draft)
 {
 	double b = 0;
 	for (int g = 1; g <= p->max_draft; g++) {
-		double t = knap_tpt(1.0, g, t_draft, t_target);
+		double t = knap_tpt(1.0, g, t_draft, t_target(p, g));
 		if (t > b)
 			b = t;
 	}
@@ -51,7 +60,6 @@ int knap_pick_run(struct knap_dp *dp, const struct skipper_host *h, void *ctx, s
 {
 	const int r = dp->r, L = p->n_layer;
 	const size_t mat = (size_t)r * dp->d;
-	const double t_target = L * (p->t_attn + p->t_mlp);
 	struct cell *cells = malloc((size_t)(dp->Kh + 1) * sizeof *cells);
 	int32_t *yh = malloc((size_t)PICK_BATCH * r * sizeof *yh);
 	uint8_t *skip = malloc((size_t)dp->n_items);
@@ -62,6 +70,8 @@ int knap_pick_run(struct knap_dp *dp, const struct skipper_host *h, void *ctx, s
 	p->tpt = -1;
 	p->alpha = 0;
 	p->n_replayed = 0;
+	p->t_step = (p->costs ? p->t_head : 0) + L * (p->t_attn + p->t_mlp);
+	p->t_draft = 0;
 	if (!cells || !yh || !skip) {
 		rc = SKIPPER_POLICY_NOMEM;
 		goto out;
@@ -77,8 +87,8 @@ int knap_pick_run(struct knap_dp *dp, const struct skipper_host *h, void *ctx, s
 			nm += !skip[2 * l + 1];
 		}
 		cells[n].c = c;
-		cells[n].t_draft = na * p->t_attn + nm * p->t_mlp;
-		cells[n].bound = best_bound(p, cells[n].t_draft, t_target);
+		cells[n].t_draft = (p->costs ? p->t_draft_head : 0) + na * p->t_attn + nm * p->t_mlp;
+		cells[n].bound = best_bound(p, cells[n].t_draft);
 		n++;
 	}
 	p->n_live = n;
@@ -100,7 +110,7 @@ int knap_pick_run(struct knap_dp *dp, const struct skipper_host *h, void *ctx, s
 			int match = 0;
 			for (int i = 0; i < r; i++)
 				match += yh[(size_t)q * r + i] == p->y[i];
-			consider(p, cells[i0 + q].c, (double)match / r, cells[i0 + q].t_draft, t_target);
+			consider(p, cells[i0 + q].c, (double)match / r, cells[i0 + q].t_draft);
 		}
 		if (nb < PICK_BATCH)
 			break;

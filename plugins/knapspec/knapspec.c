@@ -9,8 +9,15 @@
  *
  * Sub-layer states: the engine captures all 2L+1 sub-layer boundaries of
  * the committed rows from its verify pass (SKIPPER_NEED_ACCEPTED_STATES |
- * SKIPPER_NEED_SUBLAYER_STATES), so X costs no compute here. See
- * skipper-policy-knapspec(5). */
+ * SKIPPER_NEED_SUBLAYER_STATES), so X costs no compute here.
+ *
+ * With the host's cost curve (costs = true) TPT also charges the head of
+ * every step and verify[gamma + 1] plain steps for a verification
+ * (knap_pick.h); the chosen set's alpha_hat seeds the acceptance estimate
+ * of the run-time cap (the length maximising expected tokens per step,
+ * none when no length beats a plain step, probing later; econ.h); and a
+ * DP that is due runs only when its time fits the search budget, else its
+ * capture window starts over (budget.h). See skipper-policy-knapspec(5). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +27,8 @@
 #include "knap_latency.h"
 #include "knap_pick.h"
 #include "skipper/policy.h"
+#include "../common/budget.h"
+#include "../common/econ.h"
 #include "../common/keys.h"
 
 #define KS_MAX_DRAFT 32
@@ -53,6 +62,9 @@ struct knapspec {
 	uint8_t *pinned;     /* [2L] */
 	uint8_t *skip, *cand; /* [2L] current mask, a candidate */
 	int have_mask;
+	double d_steps;      /* a draft step with the mask, in plain steps at the DP's context */
+	struct cm_econ econ; /* run-time draft length by the cost curve */
+	struct cm_budget budget; /* DP time */
 
 	/* rows of the last m steps: [max_rows][2L+1][d] */
 	float *rows;
@@ -66,7 +78,8 @@ struct knapspec {
 	/* per-request stats */
 	int dp_runs, max_live, last_r, last_gamma, n_attn, n_mlp;
 	int live_cells, replayed; /* terminal cells live / replayed through the head, summed over runs */
-	double dp_seconds, last_tpt, last_alpha;
+	double dp_seconds, last_tpt, last_alpha, last_speedup;
+	int deferred0, plain0;
 };
 
 static int ks_create(const struct skipper_host *host, void *ctx, void **state)
@@ -87,6 +100,8 @@ static int ks_create(const struct skipper_host *host, void *ctx, void **state)
 	k->pin_ends = 1;
 	k->weight_cap = 5;
 	k->calib_points = KS_FIT_POINTS;
+	cm_econ_init(&k->econ);
+	cm_budget_init(&k->budget, 0.05);
 	if (!(k->device = strdup("cpu"))) {
 		free(k);
 		return SKIPPER_POLICY_NOMEM;
@@ -155,7 +170,8 @@ static int ks_config(void *state, const char *key, const char *value)
 	}
 	if (!strcmp(key, "profile"))
 		return cm_set_string(&k->profile, value);
-	return SKIPPER_POLICY_UNKNOWN_KEY;
+	int rc = cm_econ_config(&k->econ, h, k->ctx, key, value);
+	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? cm_budget_config(&k->budget, h, k->ctx, key, value) : rc;
 }
 
 /* c1, c2, c3 from [latency.DEVICE] of the profile, when there is one. */
@@ -297,6 +313,7 @@ static void build_X(struct knapspec *k)
 static int optimize(struct knapspec *k, int n)
 {
 	const struct skipper_host *h = k->host;
+	const struct skipper_costs *cs = cm_econ_costs(&k->econ, h, k->ctx);
 	const int L = k->L, r = k->n_rows;
 	double t0 = h->now(k->ctx), ta, tm;
 	int wa, wm, Kh, rc;
@@ -318,15 +335,24 @@ static int optimize(struct knapspec *k, int n)
 		return rc;
 	if ((rc = h->head_argmax(k->ctx, r, k->X + (size_t)2 * L * r * k->d, k->y)))
 		return rc;
-	struct knap_pick pk = { .t_attn = ta, .t_mlp = tm, .n_layer = L, .max_draft = k->max_draft, .y = k->y };
+	struct knap_pick pk = { .t_attn = ta, .t_mlp = tm, .n_layer = L, .max_draft = k->max_draft, .y = k->y,
+	                        .costs = cs, .t_head = cs ? cs->head * cs->step_seconds : 0,
+	                        .t_draft_head = cs ? cs->draft_head * cs->step_seconds : 0 };
 	if ((rc = knap_pick_run(&k->dp, h, k->ctx, &pk)))
 		return rc;
 	k->replayed += pk.n_replayed;
 	k->live_cells += pk.n_live;
 	if (pk.c > 0) { /* else all pruned: keep the previous mask */
+		memcpy(k->cand, k->skip, (size_t)2 * L);
 		knap_dp_backtrack(&k->dp, pk.c, k->skip);
+		/* a new set: its alpha_hat is the best guess of its acceptance
+		 * (the same set keeps what the rounds measured) */
+		if (!k->have_mask || memcmp(k->cand, k->skip, (size_t)2 * L))
+			cm_econ_seed(&k->econ, pk.alpha);
 		k->have_mask = 1;
+		k->d_steps = pk.t_draft / pk.t_step;
 		k->last_tpt = pk.tpt;
+		k->last_speedup = pk.tpt * pk.t_step;
 		k->last_gamma = pk.gamma;
 		k->last_alpha = pk.alpha;
 		k->n_attn = k->n_mlp = 0;
@@ -339,7 +365,9 @@ static int optimize(struct knapspec *k, int n)
 	k->last_r = r;
 	if (k->dp.max_live > k->max_live)
 		k->max_live = k->dp.max_live;
-	k->dp_seconds += h->now(k->ctx) - t0;
+	t0 = h->now(k->ctx) - t0;
+	k->dp_seconds += t0;
+	cm_budget_spent(&k->budget, t0);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -348,10 +376,15 @@ static int ks_begin(void *state, const struct skipper_request *req)
 	struct knapspec *k = state;
 	k->dp_runs = k->max_live = k->live_cells = k->replayed = 0;
 	k->dp_seconds = 0;
+	k->deferred0 = k->budget.deferred;
+	k->plain0 = k->econ.plain_rounds;
 	k->n_rows = 0; /* rows of another request's cache are no reference here */
 	if (k->restart)
 		k->since = 0;
-	if (k->prefill_rows > 0 && (k->restart || !k->have_mask) && req->states && req->states->n_rows > 0) {
+	cm_econ_costs(&k->econ, k->host, k->ctx);
+	/* the first mask is always worth its DP; later ones within the budget */
+	if (k->prefill_rows > 0 && (!k->have_mask || (k->restart && cm_budget_allow(&k->budget, k->econ.costs))) &&
+	    req->states && req->states->n_rows > 0) {
 		int first = req->states->n_rows > k->prefill_rows ? req->states->n_rows - k->prefill_rows : 0;
 		int rc = add_rows(k, req->states, first);
 		if (!rc)
@@ -383,6 +416,9 @@ static int ks_select_draft(void *state, struct skipper_plan *plan)
 	}
 	if (plan->max_draft > k->max_draft)
 		plan->max_draft = k->max_draft;
+	/* the draft step priced by the context-aware model of the last DP */
+	if (cm_econ_costs(&k->econ, k->host, k->ctx))
+		plan->max_draft = cm_econ_cap(&k->econ, k->d_steps, plan->max_draft);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -399,10 +435,19 @@ static int ks_on_accept(void *state, const struct skipper_verdict *v)
 	struct knapspec *k = state;
 	int rc;
 	k->since++;
+	cm_econ_verdict(&k->econ, v);
+	cm_budget_round(&k->budget, k->econ.costs, v);
 	if (v->bonus < 0 || !v->states)
 		return SKIPPER_POLICY_OK; /* generation ended: nothing more to draft */
 	if ((k->since > k->interval - k->m_steps || !k->have_mask) && (rc = add_rows(k, v->states, 0)))
 		return rc;
+	if (k->have_mask && k->since >= k->interval && !cm_budget_allow(&k->budget, k->econ.costs)) {
+		/* the DP costs more than its budget holds yet: the window of m
+		 * steps starts over, so the rows stay the last m steps' */
+		k->since = k->interval - k->m_steps;
+		k->n_rows = 0;
+		return SKIPPER_POLICY_OK;
+	}
 	if (k->since >= k->interval || (!k->have_mask && k->since >= k->m_steps)) {
 		rc = optimize(k, v->n_committed);
 		k->n_rows = 0;
@@ -418,11 +463,14 @@ static int ks_end(void *state, const struct skipper_stats *s)
 	k->host->log(k->ctx, SKIPPER_LOG_INFO,
 	             "knapspec: %d DP runs, %.2f ms per run (%.1f%% of %.3f s), r %d rows, widest row %d branches, "
 	             "%d of %d live candidates replayed through the head, "
-	             "skipped %d attn + %d mlp, alpha_hat %.3f, gamma* %d, TPT* %.1f tok/s",
+	             "skipped %d attn + %d mlp, alpha_hat %.3f, gamma* %d, TPT* %.1f tok/s (%.2fx a plain step); "
+	             "%s: %d DPs deferred by the budget, %d plain rounds, acceptance %.3f",
 	             k->dp_runs, k->dp_runs ? 1e3 * k->dp_seconds / k->dp_runs : 0.0,
 	             s->seconds > 0 ? 100.0 * k->dp_seconds / s->seconds : 0.0, s->seconds, k->last_r, k->max_live,
 	             k->replayed, k->live_cells,
-	             k->n_attn, k->n_mlp, k->last_alpha, k->last_gamma, k->last_tpt);
+	             k->n_attn, k->n_mlp, k->last_alpha, k->last_gamma, k->last_tpt, k->last_speedup,
+	             k->econ.costs ? "costs" : "no costs", k->budget.deferred - k->deferred0,
+	             k->econ.plain_rounds - k->plain0, cm_accept_rate(&k->econ.acc));
 	return SKIPPER_POLICY_OK;
 }
 
@@ -476,7 +524,7 @@ static const struct skipper_policy knapspec_policy = {
 	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
 	.struct_size = sizeof(struct skipper_policy),
 	.name = "knapspec",
-	.version = "1.0.0",
+	.version = "1.1.0",
 	.description = "KnapSpec: knapsack DP over attention/MLP sub-layers with a context-aware latency model",
 	.config_help = "interval = T         speculation steps between DP runs (default 64)\n"
 	               "steps = m            steps whose committed rows feed the DP (default 5)\n"
@@ -490,7 +538,8 @@ static const struct skipper_policy knapspec_policy = {
 	               "weight_cap = W       cap on integer item weights, 0 = none (default 5)\n"
 	               "device = NAME        profile section [latency.NAME] (default cpu)\n"
 	               "profile = FILE       profile with the latency model (default [policy] profile)\n"
-	               "calibrate_points = N context lengths timed by skipper calibrate (default 16)\n",
+	               "calibrate_points = N context lengths timed by skipper calibrate (default 16)\n" CM_ECON_HELP
+	                       CM_BUDGET_HELP("0.05"),
 	.needs = SKIPPER_NEED_ACCEPTED_STATES | SKIPPER_NEED_SUBLAYER_STATES,
 	.prompt_rows = 5,
 	.create = ks_create,

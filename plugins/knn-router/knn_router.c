@@ -1,7 +1,10 @@
 /* `knn-router`: KNN-SSD. Offline, per-domain anchors (K-means centroids of
  * mean-pooled prompt states) and a BO-searched skip set per domain; online,
  * the prompt's state after prefill goes to the domain of its nearest anchor
- * (cosine, K = 1) and that domain's set drafts the whole request.
+ * (cosine, K = 1) and that domain's set drafts the whole request. With the
+ * host's cost curve, the draft cap is the length that maximises expected
+ * tokens per step for the measured acceptance, none when no length beats a
+ * plain step (probing again later; plugins/common/econ.h).
  * See skipper-policy-knn-router(5). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +35,7 @@ static int kr_create(const struct skipper_host *host, void *ctx, void **state)
 	};
 	r->anchors_per_domain = 10;
 	r->embed_prompts = 1000;
+	cm_econ_init(&r->econ);
 	*state = r;
 	return SKIPPER_POLICY_OK;
 }
@@ -63,7 +67,8 @@ static int kr_config(void *state, const char *key, const char *value)
 		return cm_parse_int(h, r->ctx, value, 1, 1000, &r->anchors_per_domain);
 	if (!strcmp(key, "embed_prompts"))
 		return cm_parse_int(h, r->ctx, value, 1, 100000, &r->embed_prompts);
-	return cm_ssd_keys_config(h, r->ctx, &r->k, key, value);
+	int rc = cm_ssd_keys_config(h, r->ctx, &r->k, key, value);
+	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? cm_econ_config(&r->econ, h, r->ctx, key, value) : rc;
 }
 
 const char *knn_profile_file(const struct knn_router *r)
@@ -97,6 +102,10 @@ static int kr_begin(void *state, const struct skipper_request *req)
 		return SKIPPER_POLICY_ERROR;
 	}
 	a = cm_nearest_cosine(req->prompt_mean, r->anchors, r->n_anchors, (size_t)r->n_embd, &sim);
+	/* another domain's set accepts at another rate: what the last request
+	 * measured is a guess for this one only when the set is the same */
+	if (a < 0 || r->label[a] != r->route)
+		cm_econ_seed(&r->econ, CM_ECON_PRIOR);
 	r->route = r->label[a];
 	r->route_sim = sim;
 	h->log(r->ctx, SKIPPER_LOG_INFO, "knn-router: request %llu routed to domain %s (cosine %.4f, anchor %d)",
@@ -110,7 +119,7 @@ static int kr_select_draft(void *state, struct skipper_plan *plan)
 	struct knn_router *r = state;
 	const uint8_t *m = r->masks + (size_t)r->route * 2 * r->n_layer;
 	return cm_ssd_plan(r->host, r->ctx, plan, r->n_layer, m, m + r->n_layer, r->k.max_draft,
-	                   r->max_draft[r->route]);
+	                   r->max_draft[r->route], &r->econ);
 }
 
 static int kr_should_exit(void *state, const struct skipper_step *step)
@@ -122,7 +131,7 @@ static int kr_should_exit(void *state, const struct skipper_step *step)
 static int kr_on_accept(void *state, const struct skipper_verdict *v)
 {
 	struct knn_router *r = state;
-	cm_ssd_on_accept(&r->k, &r->ad, v);
+	cm_ssd_on_accept(&r->k, &r->ad, &r->econ, v);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -144,11 +153,11 @@ static const struct skipper_policy knn_router_policy = {
 	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
 	.struct_size = sizeof(struct skipper_policy),
 	.name = "knn-router",
-	.version = "1.0.0",
+	.version = "1.1.0",
 	.description = "KNN-SSD: route each request to a per-domain skip set by its nearest anchor",
 	.config_help = "profile = FILE       routing profile (default: [policy] profile)\n"
 	               "anchors_per_domain = N  calibrate: K-means centroids per domain\n"
-	               "embed_prompts = N    calibrate: most prompts embedded per domain\n" CM_SSD_KEYS_HELP,
+	               "embed_prompts = N    calibrate: most prompts embedded per domain\n" CM_SSD_KEYS_HELP CM_ECON_HELP,
 	.needs = SKIPPER_NEED_PROMPT_MEAN,
 	.create = kr_create,
 	.config = kr_config,

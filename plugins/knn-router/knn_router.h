@@ -4,6 +4,7 @@
 #define KNN_ROUTER_H
 
 #include "../common/adaptive.h"
+#include "../common/econ.h"
 #include "../common/ssdkeys.h"
 #include "skipper/policy.h"
 
@@ -28,6 +29,7 @@ struct knn_router {
 	int route;
 	double route_sim;
 	struct cm_adaptive ad;
+	struct cm_econ econ;     /* the cost rule; its acceptance estimate restarts with each request's domain */
 };
 
 const char *knn_profile_file(const struct knn_router *r);

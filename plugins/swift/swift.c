@@ -9,13 +9,27 @@
  * lives as long as the policy, across requests. Drafting stops when the
  * chain token's raw probability falls below threshold; each depth is
  * widened to its top-k_j alternatives by confidence and verified as a
- * "spine + leaf siblings" tree. See skipper-policy-swift(5). */
+ * "spine + leaf siblings" tree.
+ *
+ * Where verification is not free (the host's cost curve, costs = true) the
+ * paper's GPU settings become caps: the draft length is the one that
+ * maximises expected tokens per step for the measured acceptance (none when
+ * no length beats a plain step; probes later, and at once when the search
+ * finds a better set), each depth keeps only the k_j - 1 siblings whose
+ * expected gain pays for their verification row (on a CPU mostly none: a
+ * chain), and the opt steps run only while the search's time stays within
+ * search_share of decoding time plus half of what drafting saved
+ * (plugins/common/econ.h, budget.h). See skipper-policy-swift(5). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "skipper/policy.h"
 #include "swift_search.h"
+#include "../common/budget.h"
+#include "../common/costmodel.h"
+#include "../common/econ.h"
 #include "../common/keys.h"
+#include "../common/spine.h"
 
 #define SWIFT_MAX_DRAFT 32
 #define SWIFT_ALPHA_WINDOW 50
@@ -36,6 +50,8 @@ struct swift {
 
 	int L;
 	uint8_t *attn, *mlp;  /* masks of S* */
+	struct cm_econ econ;  /* draft length and tree width by the cost curve */
+	struct cm_budget budget; /* the opt steps' time */
 
 	/* request */
 	int n_prompt;
@@ -46,7 +62,7 @@ struct swift {
 	int alpha_high;       /* the rolling alpha reached rearm since the search stopped */
 
 	/* stats of the request */
-	int steps, rearms;
+	int steps, rearms, deferred0, plain0, probes0;
 	double opt_seconds;
 };
 
@@ -72,6 +88,8 @@ static int sw_create(const struct skipper_host *host, void *ctx, void **state)
 	w->s.max_score = 0.95;
 	w->s.kappa = 2.5;
 	w->s.noise = 1e-2;
+	cm_econ_init(&w->econ);
+	cm_budget_init(&w->budget, 0.05);
 	*state = w;
 	return SKIPPER_POLICY_OK;
 }
@@ -129,7 +147,8 @@ static int sw_config(void *state, const char *key, const char *value)
 		h->set_error(w->ctx, "widths: 'paper' (10/5/3/1) or 'code' (10/8/5/3), got '%s'", value);
 		return SKIPPER_POLICY_ERROR;
 	}
-	return SKIPPER_POLICY_UNKNOWN_KEY;
+	int rc = cm_econ_config(&w->econ, h, w->ctx, key, value);
+	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? cm_budget_config(&w->budget, h, w->ctx, key, value) : rc;
 }
 
 static int sw_config_complete(void *state)
@@ -166,6 +185,10 @@ static int sw_begin(void *state, const struct skipper_request *req)
 	w->n_prompt = req->n_prompt;
 	w->steps = w->rearms = 0;
 	w->opt_seconds = 0;
+	w->deferred0 = w->budget.deferred;
+	w->plain0 = w->econ.plain_rounds;
+	w->probes0 = w->econ.probes;
+	cm_econ_costs(&w->econ, w->host, w->ctx);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -179,6 +202,7 @@ static int sw_select_draft(void *state, struct skipper_plan *plan)
 	swift_slots_to_masks(&w->s, w->s.best, plan->skip_attn, plan->skip_mlp);
 	if (plan->max_draft > w->max_draft)
 		plan->max_draft = w->max_draft;
+	cm_econ_plan(&w->econ, w->host, w->ctx, plan);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -196,38 +220,27 @@ static int width(const struct swift *w, float p)
 	return p <= 0.5f ? t[0] : p <= 0.8f ? t[1] : p <= 0.95f ? t[2] : t[3];
 }
 
-/* Spine + leaf siblings: depth j holds the chain token and the next
- * k_j - 1 top-k tokens, all children of chain node j-1; room for the
- * remaining chain nodes is always kept so the spine is complete. */
+/* Spine + leaf siblings: depth j holds the chain token and up to k_j - 1
+ * other top-k tokens, all children of chain node j-1 (cm_spine_tree keeps
+ * room for the whole spine). Without costs every depth gets its k_j - 1;
+ * with them only the siblings whose expected gain pays for their row
+ * (cm_tree_widths, best first over all depths). */
 static int sw_verify(void *state, const struct skipper_draft *d, struct skipper_tree *t)
 {
 	struct swift *w = state;
-	int n = 0, parent = -1;
+	int cap[CM_SPINE_MAX_DEPTH], extra[CM_SPINE_MAX_DEPTH], n = d->n < CM_SPINE_MAX_DEPTH ? d->n : CM_SPINE_MAX_DEPTH;
 
 	if (!w->tree)
 		return SKIPPER_POLICY_OK;
-	for (int j = 0; j < d->n && n < t->capacity; j++) {
-		int spine = n, room = t->capacity - n - (d->n - j); /* siblings that still fit */
-		int extra = width(w, d->probs[j]) - 1;
-		if (extra > room)
-			extra = room;
-		t->tokens[n] = d->tokens[j];
-		t->parent[n] = parent;
-		if (t->chain_node)
-			t->chain_node[j] = n;
-		n++;
-		for (int k = 0; k < d->top_k && extra > 0; k++) {
-			int32_t id = d->top_ids[(size_t)j * d->top_k + k];
-			if (id == d->tokens[j])
-				continue;
-			t->tokens[n] = id;
-			t->parent[n] = parent;
-			n++;
-			extra--;
-		}
-		parent = spine;
+	for (int j = 0; j < n; j++)
+		cap[j] = extra[j] = width(w, d->probs[j]) - 1;
+	if (w->econ.costs) {
+		struct skipper_draft head = *d;
+		head.n = n;
+		if (cm_tree_widths(w->econ.costs, w->econ.last_d, &head, cap, extra) == 0)
+			return SKIPPER_POLICY_OK; /* no sibling pays for its row: the chain */
 	}
-	t->n = n;
+	cm_spine_tree(d, extra, n, t);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -282,11 +295,21 @@ static int sw_on_accept(void *state, const struct skipper_verdict *v)
 			w->win_n = w->win_i = w->alpha_high = 0;
 		}
 	}
-	/* context accumulation: score only once gamma+1 tokens exist */
-	if (w->s.optimizing && v->bonus >= 0 && v->n_generated > w->gamma + 1) {
-		double t0 = h->now(w->ctx);
+	cm_econ_verdict(&w->econ, v);
+	cm_budget_round(&w->budget, w->econ.costs, v);
+	/* context accumulation: score only once gamma+1 tokens exist; with
+	 * costs, only while the search's time is within its budget */
+	if (w->s.optimizing && v->bonus >= 0 && v->n_generated > w->gamma + 1 &&
+	    cm_budget_allow(&w->budget, w->econ.costs)) {
+		double t0 = h->now(w->ctx), s0 = w->s.s_best;
 		rc = opt_step(w, v->generated);
-		w->opt_seconds += h->now(w->ctx) - t0;
+		t0 = h->now(w->ctx) - t0;
+		w->opt_seconds += t0;
+		cm_budget_spent(&w->budget, t0);
+		/* a better set: its matchness is a per-token acceptance estimate,
+		 * so drafting is reconsidered at once (a paused draft included) */
+		if (!rc && w->s.s_best != s0 && w->s.s_best > 0)
+			cm_econ_seed(&w->econ, w->s.s_best);
 	}
 	return rc;
 }
@@ -300,10 +323,13 @@ static int sw_end(void *state, const struct skipper_stats *st)
 	w->host->format_layers(w->ctx, w->mlp, w->L, m, sizeof m);
 	w->host->log(w->ctx, SKIPPER_LOG_INFO,
 	             "swift: %d opt steps this request (%.2f ms each, %.1f%% of %.3f s), total %d (%d BO, %d improved), "
-	             "%s, re-armed %d, best matchness %.3f, best attn=%s mlp=%s",
+	             "%s, re-armed %d, best matchness %.3f, best attn=%s mlp=%s; %s: %d steps deferred by the budget, "
+	             "%d plain rounds, %d probes, acceptance %.3f",
 	             w->steps, w->steps ? 1e3 * w->opt_seconds / w->steps : 0.0,
 	             st->seconds > 0 ? 100.0 * w->opt_seconds / st->seconds : 0.0, st->seconds, w->s.o, w->s.bo_steps,
-	             w->s.improved, w->s.optimizing ? "optimizing" : "frozen", w->rearms, w->s.s_best, a, m);
+	             w->s.improved, w->s.optimizing ? "optimizing" : "frozen", w->rearms, w->s.s_best, a, m,
+	             w->econ.costs ? "costs" : "no costs", w->budget.deferred - w->deferred0,
+	             w->econ.plain_rounds - w->plain0, w->econ.probes - w->probes0, cm_accept_rate(&w->econ.acc));
 	return SKIPPER_POLICY_OK;
 }
 
@@ -312,7 +338,7 @@ static const struct skipper_policy swift_policy = {
 	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
 	.struct_size = sizeof(struct skipper_policy),
 	.name = "swift",
-	.version = "1.0.0",
+	.version = "1.1.0",
 	.description = "SWIFT: on-the-fly skip-set search (random + GP-UCB), confidence exit, dynamic top-k tree",
 	.config_help = "skip_ratio = R       share of the 2(N-2) sub-layers skipped (default 0.45)\n"
 	               "gamma = G            generated tokens scored per opt step (default 32)\n"
@@ -328,7 +354,8 @@ static const struct skipper_policy swift_policy = {
 	               "max_score = M        stop when matchness exceeds M (default 0.95)\n"
 	               "rearm = A            optimise again when the rolling alpha < A (default 0.8, 0 = never)\n"
 	               "tree = BOOL          dynamic top-k tree verification (default true)\n"
-	               "widths = paper|code  tree widths 10/5/3/1 (paper) or 10/8/5/3 (default paper)\n",
+	               "widths = paper|code  tree widths 10/5/3/1 (paper) or 10/8/5/3 (default paper)\n" CM_ECON_HELP
+	                       CM_BUDGET_HELP("0.05"),
 	.needs = SKIPPER_NEED_TOPK,
 	.top_k = 10,
 	.create = sw_create,

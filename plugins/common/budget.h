@@ -1,0 +1,53 @@
+/* Time budget of a policy's own search work (SWIFT's optimisation steps,
+ * CLaSp's and KnapSpec's DPs). The search is an investment paid in decoding
+ * time; it may spend
+ *
+ *     share x the decoding time so far  +  1/2 x the time drafting saved,
+ *
+ * kept as a credit in seconds: every verdict adds share x (draft + verify
+ * seconds of the round) and half of what the round saved, (committed tokens
+ * x the plain step's seconds) - (draft + verify seconds), when positive;
+ * every run subtracts its measured seconds (host->now around it). A run
+ * may start when the credit covers its expected seconds (the running mean
+ * of the last runs; the first run always may). A run that does not fit
+ * waits, which thins a search (SWIFT) or stretches an interval (CLaSp,
+ * KnapSpec), so the search's share of the time stays near `share` unless
+ * drafting earns more. The credit is capped at two runs, so a long quiet
+ * stretch does not pay for a burst.
+ *
+ * Without costs (nothing to price a plain step with) every run is ready:
+ * the method's own schedule. Plain value type inside the policy's state. */
+#ifndef SKIPCOMMON_BUDGET_H
+#define SKIPCOMMON_BUDGET_H
+
+#include "skipper/policy.h"
+
+struct cm_budget {
+	double share;      /* the search_share key */
+	double credit;     /* seconds the search may still spend */
+	double est;        /* expected seconds of one run (0 = none measured) */
+	int runs, deferred;
+};
+
+void cm_budget_init(struct cm_budget *b, double share);
+
+/* The key "search_share = F" (0 .. 1); SKIPPER_POLICY_UNKNOWN_KEY for any other. */
+int cm_budget_config(struct cm_budget *b, const struct skipper_host *h, void *ctx, const char *key,
+                     const char *value);
+#define CM_BUDGET_HELP(dflt)                                                                           \
+	"search_share = F     share of decoding time the search may use beyond half of what drafting\n" \
+	"                     saved (default " dflt "; needs costs)\n"
+
+/* on_accept: the round's credit (nothing without costs). */
+void cm_budget_round(struct cm_budget *b, const struct skipper_costs *c, const struct skipper_verdict *v);
+
+/* Whether a run fits now (always without costs). */
+int cm_budget_ready(const struct cm_budget *b, const struct skipper_costs *c);
+
+/* cm_budget_ready, counting a refusal in b->deferred. */
+int cm_budget_allow(struct cm_budget *b, const struct skipper_costs *c);
+
+/* A run took `seconds`. */
+void cm_budget_spent(struct cm_budget *b, double seconds);
+
+#endif

@@ -1,0 +1,69 @@
+/* The draft-length rule every drafting policy applies in select_draft, on
+ * top of its own cap and inside which its own exit rule still decides:
+ *
+ *   cap = cm_best_draft(costs, d, a, method cap, CM_ECON_FLOOR)
+ *
+ * with d the round's draft step cost (skipper_draft_cost of its mask) and a
+ * the online acceptance estimate (accept.h) fed by every verdict. When no
+ * draft length beats a plain step the round is plain (max_draft = 0); after
+ * probe_every such rounds one probe round drafts up to CM_ECON_PROBE tokens
+ * to measure acceptance again, and probe_every doubles (8 .. 128) until
+ * drafting pays again. A policy whose search finds a new mask re-seeds the
+ * estimate with the search's own score (cm_econ_seed), so a better mask is
+ * tried at once.
+ *
+ * The costs come from host->costs (ABI minor 1), asked once; without them
+ * (an older host, a mock, no model) or with the policy's key costs = false
+ * every call returns the method's own cap: the paper's behaviour.
+ * Plain value type inside the policy's state. */
+#ifndef SKIPCOMMON_ECON_H
+#define SKIPCOMMON_ECON_H
+
+#include "accept.h"
+#include "skipper/policy.h"
+
+#define CM_ECON_FLOOR 1.02   /* value a draft must beat: a plain step's 1, plus the per-round work the
+                                curve does not see (policy hooks, sampling, bookkeeping) */
+#define CM_ECON_PROBE 2      /* draft tokens of a probe round */
+#define CM_ECON_PROBE_MIN 8  /* plain rounds before the first probe */
+#define CM_ECON_PROBE_MAX 128
+#define CM_ECON_PRIOR 0.8    /* acceptance before any verdict, held with the weight of 2 tokens */
+#define CM_ECON_DECAY 0.9
+
+struct cm_econ {
+	int enabled;                       /* the costs key; 1 by default */
+	int asked;                         /* host->costs was asked */
+	const struct skipper_costs *costs; /* NULL: the method's own caps */
+	struct cm_accept acc;
+	int plain_run, probe_every;
+	/* the last decision, for logs and tests */
+	int last_cap;
+	double last_value, last_d;
+	int plain_rounds, probes;          /* totals since init */
+};
+
+void cm_econ_init(struct cm_econ *e);
+
+/* The key "costs = BOOL"; SKIPPER_POLICY_UNKNOWN_KEY for any other. */
+int cm_econ_config(struct cm_econ *e, const struct skipper_host *h, void *ctx, const char *key, const char *value);
+#define CM_ECON_HELP "costs = BOOL         size drafts by the measured cost curve (default true)\n"
+
+/* The costs (asked of the host on the first call with a model), or NULL. */
+const struct skipper_costs *cm_econ_costs(struct cm_econ *e, const struct skipper_host *h, void *ctx);
+
+/* This round's cap: k_cap (the method's cap, already <= the engine's)
+ * when there are no costs; else the rule above for draft step cost d. */
+int cm_econ_cap(struct cm_econ *e, double d, int k_cap);
+
+/* select_draft's last step: plan's mask priced by skipper_draft_cost and
+ * plan->max_draft lowered to cm_econ_cap. */
+void cm_econ_plan(struct cm_econ *e, const struct skipper_host *h, void *ctx, struct skipper_plan *plan);
+
+/* on_accept: the acceptance estimate learns from the policy's own tokens. */
+void cm_econ_verdict(struct cm_econ *e, const struct skipper_verdict *v);
+
+/* A new mask scored a by the policy's search: the estimate restarts there
+ * (weight of 4 tokens) and probing starts over. */
+void cm_econ_seed(struct cm_econ *e, double a);
+
+#endif

@@ -1,0 +1,262 @@
+/* plugins/common drafting economics, against values computed by hand:
+ * the verify curve and its extrapolation, the best draft length on a
+ * GPU-like flat curve (long drafts) and a CPU-like steep one (short or
+ * none), extra tree rows and per-depth sibling widths, the online
+ * acceptance estimate, the draft-length rule with its back-off and
+ * probes, and the search time budget. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "accept.h"
+#include "budget.h"
+#include "costmodel.h"
+#include "econ.h"
+#include "tap.h"
+
+#define NEAR(x, y) (fabs((x) - (y)) < 1e-9)
+
+/* verify[n] = 1 + slope (n - 1) for n <= n_max */
+static void linear(struct skipper_costs *c, double slope, int n_max)
+{
+	memset(c, 0, sizeof *c);
+	c->n_max = n_max;
+	for (int n = 1; n <= n_max; n++)
+		c->verify[n] = 1 + slope * (n - 1);
+	c->step_seconds = 0.1;
+	c->head = c->draft_head = 0.1;
+	c->attn = 0.01;
+	c->mlp = 0.02;
+}
+
+/* The Qwen2.5-Coder-1.5B curve on a 2-core CPU (rows 1..8). */
+static void cpu_qwen(struct skipper_costs *c)
+{
+	static const double v[9] = { 0, 1, 1.14, 1.39, 1.39, 1.53, 1.74, 1.91, 2.08 };
+	memset(c, 0, sizeof *c);
+	c->n_max = 8;
+	memcpy(c->verify, v, sizeof v);
+	c->step_seconds = 0.1;
+}
+
+static void curve(void)
+{
+	struct skipper_costs c;
+	cpu_qwen(&c);
+	ok(NEAR(cm_verify_cost(&c, 1), 1) && NEAR(cm_verify_cost(&c, 0), 1) && NEAR(cm_verify_cost(&c, 5), 1.53),
+	   "verify[n] inside the measured range");
+	ok(NEAR(cm_verify_cost(&c, 10), 2.08 + 2 * 0.17), "past n_max the last slope continues (2.42)");
+	ok(NEAR(cm_round_tokens(0.5, 2), 1.75) && NEAR(cm_round_tokens(1, 3), 4) && NEAR(cm_round_tokens(0, 5), 1) &&
+	   NEAR(cm_round_tokens(0.9, 0), 1), "expected tokens 1 + a + ... + a^k");
+}
+
+static void best_draft(void)
+{
+	struct skipper_costs c;
+	double v;
+	int k;
+
+	/* GPU-like: verify[n] = 1; value(k) = (1 - .95^(k+1)) / .05 / (0.1 k + 1), best at
+	 * k = 15: 11.198 / 2.5 = 4.4790 (k = 14: 4.4727, k = 16: 4.4760) */
+	linear(&c, 0, 32);
+	k = cm_best_draft(&c, 0.1, 0.95, 32, 1.0, &v);
+	ok(k == 15 && fabs(v - 4.478987) < 1e-6, "flat curve, d 0.1, a 0.95: k = 15, value 4.479 (got %d, %.6f)", k, v);
+	k = cm_best_draft(&c, 0.1, 0.95, 6, 1.0, &v);
+	is_int(k, 6, "the method's cap bounds it");
+	/* d 0.5, a 0.9: 1.9/1.5, 2.71/2, 3.439/2.5 = 1.3756, 4.0951/3 = 1.3650 */
+	k = cm_best_draft(&c, 0.5, 0.9, 32, 1.0, &v);
+	ok(k == 3 && NEAR(v, 1.3756), "flat curve, d 0.5, a 0.9: k = 3, value 1.3756 (got %d, %.6f)", k, v);
+
+	/* CPU-like (Qwen, 2 cores), d 0.55 */
+	cpu_qwen(&c);
+	k = cm_best_draft(&c, 0.55, 0.6, 8, 1.02, &v);
+	ok(k == 0 && v == 1.0, "steep curve, a 0.6: 1.6 / 1.69 = 0.947 < 1: no draft (got %d)", k);
+	k = cm_best_draft(&c, 0.55, 0.85, 8, 1.02, &v);
+	ok(k == 1 && fabs(v - 1.85 / 1.69) < 1e-12, "steep curve, a 0.85: one token, 1.85 / 1.69 = 1.0947 (got %d, %.4f)",
+	   k, v);
+	/* a 0.95: 1.1538, 1.1456, 3.5801 / 2.935 = 1.2204, 1.2130, ... */
+	k = cm_best_draft(&c, 0.55, 0.95, 8, 1.02, &v);
+	ok(k == 3 && fabs(v - 1.22035) < 1e-5, "steep curve, a 0.95: k = 3 where verify[4] = verify[3] (got %d, %.5f)",
+	   k, v);
+	/* the floor: 1.0947 does not beat 1.1 */
+	is_int(cm_best_draft(&c, 0.55, 0.85, 8, 1.1, NULL), 0, "a draft must beat the floor");
+}
+
+static void tree(void)
+{
+	struct skipper_costs steep, flat, steeper;
+	double gain[3] = { 0.3, 0.2, 0.1 };
+	linear(&steep, 0.25, 32);
+	linear(&flat, 0.002, 32);
+	linear(&steeper, 0.5, 32);
+
+	/* tokens 2, cost 2, delta 0.25: 0.3 * 2 > 2 * .25 takes it (2.3 / 2.25);
+	 * 0.2 * 2.25 = 0.45 < 2.3 * .25 = 0.575 stops */
+	is_int(cm_tree_extra(&steep, 2, 2, 3, gain, 3), 1, "steep curve: only the best extra row pays");
+	is_int(cm_tree_extra(&flat, 2, 2, 3, gain, 3), 3, "flat curve: every extra row pays");
+
+	/* chain probabilities 0.6, 0.5; siblings 0.3, 0.05 at depth 0 and 0.4,
+	 * 0.1 at depth 1 (reach 0.6: gains 0.24, 0.06); d 0.5 */
+	int32_t tok[2] = { 10, 20 }, ids[6] = { 10, 11, 12, 21, 20, 22 };
+	float probs[2] = { 0.6f, 0.5f }, tp[6] = { 0.6f, 0.3f, 0.05f, 0.4f, 0.5f, 0.1f };
+	struct skipper_draft dr = { .n = 2, .tokens = tok, .probs = probs, .top_k = 3, .top_ids = ids, .top_probs = tp };
+	int cap[2] = { 2, 2 }, extra[2];
+	/* T = 1 + .6 + .3 = 1.9, C = 1 + 1.5 = 2.5: 0.3 * 2.5 > 1.9 * .25 (take; 2.2, 2.75),
+	 * 0.24 * 2.75 = 0.66 > 2.2 * .25 (take; 2.44, 3.0), 0.06 * 3 < 2.44 * .25 */
+	int n = cm_tree_widths(&steep, 0.5, &dr, cap, extra);
+	ok(n == 2 && extra[0] == 1 && extra[1] == 1, "steep: one sibling per depth (%d: %d, %d)", n, extra[0], extra[1]);
+	/* C = 1 + 2 = 3, delta 0.5: 0.3 * 3 = 0.9 < 1.9 * .5 = 0.95 */
+	n = cm_tree_widths(&steeper, 0.5, &dr, cap, extra);
+	ok(n == 0 && extra[0] == 0 && extra[1] == 0, "steeper: a chain");
+	n = cm_tree_widths(&flat, 0.5, &dr, cap, extra);
+	ok(n == 4 && extra[0] == 2 && extra[1] == 2, "flat: every sibling up to the cap (%d)", n);
+	cap[0] = 1, cap[1] = 0;
+	n = cm_tree_widths(&flat, 0.5, &dr, cap, extra);
+	ok(n == 1 && extra[0] == 1 && extra[1] == 0, "the method's width caps each depth");
+	cap[0] = cap[1] = 2;
+	ids[1] = -1; /* a lookup chain's empty top-k slot is no sibling */
+	n = cm_tree_widths(&flat, 0.5, &dr, cap, extra);
+	ok(n == 3 && extra[0] == 1, "ids < 0 are not siblings");
+}
+
+static void accept(void)
+{
+	struct cm_accept e;
+	cm_accept_init(&e, 0.8, 2, 0.9);
+	ok(NEAR(cm_accept_rate(&e), 0.8), "prior 0.8");
+	cm_accept_update(&e, 3, 4); /* s 1.44 + 3, f 0.36 + 1 */
+	ok(NEAR(cm_accept_rate(&e), 4.44 / 5.8), "3 of 4: 4.44 / 5.8 = 0.7655");
+	cm_accept_update(&e, 2, 2); /* s 3.996 + 2, f 1.224: all accepted, no rejection seen */
+	ok(NEAR(cm_accept_rate(&e), 5.996 / 7.22), "2 of 2: 5.996 / 7.22 = 0.8305");
+	cm_accept_update(&e, 0, 0);
+	ok(NEAR(cm_accept_rate(&e), 5.996 / 7.22), "nothing drafted: no update");
+	cm_accept_update(&e, 0, 3); /* s 5.3964, f 1.1016 + 1 */
+	ok(NEAR(cm_accept_rate(&e), 5.3964 / 7.498), "0 of 3: one rejection, 0.7197");
+	cm_accept_seed(&e, 0.5, 4);
+	ok(NEAR(cm_accept_rate(&e), 0.5) && NEAR(e.s + e.f, 4), "seed replaces the counts");
+}
+
+static void verdict(struct cm_econ *e, int acc, int drafted)
+{
+	struct skipper_verdict v = { .n_drafted = drafted, .n_accepted = acc, .bonus = 1 };
+	cm_econ_verdict(e, &v);
+}
+
+static void econ(void)
+{
+	struct skipper_costs steep, flat;
+	struct cm_econ e;
+	int caps[40], probes = 0, first = -1, second = -1;
+
+	cpu_qwen(&steep);
+	linear(&flat, 0.002, 32);
+
+	cm_econ_init(&e);
+	is_int(cm_econ_cap(&e, 0.55, 12), 12, "no costs: the method's cap");
+	is_int(cm_econ_cap(&e, 0.55, 0), 0, "no costs, cap 0: 0");
+
+	/* steep curve, acceptance measured at 0.5: plain rounds, a probe of 2
+	 * tokens after 8, the next after 16 more */
+	e.costs = &steep;
+	e.asked = 1;
+	for (int i = 0; i < 6; i++)
+		verdict(&e, 1, 2);
+	ok(cm_accept_rate(&e.acc) < 0.55, "acceptance learnt: %.3f", cm_accept_rate(&e.acc));
+	for (int r = 0; r < 40; r++) {
+		caps[r] = cm_econ_cap(&e, 0.55, 12);
+		if (caps[r]) {
+			probes++;
+			if (first < 0)
+				first = r;
+			else if (second < 0)
+				second = r;
+		}
+	}
+	ok(probes == 2 && first == 8 && second == 25 && caps[first] == CM_ECON_PROBE,
+	   "steep curve, low acceptance: plain, probes of %d tokens at rounds 8 and 25 (%d probes, at %d, %d)",
+	   CM_ECON_PROBE, probes, first, second);
+	is_int(cm_econ_cap(&e, 0.55, 0), 0, "an engine cap of 0 stays 0");
+
+	/* the search seeds a good new mask: drafting resumes at once */
+	cm_econ_seed(&e, 0.95);
+	is_int(cm_econ_cap(&e, 0.55, 12), 3, "seeded 0.95 on the steep curve: k = 3");
+	is_int(e.probe_every, CM_ECON_PROBE_MIN, "probing starts over");
+
+	/* flat curve, high acceptance: long drafts, up to the method's cap */
+	e.costs = &flat;
+	for (int i = 0; i < 20; i++)
+		verdict(&e, 8, 8);
+	int k = cm_econ_cap(&e, 0.1, 25);
+	ok(k >= 20, "flat curve, acceptance %.3f: a long draft (%d)", cm_accept_rate(&e.acc), k);
+	is_int(cm_econ_cap(&e, 0.1, 12), 12, "... as long as the method allows");
+
+	/* plan: the mask is priced with skipper_draft_cost (10 layers: draft_head
+	 * 0.1 + 10 x 0.03 with nothing skipped = 0.4; all skipped: 0.1) */
+	uint8_t none[10] = { 0 }, all[10];
+	memset(all, 1, sizeof all);
+	struct skipper_plan plan = { .n_layer = 10, .skip_attn = all, .skip_mlp = all, .max_draft = 12 };
+	struct skipper_host h = { .n_layer = 10 };
+	cm_econ_plan(&e, &h, NULL, &plan);
+	ok(NEAR(e.last_d, 0.1) && plan.max_draft == 12, "all skipped: d = draft_head 0.1");
+	plan.skip_attn = plan.skip_mlp = none;
+	plan.max_draft = 12;
+	cm_econ_plan(&e, &h, NULL, &plan);
+	ok(NEAR(e.last_d, 0.4), "nothing skipped: d = 0.1 + 10 x (0.01 + 0.02) = 0.4 (%.3f)", e.last_d);
+
+	/* costs = false: never asks the host */
+	struct cm_econ off;
+	cm_econ_init(&off);
+	off.enabled = 0;
+	ok(cm_econ_costs(&off, &h, NULL) == NULL && !off.asked, "costs = false: the host is not asked");
+}
+
+static void budget(void)
+{
+	struct skipper_costs c;
+	struct cm_budget b;
+	/* binary fractions, so the sums below are exact */
+	struct skipper_verdict even = { .n_drafted = 2, .n_accepted = 1, .bonus = 1, .draft_seconds = 0.0625,
+	                                .verify_seconds = 0.1875 };
+	struct skipper_verdict gain = even;
+	int rounds = 0;
+
+	linear(&c, 0.25, 32);
+	c.step_seconds = 0.125;
+	cm_budget_init(&b, 0.25);
+	ok(cm_budget_ready(&b, NULL) && cm_budget_ready(&b, &c), "no costs, or no run measured yet: ready");
+	cm_budget_spent(&b, 0.5);
+	ok(!cm_budget_ready(&b, &c) && cm_budget_ready(&b, NULL), "a run of 0.5 s must be earned (without costs: never)");
+	/* 2 tokens in 0.25 s = plain speed: 0.25 x 0.25 = 0.0625 s credit per
+	 * round; from -0.5 to the expected 0.5: 16 rounds */
+	while (!cm_budget_allow(&b, &c) && rounds < 100) {
+		cm_budget_round(&b, &c, &even);
+		rounds++;
+	}
+	ok(rounds == 16 && b.deferred == 16, "drafting at plain speed: the share alone pays the run back in 16 rounds (%d)",
+	   rounds);
+	/* 4 tokens in 0.25 s saved 0.25 s: 0.0625 + 0.125 per round, 3 rounds */
+	gain.n_accepted = 3;
+	cm_budget_spent(&b, 0.5);
+	rounds = 0;
+	while (!cm_budget_ready(&b, &c) && rounds < 100) {
+		cm_budget_round(&b, &c, &gain);
+		rounds++;
+	}
+	is_int(rounds, 3, "drafting that saves time pays for the next run sooner");
+	for (int i = 0; i < 50; i++)
+		cm_budget_round(&b, &c, &gain);
+	ok(b.credit == 2 * b.est, "the credit is capped at two runs (%.3f, est %.3f)", b.credit, b.est);
+	cm_budget_spent(&b, 1.0); /* a slow run: est 0.75, credit 0 */
+	ok(b.est == 0.75 && !cm_budget_ready(&b, &c), "the expected run time follows the runs (%.3f)", b.est);
+}
+
+int main(void)
+{
+	curve();
+	best_draft();
+	tree();
+	accept();
+	econ();
+	budget();
+	return tap_done();
+}
