@@ -40,6 +40,7 @@ mkdir -p "$out/obj" "$out/bin" "$out/log" "$out/corpus" "$out/artifacts" || exit
 # 1. A compiler that links libFuzzer targets, or say what to install.
 printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; return (int)(n & 0); }\n' \
 	>"$out/probe.c"
+# shellcheck disable=SC2086 # flags are word lists
 if ! $FUZZ_CC $san -fsanitize=fuzzer "$out/probe.c" -o "$out/probe" >"$out/probe.log" 2>&1; then
 	{
 		echo "make fuzz: '$FUZZ_CC' cannot build a libFuzzer target:"
@@ -127,6 +128,7 @@ for t in $FUZZ_TARGETS; do
 	ft=$(echo "$last" | sed -n 's/.* ft: \([0-9]*\).*/\1/p')
 	corp=$(echo "$last" | sed -n 's/.* corp: \([0-9]*\).*/\1/p')
 	[ -n "$execs" ] || execs=$(echo "$last" | sed -n 's/^#\([0-9]*\).*/\1/p')
+	# shellcheck disable=SC2010 # libFuzzer names artifacts KIND-SHA1
 	new=$(ls "$arts" 2>/dev/null | grep -v -x -F -f "$out/artifacts/$t.before")
 	crashes=$(printf '%s' "$new" | grep -c .)
 	line=$(printf '%-12s %10s executions (%s/s) in %ss, coverage %s edges %s features, corpus %s, crashes %s' \
