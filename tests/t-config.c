@@ -86,6 +86,20 @@ int main(void)
 	ok(skipper_config_set(cfg, "generate", &err) != 0, "--set without a dot");
 	is_str(err.msg, "--set generate: expected section.key=value", "--set error text");
 	ok(skipper_config_load_file(cfg, "/nonexistent/x.ini", 0, &err) == 0, "optional missing file is fine");
+	{
+		/* every entry in the order added: defaults, a.ini, b.ini, --set */
+		const struct skipper_config_entry *e, *last = NULL;
+		size_t n = 0, n_def = 0;
+		while (skipper_config_keys[n_def].section)
+			n_def++;
+		for (; (e = skipper_config_entry_at(cfg, n)); n++)
+			last = e;
+		e = skipper_config_entry_at(cfg, n_def);
+		ok(n == n_def + 3 + 1 + 1 && e && strcmp(e->key, "max_tokens") == 0 && strcmp(e->value, "32") == 0 &&
+		   e->line == 2 && last && strcmp(last->key, "temperature") == 0 && strcmp(last->file, "--set") == 0,
+		   "entry_at: %zu entries, defaults first, --set last", n);
+		ok(skipper_config_entry_at(cfg, (size_t)-1) == NULL, "entry_at past the end: NULL");
+	}
 	skipper_config_free(cfg);
 
 	/* golden error messages */

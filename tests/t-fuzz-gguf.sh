@@ -3,13 +3,13 @@
 # and over truncations and byte flips of freshly generated models: a llama
 # Q4_1, a qwen2 Q4_K and a qwen3 Q6_K one.
 : "${top_builddir:=.}" "${top_srcdir:=.}"
-fuzz="$top_builddir/tests/fuzz-gguf"
+fuzz="$top_builddir/tests/fuzz/fuzz-gguf"
 gen="$top_builddir/tests/gen-model"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/t-fuzz-gguf.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 echo 1..7
 
-"$fuzz" "$top_srcdir"/tests/data/fuzz-gguf/* >"$tmp/log" 2>&1 \
+"$fuzz" "$top_srcdir"/tests/fuzz/seeds/gguf/* >"$tmp/log" 2>&1 \
 	&& echo "ok 1 - committed seeds" || { echo "not ok 1 - committed seeds"; sed 's/^/# /' "$tmp/log"; }
 
 t=1

@@ -57,7 +57,7 @@ static void test_type(const char *isa, const struct cpu_kernels *kt, int type)
 	uint8_t *w = malloc(wrb * NC);
 	float *wf = malloc(sizeof(float) * K * NC), *x = malloc(sizeof(float) * K * NR);
 	size_t xs = a == CPU_ACT_Q8 ? (K / 32) * sizeof(struct cpu_q8) : (K / 256) * sizeof(struct cpu_q8k);
-	char *xq = aligned_alloc(64, xs * NR);
+	char *xq = aligned_alloc(64, (xs * NR + 63) / 64 * 64); /* C11: a multiple of the alignment */
 	float *y = malloc(sizeof(float) * NC * NR), *y1 = malloc(sizeof(float) * NC * NR);
 	const char *tn = skipper_dtype_name(type);
 

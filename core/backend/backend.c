@@ -57,8 +57,19 @@ static int find_module(const char *file, char *path, size_t cap, char *tried, si
 /* Load the module and create a CUDA backend. Every failure is
  * SKIPPER_ERR_UNSUPPORTED with the reason, except a failure of a usable
  * device while creating (out of memory, kernel errors), which keeps the
- * module's own status. The module stays loaded for the life of the process:
- * the backend's code lives in it. */
+ * module's own status.
+ *
+ * The module stays loaded for the life of the process once dlopen()ed
+ * (RTLD_NODELETE), even when it is refused or finds no device: a created
+ * backend's code lives in it, and loading it has already run the
+ * constructors of the CUDA runtime and cuBLAS it links. libcublas.so and
+ * libcublasLt.so each carry a static copy of the C++ runtime whose
+ * constructor allocates its exception-handling emergency pool (72,704
+ * bytes) and never frees it; unloading them would turn those two blocks
+ * into a leak from an unmapped library, which LeakSanitizer reports as
+ * "<unknown module>". Resident, they stay reachable, as in any process that
+ * links cuBLAS. A second attempt gets the same handle back, so it costs
+ * nothing. tests/t-backend-module checks the module stays mapped. */
 static int cuda_create(const struct skipper_model *m, const struct skipper_backend_opts *o,
                        struct skipper_backend **out, struct skipper_error *err)
 {
@@ -75,7 +86,7 @@ static int cuda_create(const struct skipper_model *m, const struct skipper_backe
 		                    "this build may have been configured without CUDA)",
 		                    CUDA_MODULE_FILE, tried);
 	dlerror();
-	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 	if (!h) {
 		why = dlerror();
 		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED, "backend cuda: cannot load %s: %s", path,
@@ -109,7 +120,7 @@ static int cuda_create(const struct skipper_model *m, const struct skipper_backe
 		dlclose(h);
 		return rc;
 	}
-	/* from here the module's code may be referenced by *out: never closed */
+	/* from here the module's code may be referenced by *out */
 	return mod->create(m, o, out, err);
 }
 

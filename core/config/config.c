@@ -266,6 +266,11 @@ const char *skipper_config_get(const struct skipper_config *cfg, const char *sec
 	return e ? e->value : NULL;
 }
 
+const struct skipper_config_entry *skipper_config_entry_at(const struct skipper_config *cfg, size_t i)
+{
+	return i < cfg->n ? &cfg->e[i] : NULL;
+}
+
 size_t skipper_config_section(const struct skipper_config *cfg, const char *section,
                               const struct skipper_config_entry *const **entries)
 {

@@ -52,6 +52,11 @@ int skipper_config_get_double(const struct skipper_config *cfg, const char *sect
 int skipper_config_get_bool(const struct skipper_config *cfg, const char *section, const char *key,
                             int *out, struct skipper_error *err);
 
+/* Entry i of everything cfg holds, in the order it was added (the defaults,
+ * then each file, then --set; for one section.key the last one wins), or
+ * NULL past the end. */
+const struct skipper_config_entry *skipper_config_entry_at(const struct skipper_config *cfg, size_t i);
+
 /* All entries of one section in file order (for policy sections); the array
  * is owned by cfg and valid until the next change. */
 /* 1 if the core owns this section ([model], [lookup], ...): its keys are

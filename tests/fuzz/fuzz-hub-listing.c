@@ -1,4 +1,7 @@
-/* Fuzz target: the hub listing parser (untrusted JSON from any hub). */
+/* Fuzz target: the hub listing parser (untrusted JSON from any hub).
+ * `make check` replays tests/fuzz/seeds/hub-listing/ (fuzz-main.c); `make
+ * fuzz` runs it under libFuzzer (tests/fuzz/README). */
+#define _GNU_SOURCE
 #include <stddef.h>
 #include <stdint.h>
 

@@ -1,5 +1,7 @@
 /* Fuzz target: the skip-profile reader (core/policy/profile.c) and its layer
- * lists; profiles come from hubs, so their parser sees untrusted bytes. */
+ * lists; profiles come from hubs, so their parser sees untrusted bytes.
+ * `make check` replays tests/fuzz/seeds/profile-ini/ (fuzz-main.c); `make
+ * fuzz` runs it under libFuzzer (tests/fuzz/README). */
 #define _GNU_SOURCE
 #include <stddef.h>
 #include <stdint.h>

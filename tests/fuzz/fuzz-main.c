@@ -1,7 +1,8 @@
 /* Runs a libFuzzer entry point over seed files without libFuzzer, so every
- * `make check` replays the corpus (also under --enable-sanitizers). Each
- * argument is a file or a directory of files. Prints TAP. With clang,
- * build the same target with -fsanitize=fuzzer instead to fuzz for real. */
+ * `make check` replays the corpus (also under --enable-sanitizers): each
+ * file whole and cut at a few points. Each argument is a file or a
+ * directory of files; with none, FUZZ_SEED_DIR. Prints TAP. `make fuzz`
+ * links the same target with libFuzzer instead (tests/fuzz/README). */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,7 +12,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int n;
+static int n, failed;
 
 static void run_file(const char *path)
 {
@@ -21,6 +22,7 @@ static void run_file(const char *path)
 
 	if (!f) {
 		printf("not ok %d - %s: cannot open\n", ++n, path);
+		failed++;
 		return;
 	}
 	fseek(f, 0, SEEK_END);
@@ -67,6 +69,10 @@ int main(int argc, char **argv)
 			run_file(argv[i]);
 		}
 	}
+	if (!n) {
+		printf("not ok 1 - no seed files\n");
+		n = failed = 1;
+	}
 	printf("1..%d\n", n);
-	return 0;
+	return failed ? 1 : 0;
 }

@@ -1,0 +1,63 @@
+/* Fuzz target: the safetensors reader for the float matrices that come with
+ * skip profiles (core/policy/tensor_file.c: knn-router's anchors and
+ * labels, downloaded from hubs with the profile).
+ *
+ * Checked besides ASan/UBSan (abort on violation): every error names the
+ * file; a tensor whose shape reads fine also reads into a buffer of exactly
+ * rows * cols floats, with the same shape, and is refused (without a write
+ * past the end) by a buffer one float short. `make check` replays
+ * tests/fuzz/seeds/safetensors/ (fuzz-main.c); `make fuzz` runs it under
+ * libFuzzer (tests/fuzz/README). */
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "policy/tensor_file.h"
+
+#define CHECK(c) do { if (!(c)) { fprintf(stderr, "fuzz-safetensors: %s failed\n", #c); abort(); } } while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void named(const char *path, const char *name)
+{
+	struct skipper_error err;
+	int rows = -1, cols = -1, r2 = -1, c2 = -1;
+	int rc = skipper_tensor_read(path, name, NULL, 0, &rows, &cols, &err);
+	if (rc) {
+		CHECK(rc == SKIPPER_ERR_NOMEM || strstr(err.msg, path));
+		return;
+	}
+	CHECK(rows > 0 && cols > 0);
+	size_t n = (size_t)rows * (size_t)cols;
+	float *out = malloc(n * sizeof *out); /* bounded: the floats are in the file */
+	CHECK(out);
+	rc = skipper_tensor_read(path, name, out, n, &r2, &c2, &err);
+	CHECK(rc == 0 && r2 == rows && c2 == cols);
+	free(out);
+	float *shorter = malloc((n - 1 ? n - 1 : 1) * sizeof *shorter);
+	CHECK(shorter);
+	rc = skipper_tensor_read(path, name, shorter, n - 1, &r2, &c2, &err);
+	CHECK(rc != 0 && strstr(err.msg, path));
+	free(shorter);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char path[64];
+	int fd = memfd_create("fuzz-safetensors", 0);
+	if (fd < 0)
+		abort();
+	if (size && write(fd, data, size) != (ssize_t)size)
+		abort();
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	named(path, "anchors");
+	named(path, "labels");
+	close(fd);
+	return 0;
+}
