@@ -46,6 +46,13 @@ struct tp_state {
 
 static struct tp_state tp_cfg; /* what the next create() copies */
 
+/* The draft vocabulary ([generate] draft_vocab) that run_open gives policy
+ * runs, and what tp_verify saw of it: drafted tokens and their top-k ids
+ * checked, and those outside the subset. */
+static int32_t *subset_ids;
+static uint8_t *subset_has;
+static int subset_n, subset_checked, subset_outside;
+
 static int tp_create(const struct skipper_host *h, void *ctx, void **state)
 {
 	struct tp_state *s = malloc(sizeof *s);
@@ -69,6 +76,12 @@ static int tp_verify(void *state, const struct skipper_draft *d, struct skipper_
 {
 	struct tp_state *s = state;
 	int n = 0, chain_parent = -1;
+	for (int j = 0; subset_has && j < d->n; j++) {
+		subset_checked++;
+		subset_outside += !subset_has[d->tokens[j]];
+		for (int w = 0; w < d->top_k; w++)
+			subset_outside += d->top_ids[j * d->top_k + w] >= 0 && !subset_has[d->top_ids[j * d->top_k + w]];
+	}
 	if (s->width <= 1)
 		return 0;
 	for (int j = 0; j < d->n; j++) {
@@ -178,6 +191,8 @@ static void run_open(struct run *r, const struct tp_state *policy)
 			BAIL(err.msg);
 	}
 	if (skipper_engine_new(r->be, tok, r->inst, &r->eng, &err))
+		BAIL(err.msg);
+	if (policy && subset_n && skipper_engine_set_draft_vocab(r->eng, subset_ids, subset_n, &err))
 		BAIL(err.msg);
 	struct skipper_lookup_opts lk = { .enable = next_lookup, .min_ngram = 1, .max_ngram = 3, .max_draft = 8 };
 	skipper_engine_set_lookup(r->eng, &lk);
@@ -289,6 +304,70 @@ static void greedy_lossless(int32_t *prompt, int n_prompt)
 				}
 				run_close(&ssd);
 			}
+	run_close(&ar);
+}
+
+/* The draft head over the even vocabulary ids (subset_ids NULL: off again). */
+static void subset_set(int on)
+{
+	int nv = model->hp.n_vocab;
+	free(subset_ids);
+	free(subset_has);
+	subset_ids = NULL;
+	subset_has = NULL;
+	subset_n = 0;
+	if (!on)
+		return;
+	subset_ids = malloc(sizeof *subset_ids * (size_t)nv);
+	subset_has = calloc((size_t)nv, 1);
+	if (!subset_ids || !subset_has)
+		BAIL("out of memory");
+	for (int i = 0; i < nv; i += 2) {
+		subset_ids[subset_n++] = i;
+		subset_has[i] = 1;
+	}
+}
+
+/* Draft passes over a vocabulary subset: greedy output and committed KV stay
+ * AR's though the subset lacks half of AR's tokens, and (on a backend that
+ * narrows its head) every drafted token and top-k id lies in the subset. */
+static void draft_vocab_lossless(int32_t *prompt, int n_prompt)
+{
+	struct skipper_gen_params gp = { .max_tokens = 40, .seed = 1 };
+	struct run ar, ssd;
+	struct toks ref, got;
+	struct skipper_run_stats st;
+	int L = model->hp.n_layer, missing = 0;
+
+	run_open(&ar, NULL);
+	if (generate(&ar, prompt, n_prompt, &gp, &ref, &st))
+		BAIL("AR generation failed");
+	subset_set(1);
+	for (int i = 0; i < ref.n; i++)
+		missing += !subset_has[ref.t[i]];
+	ok(missing > 0 && missing < ref.n, "the subset holds some of AR's tokens, not all (%d of %d missing)", missing,
+	   ref.n);
+	for (int width = 1; width <= 3; width += 2) {
+		struct tp_state p = { .n_layer = L, .k = 4, .width = width };
+		mask_set(p.attn, "0110", L);
+		mask_set(p.mlp, "0100", L);
+		subset_checked = subset_outside = 0;
+		run_open(&ssd, &p);
+		if (generate(&ssd, prompt, n_prompt, &gp, &got, &st))
+			BAIL("SSD generation failed");
+		ok(got.n == ref.n && !memcmp(got.t, ref.t, ref.n * sizeof *ref.t) &&
+		       same_kv(ar.be, ssd.be, skipper_engine_committed(ssd.eng)),
+		   "draft vocabulary of %d: greedy SSD == AR, same KV (%s, M %.2f, alpha %.2f)", subset_n,
+		   width > 1 ? "tree" : "chain", st.mean_accepted, st.alpha);
+		if (ssd.be->ops->set_head_subset)
+			ok(subset_checked > 0 && subset_outside == 0,
+			   "drafts and their top-k stay in the subset (%d drafted tokens, %d outside)", subset_checked,
+			   subset_outside);
+		else
+			tap_skip(1, "this backend computes the full head in drafts (exact too)");
+		run_close(&ssd);
+	}
+	subset_set(0);
 	run_close(&ar);
 }
 
@@ -611,7 +690,8 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width, int 
 			 * acceptance, its pauses) would otherwise stop its proposals */
 			struct skipper_lookup_opts lk = { .enable = 1, .min_ngram = 1, .max_ngram = 3, .max_draft = 8 };
 			skipper_engine_free(ssd.eng);
-			if (skipper_engine_new(ssd.be, tok, ssd.inst, &ssd.eng, &err))
+			if (skipper_engine_new(ssd.be, tok, ssd.inst, &ssd.eng, &err) ||
+			    (subset_n && skipper_engine_set_draft_vocab(ssd.eng, subset_ids, subset_n, &err)))
 				BAIL(err.msg);
 			skipper_engine_set_lookup(ssd.eng, &lk);
 			skipper_engine_set_guard(ssd.eng, 0);
@@ -632,7 +712,7 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width, int 
 	}
 	run_close(&ssd);
 	chi = skipper_test_chi_square(cells, n_cells, N, &df);
-	const char *what = !width ? "lookup" : lookup ? "lookup or chain" : width > 1 ? "tree" : "chain";
+	const char *what = !width ? "lookup" : lookup ? "lookup or chain" : width > 1 ? "tree" : subset_n ? "subset-head chain" : "chain";
 	diag("%s sampling: %d cells, df %d, chi-square %.2f, %d outside, lookup tokens %d accepted of %d", what,
 	     n_cells, df, chi, outside, lk_accepted, lk_drafted);
 	/* 0.1% critical value ~ df + 3.1*sqrt(2 df) + 2 (Wilson-Hilferty bound is
@@ -672,6 +752,7 @@ int main(void)
 		diag("model dtype %s, prompt %zu tokens, backend %s", skipper_dtype_name(o.dtype), n_prompt,
 		     test_backend_name(test_backend_kind()));
 		greedy_lossless(prompt, (int)n_prompt);
+		draft_vocab_lossless(prompt, (int)n_prompt);
 		lookup_lossless(prompt, (int)n_prompt);
 		guard_pauses(prompt, (int)n_prompt);
 		state_captures(prompt, (int)n_prompt);
@@ -680,7 +761,9 @@ int main(void)
 		} else if (d == 0) {
 			sampling_distribution(prompt, (int)n_prompt, 1, 0);
 			sampling_distribution(prompt, (int)n_prompt, 3, 0);
-
+			subset_set(1); /* q lives on the subset; targets outside it are never drafted */
+			sampling_distribution(prompt, (int)n_prompt, 1, 0);
+			subset_set(0);
 		}
 		free(prompt);
 		skipper_tokenizer_free(tok);

@@ -33,13 +33,17 @@ static int count_token(void *user, int32_t t)
 	return cli_interrupted != 0;
 }
 
-static struct counts *sort_counts; /* for qsort's comparator only */
+struct ranked {
+	uint64_t count;
+	int32_t id;
+};
 
 static int by_count(const void *a, const void *b)
 {
-	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-	uint64_t cx = sort_counts->n[x], cy = sort_counts->n[y];
-	return cx != cy ? (cx < cy ? 1 : -1) : (x > y) - (x < y); /* ties: lower id first */
+	const struct ranked *x = a, *y = b;
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	return (x->id > y->id) - (x->id < y->id); /* ties: lower id first */
 }
 
 static char *read_text(const char *path)
@@ -62,20 +66,19 @@ static char *read_text(const char *path)
 
 /* The ranking, atomically: a header, then "id count" lines. */
 static int write_ranking(const char *out, const struct cli_session *s, const char *data, int n_prompts, int gen,
-                         struct counts *c)
+                         const struct counts *c)
 {
 	int V = s->model->hp.n_vocab;
-	int32_t *ids = malloc(sizeof *ids * (size_t)V);
+	struct ranked *r = malloc(sizeof *r * (size_t)V);
 	char *tmp = malloc(strlen(out) + 32);
 	FILE *f = NULL;
 	int rc = EXIT_FAILURE_GENERIC;
 
-	if (!ids || !tmp)
+	if (!r || !tmp)
 		goto out;
 	for (int i = 0; i < V; i++)
-		ids[i] = i;
-	sort_counts = c;
-	qsort(ids, (size_t)V, sizeof *ids, by_count);
+		r[i] = (struct ranked){ c->n[i], i };
+	qsort(r, (size_t)V, sizeof *r, by_count);
 	sprintf(tmp, "%s.tmp%ld", out, (long)getpid());
 	if (!(f = fopen(tmp, "w"))) {
 		fprintf(stderr, "skipper vocab: %s: %s\n", tmp, strerror(errno));
@@ -85,7 +88,7 @@ static int write_ranking(const char *out, const struct cli_session *s, const cha
 	fprintf(f, "# model %s (%d tokens), corpus %s: %d prompts, %llu tokens counted%s\n", s->model->name, V, data,
 	        n_prompts, (unsigned long long)c->total, gen ? ", generated ones included" : "");
 	for (int i = 0; i < V; i++)
-		fprintf(f, "%d %llu\n", ids[i], (unsigned long long)c->n[ids[i]]);
+		fprintf(f, "%d %llu\n", r[i].id, (unsigned long long)r[i].count);
 	if (fclose(f) != 0 || rename(tmp, out) != 0) {
 		fprintf(stderr, "skipper vocab: %s: %s\n", out, strerror(errno));
 		unlink(tmp);
@@ -93,123 +96,154 @@ static int write_ranking(const char *out, const struct cli_session *s, const cha
 	}
 	rc = EXIT_OK;
 out:
-	free(ids);
+	free(r);
 	free(tmp);
 	return rc;
+}
+
+struct vocab_args {
+	const char *data, *out;
+	int gen, skip, limit;
+};
+
+/* Options; EXIT_OK to go on, else the exit code (-h/--help: *done set). */
+static int parse_args(int argc, char **argv, struct cli_common *c, struct vocab_args *va, int *done)
+{
+	for (int i = 1; i < argc; i++) {
+		int r = cli_common_option(c, argc, argv, &i);
+		const char *a = argv[i];
+		if (r < 0)
+			return EXIT_USAGE;
+		if (r)
+			continue;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			*done = 1;
+			return EXIT_OK;
+		}
+		if (i + 1 >= argc) {
+			fprintf(stderr, "skipper vocab: unknown or incomplete option '%s'\n", a);
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+		if (!strcmp(a, "--data"))
+			va->data = argv[++i];
+		else if (!strcmp(a, "--out"))
+			va->out = argv[++i];
+		else if (!strcmp(a, "--generate"))
+			va->gen = atoi(argv[++i]);
+		else if (!strcmp(a, "--skip"))
+			va->skip = atoi(argv[++i]);
+		else if (!strcmp(a, "--limit"))
+			va->limit = atoi(argv[++i]);
+		else {
+			fprintf(stderr, "skipper vocab: unknown option '%s'\n", a);
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (!va->data || !va->out || va->gen < 0 || va->skip < 0 || va->limit < 0) {
+		fprintf(stderr, "skipper vocab: --data and --out are required; counts are >= 0\n");
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+/* The corpus: JSONL prompts into *prompts, anything else as one text into
+ * *text (caller frees either). */
+static int load_corpus(const char *data, struct bench_prompt **prompts, int *n_prompts, char **text)
+{
+	size_t dl = strlen(data);
+	char errbuf[1024];
+	if (dl > 6 && !strcmp(data + dl - 6, ".jsonl")) {
+		if (bench_load_prompts(data, prompts, n_prompts, errbuf, sizeof errbuf)) {
+			fprintf(stderr, "skipper vocab: %s\n", errbuf);
+			return EXIT_USAGE;
+		}
+	} else if (!(*text = read_text(data))) {
+		fprintf(stderr, "skipper vocab: %s: cannot read\n", data);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+/* Counts the tokens of the text or of each prompt (with the chat template)
+ * and, with va->gen, of what the model writes; *n_used: prompts counted. */
+static int count_corpus(struct cli_session *s, const struct vocab_args *va, const char *text,
+                        const struct bench_prompt *prompts, int n_prompts, struct counts *cnt, int *n_used)
+{
+	struct skipper_error err = { 0 };
+	int32_t *ids;
+	size_t n;
+
+	if (text) {
+		if (skipper_tokenize(s->tok, text, strlen(text), 0, 0, &ids, &n, &err)) {
+			fprintf(stderr, "skipper vocab: %s\n", err.msg);
+			return EXIT_FAILURE_GENERIC;
+		}
+		for (size_t i = 0; i < n; i++)
+			count_token(cnt, ids[i]);
+		free(ids);
+		*n_used = 1;
+	}
+	s->gen.max_tokens = va->gen;
+	for (int i = va->skip; prompts && i < n_prompts && (!va->limit || *n_used < va->limit) && !cli_interrupted;
+	     i++) {
+		struct skipper_run_stats st;
+		if (cli_prompt_tokens(s, prompts[i].text, &ids, &n))
+			return EXIT_FAILURE_GENERIC;
+		for (size_t k = 0; k < n; k++)
+			count_token(cnt, ids[k]);
+		if (va->gen > 0 && skipper_engine_generate(s->engine, ids, (int)n, &s->gen, count_token, cnt, &st, &err)) {
+			fprintf(stderr, "skipper vocab: prompt %s: %s\n", prompts[i].id, err.msg);
+			free(ids);
+			return EXIT_FAILURE_GENERIC;
+		}
+		free(ids);
+		++*n_used;
+		if (isatty(STDERR_FILENO))
+			fprintf(stderr, "\rskipper vocab: %d prompts, %llu tokens", *n_used, (unsigned long long)cnt->total);
+	}
+	if (isatty(STDERR_FILENO))
+		fputc('\n', stderr);
+	return cli_interrupted ? EXIT_INTERRUPTED : EXIT_OK;
 }
 
 int cmd_vocab(int argc, char **argv)
 {
 	struct cli_common c = { 0 };
+	struct vocab_args va = { 0 };
 	struct skipper_config *cfg = NULL;
 	struct cli_session s = { 0 };
 	struct bench_prompt *prompts = NULL;
 	struct counts cnt = { 0 };
-	const char *data = NULL, *out = NULL;
-	int gen = 0, skip = 0, limit = 0, n_prompts = 0, n_used = 0, rc = EXIT_USAGE;
-	char errbuf[1024], *text = NULL;
+	int n_prompts = 0, n_used = 0, help = 0, rc;
+	char *text = NULL;
 
-	for (int i = 1; i < argc; i++) {
-		int r = cli_common_option(&c, argc, argv, &i);
-		const char *a = argv[i];
-		if (r < 0)
-			goto done;
-		if (r)
-			continue;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			rc = EXIT_OK;
-			goto done;
-		}
-		if (i + 1 >= argc) {
-			fprintf(stderr, "skipper vocab: unknown or incomplete option '%s'\n", a);
-			usage(stderr);
-			goto done;
-		}
-		if (!strcmp(a, "--data"))
-			data = argv[++i];
-		else if (!strcmp(a, "--out"))
-			out = argv[++i];
-		else if (!strcmp(a, "--generate"))
-			gen = atoi(argv[++i]);
-		else if (!strcmp(a, "--skip"))
-			skip = atoi(argv[++i]);
-		else if (!strcmp(a, "--limit"))
-			limit = atoi(argv[++i]);
-		else {
-			fprintf(stderr, "skipper vocab: unknown option '%s'\n", a);
-			usage(stderr);
-			goto done;
-		}
-	}
-	if (!data || !out || gen < 0 || skip < 0 || limit < 0) {
-		fprintf(stderr, "skipper vocab: --data and --out are required; counts are >= 0\n");
-		usage(stderr);
+	if ((rc = parse_args(argc, argv, &c, &va, &help)) || help)
 		goto done;
-	}
 	if ((rc = cli_load_config(&c, &cfg)))
 		goto done;
-	size_t dl = strlen(data);
-	if (dl > 6 && !strcmp(data + dl - 6, ".jsonl")) {
-		if (bench_load_prompts(data, &prompts, &n_prompts, errbuf, sizeof errbuf)) {
-			fprintf(stderr, "skipper vocab: %s\n", errbuf);
-			skipper_config_free(cfg);
-			rc = EXIT_USAGE;
-			goto done;
-		}
-	} else if (!(text = read_text(data))) {
-		fprintf(stderr, "skipper vocab: %s: cannot read\n", data);
+	if ((rc = load_corpus(va.data, &prompts, &n_prompts, &text))) {
 		skipper_config_free(cfg);
-		rc = EXIT_USAGE;
 		goto done;
 	}
-	if (skipper_config_set(cfg, "policy.name=none", NULL) || (rc = cli_session_open(&s, cfg)))
+	if (skipper_config_set(cfg, "policy.name=none", NULL)) {
+		skipper_config_free(cfg);
+		rc = EXIT_FAILURE_GENERIC;
+		goto done;
+	}
+	if ((rc = cli_session_open(&s, cfg)))
 		goto done;
 	rc = EXIT_FAILURE_GENERIC;
 	if (!(cnt.n = calloc((size_t)s.model->hp.n_vocab, sizeof *cnt.n)))
 		goto done;
 	cli_install_signals();
-	if (text) {
-		struct skipper_error err = { 0 };
-		int32_t *ids;
-		size_t n;
-		if (skipper_tokenize(s.tok, text, strlen(text), 0, 0, &ids, &n, &err)) {
-			fprintf(stderr, "skipper vocab: %s\n", err.msg);
-			goto done;
-		}
-		for (size_t i = 0; i < n; i++)
-			count_token(&cnt, ids[i]);
-		free(ids);
-		n_used = 1;
-	}
-	s.gen.max_tokens = gen;
-	for (int i = skip; prompts && i < n_prompts && (!limit || n_used < limit) && !cli_interrupted; i++) {
-		struct skipper_run_stats st;
-		struct skipper_error err = { 0 };
-		int32_t *ids;
-		size_t n;
-		if (cli_prompt_tokens(&s, prompts[i].text, &ids, &n))
-			goto done;
-		for (size_t k = 0; k < n; k++)
-			count_token(&cnt, ids[k]);
-		if (gen > 0 && skipper_engine_generate(s.engine, ids, (int)n, &s.gen, count_token, &cnt, &st, &err)) {
-			fprintf(stderr, "skipper vocab: prompt %s: %s\n", prompts[i].id, err.msg);
-			free(ids);
-			goto done;
-		}
-		free(ids);
-		n_used++;
-		if (isatty(STDERR_FILENO))
-			fprintf(stderr, "\rskipper vocab: %d prompts, %llu tokens", n_used, (unsigned long long)cnt.total);
-	}
-	if (isatty(STDERR_FILENO))
-		fputc('\n', stderr);
-	if (cli_interrupted) {
-		rc = EXIT_INTERRUPTED;
+	if ((rc = count_corpus(&s, &va, text, prompts, n_prompts, &cnt, &n_used)))
 		goto done;
-	}
-	if ((rc = write_ranking(out, &s, data, n_used, gen, &cnt)) == EXIT_OK)
-		printf("%s\n", out);
+	if ((rc = write_ranking(va.out, &s, va.data, n_used, va.gen, &cnt)) == EXIT_OK)
+		printf("%s\n", va.out);
 done:
 	free(cnt.n);
 	free(text);

@@ -1,0 +1,78 @@
+#!/bin/sh
+# skipper vocab ranks a model's vocabulary over a corpus; [generate]
+# draft_vocab reads such a ranking (named, or found beside the model's
+# profiles) and drafts over its first N ids without changing the output;
+# bad rankings are errors naming the file and line. A generated model.
+set -u
+sk="$top_builddir/skipper"
+t=$(mktemp -d "${TMPDIR:-/tmp}/t-vocab.XXXXXX") || exit 1
+trap 'rm -rf "$t"' EXIT
+echo "1..12"
+
+"$top_builddir/tests/gen-model" --out "$t/tiny.gguf" --layers 4 --embd 64 --ff 128 --redundant 1 --vocab 256 \
+	--ctx 256 >/dev/null || { echo "Bail out! gen-model failed"; exit 1; }
+export SKIPPER_CACHE_DIR="$t/cache" HF_HUB_CACHE="$t/hub"
+unset SKIPPER_DATA_PATH HF_HOME XDG_CACHE_HOME
+common="-m $t/tiny.gguf --set model.threads=1 --set model.backend=cpu"
+
+# check N DESCRIPTION COMMAND...: ok when the command succeeds
+check() {
+	n=$1 what=$2
+	shift 2
+	if "$@" >"$t/out" 2>"$t/err"; then echo "ok $n - $what"; else
+		sed 's/^/# /' "$t/err"; echo "not ok $n - $what"; fi
+}
+# fails N DESCRIPTION PATTERN COMMAND...: ok when it fails, prints nothing on
+# stdout and says PATTERN on stderr
+fails() {
+	n=$1 what=$2 pat=$3
+	shift 3
+	"$@" >"$t/out" 2>"$t/err"
+	rc=$?
+	if [ "$rc" != 0 ] && [ ! -s "$t/out" ] && grep -q -- "$pat" "$t/err"; then echo "ok $n - $what"; else
+		sed 's/^/# /' "$t/err"; echo "not ok $n - $what (exit $rc)"; fi
+}
+
+printf '%s\n' '{"question_id": 1, "category": "a", "turns": ["cats and dogs"]}' \
+	'{"question_id": 2, "category": "a", "turns": ["dogs and dogs and dogs"]}' >"$t/p.jsonl"
+check 1 "vocab over JSONL prompts with generated tokens" $sk vocab $common --data "$t/p.jsonl" --generate 8 \
+	--out "$t/v.txt"
+
+# every id once, counts never rising, the header names the corpus
+V=$(sed -n "s/^# model .*(\([0-9]*\) tokens).*/\1/p" "$t/v.txt")
+awk -v V="${V:-0}" '/^#/ { next } { if (seen[$1]++ || $1 < 0 || $1 >= V) bad = 1; if (NR > 3 && $2 > last) bad = 1;
+	last = $2; n++ } END { exit !(n == V && !bad) }' "$t/v.txt" && grep -q "^# model .*2 prompts" "$t/v.txt" &&
+	echo "ok 2 - the ranking holds every id once, most frequent first" ||
+	{ head -4 "$t/v.txt" | sed 's/^/# /'; echo "not ok 2 - the ranking is malformed"; }
+
+printf 'dogs dogs dogs dogs cats\n' >"$t/c.txt"
+$sk vocab $common --data "$t/c.txt" --out "$t/vt.txt" >/dev/null 2>"$t/err"
+first=$(grep -v '^#' "$t/vt.txt" | head -1 | cut -d' ' -f1)
+[ -s "$t/vt.txt" ] && [ -n "$first" ] && grep -v '^#' "$t/vt.txt" | head -1 | grep -q ' [1-9]' &&
+	echo "ok 3 - vocab over a text file counts its tokens (first id $first)" ||
+	{ sed 's/^/# /' "$t/err"; echo "not ok 3 - text corpus"; }
+
+fails 4 "vocab without --out" "required" $sk vocab $common --data "$t/p.jsonl"
+fails 5 "vocab of a missing corpus names it" "$t/none.txt" $sk vocab $common --data "$t/none.txt" --out "$t/x.txt"
+[ ! -e "$t/x.txt" ] && echo "ok 6 - no output file after a failure" || echo "not ok 6 - $t/x.txt left behind"
+
+# drafting over the 40 most frequent ids: the text of plain decoding
+gen="$sk generate $common -p cats -n 24 --set policy.name=fixed --set fixed.attn=1-2 --set fixed.draft_length=4
+	--set policy.guard=no"
+plain=$($sk generate $common -p cats -n 24 2>/dev/null)
+check 7 "draft_vocab = 40 with a named ranking" $gen --set generate.draft_vocab=40 \
+	--set generate.draft_vocab_file="$t/v.txt"
+[ -n "$plain" ] && [ "$(cat "$t/out")" = "$plain" ] && echo "ok 8 - ... and the text is plain decoding's" ||
+	echo "not ok 8 - text differs from plain decoding"
+
+fails 9 "draft_vocab with no ranking for the model says how to make one" "skipper vocab" \
+	$gen --set generate.draft_vocab=40
+mkdir -p "$t/cache/profiles/tiny" && cp "$t/v.txt" "$t/cache/profiles/tiny/draft-vocab.txt"
+check 10 "the ranking beside the model's profiles is found" $gen --set generate.draft_vocab=40
+
+{ echo "# a comment"; echo "3 9"; echo "7 5"; echo "3 1"; } >"$t/dup.txt"
+fails 11 "a repeated id is an error naming file and line" "dup.txt:4: a repeated token id" \
+	$gen --set generate.draft_vocab=3 --set generate.draft_vocab_file="$t/dup.txt"
+head -3 "$t/dup.txt" >"$t/short.txt"
+fails 12 "a ranking shorter than draft_vocab is an error" "2 token ids, \[generate\] draft_vocab asks for 40" \
+	$gen --set generate.draft_vocab=40 --set generate.draft_vocab_file="$t/short.txt"
