@@ -5,6 +5,9 @@
 # a 512-token context, and the verification curve: the time of one pass over
 # n = 1..16 tokens after a 640-token context, as a multiple of one token
 # (skipper: tests/bench-verify; llama.cpp: llama-bench pp n at depth 640).
+# And skipper's draft step as a fraction of a full step: every other layer
+# skipped (half of the layers' weight bytes), with the full LM head and with
+# the head over 32768 tokens ([generate] draft_vocab).
 # Peak resident memory of each process too. A benchmark command, not a
 # test: run it on a quiet machine. `--help` lists the options.
 set -eu
@@ -59,7 +62,7 @@ for t in $(echo "$threads" | tr , ' '); do
 		for r in $(seq "$reps"); do
 			echo "$me: $name, $t threads, run $r of $reps" >&2
 			/usr/bin/time -f "rss_kib=%M" "$root/tests/bench-verify" "$path" --backend cpu --threads "$t" \
-				--prompt 512 --tokens 128 --sizes "$sizes" --reps 10 >"$tmp/sk" 2>&1 || { cat "$tmp/sk" >&2; die "bench-verify failed"; }
+				--prompt 512 --tokens 128 --sizes "$sizes" --reps 10 --draft-vocab 32768 >"$tmp/sk" 2>&1 || { cat "$tmp/sk" >&2; die "bench-verify failed"; }
 			# llama-bench: pp512; tg128 after 512; pp n after 640
 			/usr/bin/time -f "rss_kib=%M" "$llama_bin/llama-bench" -m "$path" -t "$t" -r 3 -o jsonl \
 				-p 512 -n 0 >"$tmp/l1" 2>"$tmp/l1.err" || { cat "$tmp/l1.err" >&2; die "llama-bench failed"; }
@@ -76,6 +79,9 @@ out = lambda eng, metric, v: print(name, t, r, eng, metric, v)
 out("skipper", "pp512", int(kv["prefill_tokens"]) / float(kv["prefill_s"]))
 out("skipper", "tg128", kv["decode_tok_per_s"])
 out("skipper", "rss_mib", int(kv["rss_kib"]) / 1024)
+for k in ("draft_half_ratio", "draft_half_subset_ratio"):
+    if k in kv:
+        out("skipper", k, kv[k])
 for n, ms in re.findall(r"verify_n=(\d+) verify_ms=([0-9.]+)", sk):
     out("skipper", f"verify{n}", ms)
 rss = re.search(r"rss_kib=(\d+)", open(f"{d}/l1.err").read())
@@ -118,5 +124,7 @@ for name, t in sorted({(k[0], k[1]) for k in med}):
     for eng in ("skipper", "llama.cpp"):
         one = g(eng, "verify1")
         print(f"| {eng} ({one:.1f} ms) | " + " | ".join(f"{g(eng, f'verify{n}') / one:.2f}" for n in sizes) + " |")
-    print()
+    print(f"\nskipper draft step, every other layer skipped, as a fraction of a full step: "
+          f"{g('skipper', 'draft_half_ratio'):.2f} with the full LM head, "
+          f"{g('skipper', 'draft_half_subset_ratio'):.2f} with the head over 32768 tokens\n")
 PY

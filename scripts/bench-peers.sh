@@ -34,6 +34,10 @@ DIR/summary.csv, DIR/chart.svg and the raw logs under DIR/raw/.
   --warmup N             untimed runs of the first N prompts of each category
                          by every configuration before measuring (default 1)
   --ctx N                context size, both engines (default 4096)
+  --draft-vocab N        skipper's draft passes compute the LM head over the N
+                         most frequent tokens ([generate] draft_vocab; the
+                         ranking ships for the benchmark models); 0: the whole
+                         vocabulary (default 0)
   --model NAME|FILE      target model, a scripts/fetch-model.sh name or a GGUF
                          file (default qwen2.5-coder-1.5b)
   --draft-model NAME|FILE
@@ -82,14 +86,14 @@ command_line="scripts/bench-peers.sh"
 for a in "$@"; do command_line="$command_line $(quote "$a")"; done
 
 data="$(cd "$root/.." && pwd)/shared/data/spec_bench/question.jsonl,$root/scripts/data/code-edit.jsonl"
-categories="" per_cat=3 tokens=128 threads=2 warmup=1 ctx=4096
+categories="" per_cat=3 tokens=128 threads=2 warmup=1 ctx=4096 draft_vocab=0
 model=qwen2.5-coder-1.5b draft=qwen2.5-coder-0.5b
 policies=$all_policies peers=plain,lookup,speculative
 llama_bin="${LLAMA_BIN:-}" out=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	-h | --help) usage; exit 0 ;;
-	--data | --categories | --per-category | --tokens | --threads | --warmup | --ctx | --model | \
+	--data | --categories | --per-category | --tokens | --threads | --warmup | --ctx | --draft-vocab | --model | \
 		--draft-model | --policies | --peers | --llama-bin | --out)
 		[ $# -ge 2 ] || usage_error "$1 needs a value"
 		case $1 in
@@ -100,6 +104,7 @@ while [ $# -gt 0 ]; do
 		--threads) count "$1" "$2" 1; threads=$2 ;;
 		--warmup) count "$1" "$2" 0; warmup=$2 ;;
 		--ctx) count "$1" "$2" 64; ctx=$2 ;;
+		--draft-vocab) count "$1" "$2" 0; draft_vocab=$2 ;;
 		--model) model=$2 ;;
 		--draft-model) draft=$2 ;;
 		--policies) policies=$2 ;;
@@ -515,7 +520,8 @@ def report(out):
           f"- model: `{meta['model']}`" + (f"; draft model of llama-speculative: `{meta['draft']}`" if "speculative" in peers else ""),
           f"- prompts: the first {meta['per_category']} of each category of `{meta['data']}` "
           f"({sum(len(c['prompts']) for c in plan['categories'])} in all), first turn, chat template {plan['template']}; "
-          f"at most {meta['tokens']} new tokens, greedy, context {meta['ctx']}; warm-up: the first {meta['warmup']} "
+          f"at most {meta['tokens']} new tokens, greedy, context {meta['ctx']}; skipper draft vocabulary "
+          f"{meta.get('draft_vocab', '0')} (0: the whole); warm-up: the first {meta['warmup']} "
           "prompt(s) of each category once per configuration, not timed",
           "- order: per category, `skipper bench` (every skipper configuration, interleaved prompt by prompt), "
           "then llama.cpp plain, lookup, speculative prompt by prompt, then the next category",
@@ -585,7 +591,8 @@ load_start=$(load)
 cat_ids=$(helper prep "$data" "$categories" "$per_cat" "$model_path" "$out") || exit $?
 
 sk() { # skipper bench with the common settings; the rest of the arguments follow
-	"$skipper" bench -m "$model_path" --set "model.threads=$threads" --set "model.ctx=$ctx" "$@" </dev/null
+	"$skipper" bench -m "$model_path" --set "model.threads=$threads" --set "model.ctx=$ctx" \
+		--set "generate.draft_vocab=$draft_vocab" "$@" </dev/null
 }
 
 # --- skipper configurations: drop a policy that has no profile for the model --
@@ -724,6 +731,7 @@ stem() { if [ -f "$1" ]; then basename "$2" .gguf; else printf '%s' "$1"; fi; }
 	printf 'per_category\t%s\n' "$per_cat"
 	printf 'tokens\t%s\n' "$tokens"
 	printf 'ctx\t%s\n' "$ctx"
+	printf 'draft_vocab\t%s\n' "$draft_vocab"
 	printf 'warmup\t%s\n' "$warmup"
 	printf 'policies\t%s\n' "$policies_run"
 	printf 'peers\t%s\n' "$peer_list"

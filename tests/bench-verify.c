@@ -1,12 +1,16 @@
 /* Decode speed and verify-pass latency of one backend: a command for
  * kernels/bench/run.sh, not a test.
  *   bench-verify MODEL [--backend cpu|cuda|auto] [--prompt 128] [--tokens 128]
- *                [--sizes 1,2,4,8,16,32] [--reps 20] [--threads 0]
+ *                [--sizes 1,2,4,8,16,32] [--reps 20] [--threads 0] [--draft-vocab N]
  * Prefills --prompt seeded random ids, decodes --tokens greedily one token
  * at a time as the engine's autoregressive loop does (KV written, top-1 of
  * the row), then times verify passes as the engine sends them: a chain of n
  * rows after the committed context, KV written, every row's top-1; the
- * median of --reps passes per size. Prints key=value lines. */
+ * median of --reps passes per size. Then a draft step's cost as a fraction
+ * of a full one-token step: one row with every other layer skipped (half of
+ * the layers' weight bytes), with the full LM head and, with --draft-vocab
+ * N, with the head over N ids (which N ids does not change the cost).
+ * Prints key=value lines. */
 #include "build-config.h"
 
 #include <getopt.h>
@@ -35,8 +39,10 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Forward n rows (KV written) with the top-1 of every row (all = 1, n <=
- * MAXN: a verify pass) or of the last row only (a prefill). */
-static int step(struct skipper_backend *be, const int32_t *tok, int n, int n_past, int all, int32_t *ids)
+ * MAXN: a verify pass) or of the last row only (a prefill); skip masks
+ * and the subset head as a draft step asks for them (NULL, 0: none). */
+static int forward(struct skipper_backend *be, const int32_t *tok, int n, int n_past, int all, int32_t *ids,
+                   const uint8_t *skip, int subset)
 {
 	int32_t rows[MAXN];
 	float probs[MAXN];
@@ -44,7 +50,8 @@ static int step(struct skipper_backend *be, const int32_t *tok, int n, int n_pas
 	for (int i = 0; i < (all ? n : 1); i++)
 		rows[i] = all ? i : n - 1;
 	struct skipper_forward fw = { .n = n, .tokens = tok, .n_past = n_past, .kv_write = 1, .n_out = all ? n : 1,
-	                              .out_rows = rows, .top_k = 1, .top_ids = ids, .top_probs = probs };
+	                              .out_rows = rows, .top_k = 1, .top_ids = ids, .top_probs = probs,
+	                              .skip_attn = skip, .skip_mlp = skip, .head_subset = subset };
 	if (be->ops->forward(be, &fw, &err)) {
 		fprintf(stderr, "bench-verify: forward of %d rows: %s\n", n, err.msg);
 		return -1;
@@ -52,14 +59,36 @@ static int step(struct skipper_backend *be, const int32_t *tok, int n, int n_pas
 	return 0;
 }
 
+static int step(struct skipper_backend *be, const int32_t *tok, int n, int n_past, int all, int32_t *ids)
+{
+	return forward(be, tok, n, n_past, all, ids, NULL, 0);
+}
+
+/* Median seconds of reps one-row draft passes at n_past. */
+static double draft_median(struct skipper_backend *be, const int32_t *tok, int n_past, const uint8_t *skip,
+                           int subset, double *t, int reps)
+{
+	int32_t id;
+	for (int r = -2; r < reps; r++) {
+		double a = now();
+		if (forward(be, tok, 1, n_past, 1, &id, skip, subset))
+			return -1;
+		if (r >= 0)
+			t[r] = now() - a;
+	}
+	qsort(t, (size_t)reps, sizeof *t, cmp_double);
+	return t[reps / 2];
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "backend", 1, 0, 'b' }, { "prompt", 1, 0, 'p' }, { "tokens", 1, 0, 't' },
-		{ "sizes", 1, 0, 's' },   { "reps", 1, 0, 'r' },   { "threads", 1, 0, 'j' }, { 0, 0, 0, 0 },
+		{ "sizes", 1, 0, 's' },   { "reps", 1, 0, 'r' },   { "threads", 1, 0, 'j' }, { "draft-vocab", 1, 0, 'v' },
+		{ 0, 0, 0, 0 },
 	};
 	const char *backend = "cuda", *sizes = "1,2,4,8,16,32";
-	int np = 128, ntok = 128, reps = 20, threads = 0, c;
+	int np = 128, ntok = 128, reps = 20, threads = 0, draft_vocab = 0, c;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 'b': backend = optarg; break;
@@ -68,12 +97,13 @@ int main(int argc, char **argv)
 		case 's': sizes = optarg; break;
 		case 'r': reps = atoi(optarg); break;
 		case 'j': threads = atoi(optarg); break;
+		case 'v': draft_vocab = atoi(optarg); break;
 		default: return 2;
 		}
 	}
-	if (optind + 1 != argc || np < 1 || ntok < 1 || reps < 1) {
+	if (optind + 1 != argc || np < 1 || ntok < 1 || reps < 1 || draft_vocab < 0) {
 		fprintf(stderr, "usage: bench-verify MODEL [--backend cpu|cuda|auto] [--prompt N] [--tokens N] "
-		                "[--sizes 1,2,4,...] [--reps N] [--threads N]\n");
+		                "[--sizes 1,2,4,...] [--reps N] [--threads N] [--draft-vocab N]\n");
 		return 2;
 	}
 
@@ -145,6 +175,37 @@ int main(int argc, char **argv)
 			base = med;
 		printf("verify_n=%ld verify_ms=%.4f verify_ratio=%.3f\n", n, med * 1e3, med / base);
 		p = *end ? end + 1 : end;
+	}
+
+	/* draft steps: every other layer skipped, full head, then the subset head */
+	uint8_t skip[256] = { 0 };
+	int32_t *sub = NULL;
+	for (int l = 1; l < m->hp.n_layer && l < 256; l += 2)
+		skip[l] = 1;
+	double full = draft_median(be, tok + np, n_past, NULL, 0, t, reps);
+	double half = draft_median(be, tok + np, n_past, skip, 0, t, reps);
+	if (full <= 0 || half < 0)
+		return 1;
+	printf("draft_full_ms=%.4f draft_half_ms=%.4f draft_half_ratio=%.3f\n", full * 1e3, half * 1e3, half / full);
+	if (draft_vocab > 0 && draft_vocab < m->hp.n_vocab) {
+		if (!be->ops->set_head_subset) {
+			fprintf(stderr, "bench-verify: backend %s has no subset head\n", be->ops->name);
+			return 1;
+		}
+		if (!(sub = malloc(sizeof *sub * (size_t)draft_vocab)))
+			return 1;
+		for (int i = 0; i < draft_vocab; i++)
+			sub[i] = i;
+		if (be->ops->set_head_subset(be, sub, draft_vocab, &err)) {
+			fprintf(stderr, "bench-verify: %s\n", err.msg);
+			return 1;
+		}
+		double hs = draft_median(be, tok + np, n_past, skip, 1, t, reps);
+		if (hs < 0)
+			return 1;
+		printf("draft_vocab=%d draft_half_subset_ms=%.4f draft_half_subset_ratio=%.3f\n", draft_vocab, hs * 1e3,
+		       hs / full);
+		free(sub);
 	}
 	free(t);
 	free(tok);

@@ -120,6 +120,21 @@ int main(void)
 	expect("[model]\nthis is not ini\n", ":2: syntax error (expected [section], key = value or a comment)",
 	       "syntax error");
 	expect("threads = 1\n", ":1: key 'threads' outside of any [section]", "key outside section");
+	{
+		struct skipper_config *c3;
+		skipper_config_new(&c3, &err);
+		ok(skipper_config_load_file(c3, write_file("ind.ini", "[model]\n  threads = 3\n  ; a note\n[generate]\n"
+		                                                      "\tseed = 2\n"),
+		                            1, &err) == 0 &&
+		       !strcmp(skipper_config_get(c3, "model", "threads"), "3") &&
+		       !strcmp(skipper_config_get(c3, "generate", "seed"), "2"),
+		   "indented first keys of a section and indented comments load");
+		skipper_config_free(c3);
+	}
+	expect("[model]\nthreads = 1\n  ctx = 9\n",
+	       ":3: indented line: INI reads it as more of the value of the key above; write each key = value on one "
+	       "line, without indentation",
+	       "indented line after a key");
 
 	{
 		struct skipper_config *c2;

@@ -103,6 +103,8 @@ struct load_state {
 	FILE *fp;
 	int line;                 /* line most recently read by the reader */
 	int too_long;             /* line number of an over-long line, 0 if none */
+	int indented;             /* the line read last starts with blanks and holds something */
+	int key_in_section;       /* a key was read since the last [section] */
 	size_t first;             /* index of this file's first entry */
 	char prev_section[128];
 	char **sections;          /* sections already closed in this file */
@@ -122,6 +124,12 @@ static char *reader(char *str, int num, void *stream)
 	if (!r)
 		return NULL;
 	st->line++;
+	/* inih reads an indented line after a key as more of that key's value
+	 * (under a 49-character prefix of its name): refused in the handler */
+	const char *p = str + strspn(str, " \t");
+	st->indented = p > str && *p && !strchr(";#\r\n", *p);
+	if (*p == '[' && !(st->indented && st->key_in_section))
+		st->key_in_section = 0;
 	len = strlen(str);
 	if (len == (size_t)num - 1 && str[len - 1] != '\n' && !feof(st->fp)) {
 		int c;
@@ -169,6 +177,13 @@ static int handler(void *user, const char *section, const char *name, const char
 		}
 		snprintf(st->prev_section, sizeof st->prev_section, "%s", section);
 	}
+	if (st->indented && st->key_in_section) {
+		st->failed = 1;
+		skipper_fail(st->err, SKIPPER_ERR_CONFIG,
+		             "%s:%d: indented line: INI reads it as more of the value of the key above; write each "
+		             "key = value on one line, without indentation", st->file, st->line);
+		return 0;
+	}
 	if (!section[0]) {
 		st->failed = 1;
 		skipper_fail(st->err, SKIPPER_ERR_CONFIG, "%s:%d: key '%s' outside of any [section]", st->file,
@@ -188,6 +203,7 @@ static int handler(void *user, const char *section, const char *name, const char
 		skipper_fail(st->err, SKIPPER_ERR_NOMEM, "out of memory");
 		return 0;
 	}
+	st->key_in_section = 1;
 	return 1;
 }
 
