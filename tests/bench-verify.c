@@ -178,9 +178,11 @@ int main(int argc, char **argv)
 	}
 
 	/* draft steps: every other layer skipped, full head, then the subset head */
-	uint8_t skip[256] = { 0 };
+	uint8_t *skip = calloc((size_t)m->hp.n_layer, 1);
 	int32_t *sub = NULL;
-	for (int l = 1; l < m->hp.n_layer && l < 256; l += 2)
+	if (!skip)
+		return 1;
+	for (int l = 1; l < m->hp.n_layer; l += 2)
 		skip[l] = 1;
 	double full = draft_median(be, tok + np, n_past, NULL, 0, t, reps);
 	double half = draft_median(be, tok + np, n_past, skip, 0, t, reps);
@@ -207,6 +209,7 @@ int main(int argc, char **argv)
 		       hs / full);
 		free(sub);
 	}
+	free(skip);
 	free(t);
 	free(tok);
 	be->ops->destroy(be);
