@@ -243,6 +243,16 @@ static void budget(void)
 		rounds++;
 	}
 	is_int(rounds, 3, "drafting that saves time pays for the next run sooner");
+	{
+		/* a plain round (the guard paused the policy's drafts) buys nothing */
+		struct skipper_verdict plain = { .n_drafted = 0, .bonus = 1, .verify_seconds = 0.125 };
+		struct cm_budget p;
+		cm_budget_init(&p, 0.25);
+		cm_budget_spent(&p, 0.5);
+		for (int i = 0; i < 100; i++)
+			cm_budget_round(&p, &c, &plain);
+		ok(p.credit == -0.5 && !cm_budget_ready(&p, &c), "rounds without drafts earn no search time");
+	}
 	for (int i = 0; i < 50; i++)
 		cm_budget_round(&b, &c, &gain);
 	ok(b.credit == 2 * b.est, "the credit is capped at two runs (%.3f, est %.3f)", b.credit, b.est);

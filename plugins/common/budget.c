@@ -23,7 +23,10 @@ void cm_budget_round(struct cm_budget *b, const struct skipper_costs *c, const s
 	if (!c)
 		return;
 	saved = tokens * c->step_seconds - spent;
-	b->credit += b->share * spent + (saved > 0 ? 0.5 * saved : 0.0);
+	/* the share accrues only while the policy drafts: rounds the guard
+	 * keeps plain (no draft) buy no search, so a paused policy costs no
+	 * more than plain decoding */
+	b->credit += (v->n_drafted > 0 ? b->share * spent : 0.0) + (saved > 0 ? 0.5 * saved : 0.0);
 	if (b->est > 0 && b->credit > 2 * b->est)
 		b->credit = 2 * b->est;
 }

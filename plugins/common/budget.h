@@ -4,15 +4,17 @@
  *
  *     share x the decoding time so far  +  1/2 x the time drafting saved,
  *
- * kept as a credit in seconds: every verdict adds share x (draft + verify
- * seconds of the round) and half of what the round saved, (committed tokens
+ * kept as a credit in seconds: every verdict of a round in which the policy
+ * drafted adds share x (draft + verify seconds of the round), and every
+ * verdict half of what the round saved, (committed tokens
  * x the plain step's seconds) - (draft + verify seconds), when positive;
  * every run subtracts its measured seconds (host->now around it). A run
  * may start when the credit covers its expected seconds (the running mean
  * of the last runs; the first run always may). A run that does not fit
  * waits, which thins a search (SWIFT) or stretches an interval (CLaSp,
  * KnapSpec), so the search's share of the time stays near `share` unless
- * drafting earns more. The credit is capped at two runs, so a long quiet
+ * drafting earns more; while the engine's guard keeps the policy's rounds
+ * plain, the search waits too. The credit is capped at two runs, so a long quiet
  * stretch does not pay for a burst.
  *
  * Without costs (nothing to price a plain step with) every run is ready:
@@ -35,8 +37,8 @@ void cm_budget_init(struct cm_budget *b, double share);
 int cm_budget_config(struct cm_budget *b, const struct skipper_host *h, void *ctx, const char *key,
                      const char *value);
 #define CM_BUDGET_HELP(dflt)                                                                           \
-	"search_share = F     share of decoding time the search may use beyond half of what drafting\n" \
-	"                     saved (default " dflt "; needs costs)\n"
+	"search_share = F     share of the drafting rounds' time the search may use beyond half of\n" \
+	"                     what drafting saved (default " dflt "; needs costs)\n"
 
 /* on_accept: the round's credit (nothing without costs). */
 void cm_budget_round(struct cm_budget *b, const struct skipper_costs *c, const struct skipper_verdict *v);

@@ -441,14 +441,17 @@ static int ks_on_accept(void *state, const struct skipper_verdict *v)
 		return SKIPPER_POLICY_OK; /* generation ended: nothing more to draft */
 	if ((k->since > k->interval - k->m_steps || !k->have_mask) && (rc = add_rows(k, v->states, 0)))
 		return rc;
-	if (k->have_mask && k->since >= k->interval && !cm_budget_allow(&k->budget, k->econ.costs)) {
-		/* the DP costs more than its budget holds yet: the window of m
-		 * steps starts over, so the rows stay the last m steps' */
-		k->since = k->interval - k->m_steps;
+	int due = k->since >= k->interval || (!k->have_mask && k->since >= k->m_steps);
+	if (due && !cm_budget_allow(&k->budget, k->econ.costs)) {
+		/* the DP costs more than its budget holds yet (also while no set
+		 * was found: a DP that keeps finding none must not run every m
+		 * steps): the window of m steps starts over, so the rows stay
+		 * the last m steps' */
+		k->since = (k->have_mask ? k->interval : k->m_steps) - k->m_steps;
 		k->n_rows = 0;
 		return SKIPPER_POLICY_OK;
 	}
-	if (k->since >= k->interval || (!k->have_mask && k->since >= k->m_steps)) {
+	if (due) {
 		rc = optimize(k, v->n_committed);
 		k->n_rows = 0;
 		k->since = 0;
