@@ -98,6 +98,10 @@ int cli_model_path(const struct skipper_config *cfg, char **path);
 extern volatile sig_atomic_t cli_interrupted;
 void cli_install_signals(void);
 
+/* The rest of f as a NUL-terminated string (caller frees); NULL when out
+ * of memory. */
+char *cli_read_all(FILE *f);
+
 #include <jansson.h>
 /* Stats as text (--stats) and as a JSON object (new reference). */
 void cli_print_stats(FILE *f, const struct skipper_run_stats *st);

@@ -62,30 +62,6 @@ static int on_token(void *user, int32_t tok)
 	return cli_interrupted != 0;
 }
 
-static char *read_all(FILE *f)
-{
-	size_t len = 0, cap = 4096;
-	char *s = malloc(cap);
-
-	while (s) {
-		size_t n = fread(s + len, 1, cap - len - 1, f);
-		len += n;
-		if (n == 0)
-			break;
-		if (len + 1 == cap) {
-			char *t = realloc(s, cap *= 2);
-			if (!t) {
-				free(s);
-				return NULL;
-			}
-			s = t;
-		}
-	}
-	if (s)
-		s[len] = '\0';
-	return s;
-}
-
 void cli_print_stats(FILE *f, const struct skipper_run_stats *st)
 {
 	fprintf(f,
@@ -201,12 +177,12 @@ static int read_prompt(const struct gen_opts *o, const char **prompt, char **own
 			fprintf(stderr, "skipper generate: %s: cannot open prompt file\n", o->prompt_file);
 			return EXIT_USAGE;
 		}
-		*prompt = *owned = read_all(f);
+		*prompt = *owned = cli_read_all(f);
 		fclose(f);
 	} else if (!*prompt) {
 		if (isatty(STDIN_FILENO))
 			fprintf(stderr, "skipper generate: reading the prompt from standard input (end with Ctrl-D)\n");
-		*prompt = *owned = read_all(stdin);
+		*prompt = *owned = cli_read_all(stdin);
 	}
 	if (!*prompt || !**prompt) {
 		fprintf(stderr, "skipper generate: empty prompt\n");

@@ -46,24 +46,6 @@ static int by_count(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id); /* ties: lower id first */
 }
 
-static char *read_text(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, f) == (size_t)n)
-		buf[n] = 0;
-	else {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	return buf;
-}
-
 /* The ranking, atomically: a header, then "id count" lines. */
 static int write_ranking(const char *out, const struct cli_session *s, const char *data, int n_prompts, int gen,
                          const struct counts *c)
@@ -161,9 +143,20 @@ static int load_corpus(const char *data, struct bench_prompt **prompts, int *n_p
 			fprintf(stderr, "skipper vocab: %s\n", errbuf);
 			return EXIT_USAGE;
 		}
-	} else if (!(*text = read_text(data))) {
-		fprintf(stderr, "skipper vocab: %s: cannot read\n", data);
-		return EXIT_USAGE;
+	} else {
+		FILE *f = fopen(data, "rb");
+		if (f) {
+			*text = cli_read_all(f);
+			if (ferror(f)) {
+				free(*text);
+				*text = NULL;
+			}
+			fclose(f);
+		}
+		if (!*text) {
+			fprintf(stderr, "skipper vocab: %s: cannot read\n", data);
+			return EXIT_USAGE;
+		}
 	}
 	return EXIT_OK;
 }

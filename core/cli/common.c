@@ -141,3 +141,28 @@ int cli_load_config(const struct cli_common *c, struct skipper_config **out)
 	*out = cfg;
 	return EXIT_OK;
 }
+
+/* See cli.h. */
+char *cli_read_all(FILE *f)
+{
+	size_t len = 0, cap = 4096;
+	char *s = malloc(cap);
+
+	while (s) {
+		size_t n = fread(s + len, 1, cap - len - 1, f);
+		len += n;
+		if (n == 0)
+			break;
+		if (len + 1 == cap) {
+			char *t = realloc(s, cap *= 2);
+			if (!t) {
+				free(s);
+				return NULL;
+			}
+			s = t;
+		}
+	}
+	if (s)
+		s[len] = '\0';
+	return s;
+}
