@@ -4,6 +4,8 @@
 # none and POLICY configured by the given section body. bench exits 1 when
 # any greedy output differs from none's; the policy must also have drafted.
 # `skipper generate --stats` must show the policy's search/DP time per run.
+# The callers' sections say costs = false: the method's own schedule, so its
+# search and drafts run even where on a CPU the budget would keep them plain.
 lossless_smollm2() {
 	policy=$1 section=$2
 	model="${SKIPPER_TEST_MODEL:-${XDG_CACHE_HOME:-$HOME/.cache}/skipper/models/SmolLM2-135M-Instruct.Q4_1.gguf}"

@@ -4,4 +4,4 @@
 # re-runs inside each request; the DP time shows as policy time.
 set -u
 . "$top_srcdir/tests/lossless-smollm2.sh"
-lossless_smollm2 clasp 'skip_layers = 8\ninterval = 4'
+lossless_smollm2 clasp 'skip_layers = 8\ninterval = 4\ncosts = false'

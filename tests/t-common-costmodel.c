@@ -146,7 +146,7 @@ static void econ(void)
 {
 	struct skipper_costs steep, flat;
 	struct cm_econ e;
-	int caps[40], probes = 0, first = -1, second = -1;
+	int caps[60], probes = 0, first = -1, second = -1;
 
 	cpu_qwen(&steep);
 	linear(&flat, 0.002, 32);
@@ -155,14 +155,14 @@ static void econ(void)
 	is_int(cm_econ_cap(&e, 0.55, 12), 12, "no costs: the method's cap");
 	is_int(cm_econ_cap(&e, 0.55, 0), 0, "no costs, cap 0: 0");
 
-	/* steep curve, acceptance measured at 0.5: plain rounds, a probe of 2
-	 * tokens after 8, the next after 16 more */
+	/* steep curve, acceptance measured at 0.5: plain rounds, a probe
+	 * after PROBE_MIN of them, the next after twice as many more */
 	e.costs = &steep;
 	e.asked = 1;
 	for (int i = 0; i < 6; i++)
 		verdict(&e, 1, 2);
 	ok(cm_accept_rate(&e.acc) < 0.55, "acceptance learnt: %.3f", cm_accept_rate(&e.acc));
-	for (int r = 0; r < 40; r++) {
+	for (int r = 0; r < 60; r++) {
 		caps[r] = cm_econ_cap(&e, 0.55, 12);
 		if (caps[r]) {
 			probes++;
@@ -172,9 +172,10 @@ static void econ(void)
 				second = r;
 		}
 	}
-	ok(probes == 2 && first == 8 && second == 25 && caps[first] == CM_ECON_PROBE,
-	   "steep curve, low acceptance: plain, probes of %d tokens at rounds 8 and 25 (%d probes, at %d, %d)",
-	   CM_ECON_PROBE, probes, first, second);
+	ok(probes == 2 && first == CM_ECON_PROBE_MIN && second == 3 * CM_ECON_PROBE_MIN + 1 &&
+	       caps[first] == CM_ECON_PROBE,
+	   "steep curve, low acceptance: plain, probes of %d tokens at rounds %d and %d (%d probes, at %d, %d)",
+	   CM_ECON_PROBE, CM_ECON_PROBE_MIN, 3 * CM_ECON_PROBE_MIN + 1, probes, first, second);
 	is_int(cm_econ_cap(&e, 0.55, 0), 0, "an engine cap of 0 stays 0");
 
 	/* the search seeds a good new mask: drafting resumes at once */
@@ -218,46 +219,70 @@ static void budget(void)
 	struct skipper_verdict even = { .n_drafted = 2, .n_accepted = 1, .bonus = 1, .draft_seconds = 0.0625,
 	                                .verify_seconds = 0.1875 };
 	struct skipper_verdict gain = even;
+	struct skipper_verdict plain = { .n_drafted = 0, .bonus = 1, .verify_seconds = 0.125 };
 	int rounds = 0;
 
 	linear(&c, 0.25, 32);
 	c.step_seconds = 0.125;
 	cm_budget_init(&b, 0.25);
-	ok(cm_budget_ready(&b, NULL) && cm_budget_ready(&b, &c), "no costs, or no run measured yet: ready");
-	cm_budget_spent(&b, 0.5);
-	ok(!cm_budget_ready(&b, &c) && cm_budget_ready(&b, NULL), "a run of 0.5 s must be earned (without costs: never)");
+	ok(cm_budget_ready(&b, NULL, 1) && cm_budget_ready(&b, &c, 1), "no costs, or no run measured yet: ready");
+	cm_budget_spent(&b, 0.5, 1);
+	ok(!cm_budget_ready(&b, &c, 1) && cm_budget_ready(&b, NULL, 1),
+	   "a run of 0.5 s must be earned (without costs: never)");
 	/* 2 tokens in 0.25 s = plain speed: 0.25 x 0.25 = 0.0625 s credit per
 	 * round; from -0.5 to the expected 0.5: 16 rounds */
-	while (!cm_budget_allow(&b, &c) && rounds < 100) {
-		cm_budget_round(&b, &c, &even);
+	while (!cm_budget_allow(&b, &c, 1) && rounds < 100) {
+		cm_budget_round(&b, &c, &even, 0);
 		rounds++;
 	}
 	ok(rounds == 16 && b.deferred == 16, "drafting at plain speed: the share alone pays the run back in 16 rounds (%d)",
 	   rounds);
 	/* 4 tokens in 0.25 s saved 0.25 s: 0.0625 + 0.125 per round, 3 rounds */
 	gain.n_accepted = 3;
-	cm_budget_spent(&b, 0.5);
+	cm_budget_spent(&b, 0.5, 1);
 	rounds = 0;
-	while (!cm_budget_ready(&b, &c) && rounds < 100) {
-		cm_budget_round(&b, &c, &gain);
+	while (!cm_budget_ready(&b, &c, 1) && rounds < 100) {
+		cm_budget_round(&b, &c, &gain, 0);
 		rounds++;
 	}
 	is_int(rounds, 3, "drafting that saves time pays for the next run sooner");
 	{
 		/* a plain round (the guard paused the policy's drafts) buys nothing */
-		struct skipper_verdict plain = { .n_drafted = 0, .bonus = 1, .verify_seconds = 0.125 };
 		struct cm_budget p;
 		cm_budget_init(&p, 0.25);
-		cm_budget_spent(&p, 0.5);
+		cm_budget_spent(&p, 0.5, 1);
 		for (int i = 0; i < 100; i++)
-			cm_budget_round(&p, &c, &plain);
-		ok(p.credit == -0.5 && !cm_budget_ready(&p, &c), "rounds without drafts earn no search time");
+			cm_budget_round(&p, &c, &plain, 0);
+		ok(p.credit == -0.5 && !cm_budget_ready(&p, &c, 1), "rounds without drafts earn no search time");
 	}
 	for (int i = 0; i < 50; i++)
-		cm_budget_round(&b, &c, &gain);
-	ok(b.credit == 2 * b.est, "the credit is capped at two runs (%.3f, est %.3f)", b.credit, b.est);
-	cm_budget_spent(&b, 1.0); /* a slow run: est 0.75, credit 0 */
-	ok(b.est == 0.75 && !cm_budget_ready(&b, &c), "the expected run time follows the runs (%.3f)", b.est);
+		cm_budget_round(&b, &c, &gain, 0);
+	ok(b.credit == 2 * b.rate, "the credit is capped at two runs (%.3f, rate %.3f)", b.credit, b.rate);
+	cm_budget_spent(&b, 1.0, 1); /* a slow run: rate 0.75, credit 0 */
+	ok(b.rate == 0.75 && !cm_budget_ready(&b, &c, 1), "the expected run time follows the runs (%.3f)", b.rate);
+	{
+		/* a run sized in predicted seconds with a prior of 1: the first
+		 * waits; a seeking policy's plain rounds pay for it (0.25 x
+		 * 0.125 s a round: 2 s need 64 rounds) */
+		struct cm_budget s;
+		cm_budget_init(&s, 0.25);
+		cm_budget_prior(&s, 1.0);
+		rounds = 0;
+		while (!cm_budget_allow(&s, &c, 2.0) && rounds < 200) {
+			cm_budget_round(&s, &c, &plain, 1);
+			rounds++;
+		}
+		is_int(rounds, 64, "the first run waits; a seeking policy's plain rounds pay the share towards it");
+		ok(cm_budget_ready(&s, NULL, 2.0), "without costs the first run is ready at once");
+		/* it took twice the prediction: the next, 1 s predicted, needs 2 s */
+		cm_budget_spent(&s, 4.0, 2.0);
+		s.credit = 1.5;
+		ok(s.rate == 2.0 && !cm_budget_ready(&s, &c, 1.0), "predictions are corrected by the measured rate");
+		s.credit = 2.0;
+		ok(cm_budget_ready(&s, &c, 1.0), "a smaller predicted run fits sooner");
+		cm_budget_prior(&s, 1.0);
+		ok(s.rate == 2.0, "a prior does not replace a measured rate");
+	}
 }
 
 int main(void)

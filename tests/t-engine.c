@@ -474,6 +474,35 @@ static void guard_pauses(const int32_t *prompt, int n_prompt)
 	run_close(&ar);
 }
 
+/* The cost curve's step follows the plain rounds: a curve cached in a busy
+ * hour (here: a step of 1000 work units) is corrected by what plain steps
+ * cost now (0.1 + 1 units on the work clock). */
+static void step_follows(const int32_t *prompt, int n_prompt)
+{
+	struct skipper_gen_params gp = { .max_tokens = 16, .seed = 1 };
+	const struct skipper_costs *c;
+	struct skipper_run_stats st;
+	struct toks got;
+	struct run r;
+
+	run_open(&r, NULL);
+	if (skipper_engine_costs(r.eng, NULL, &c, &err))
+		BAIL(err.msg);
+	((struct skipper_costs *)c)->step_seconds = 1000;
+	wclock.real = r.be->ops;
+	wclock.ops = *r.be->ops;
+	wclock.ops.forward = counted_forward;
+	wclock.t = 0;
+	r.be->ops = &wclock.ops;
+	skipper_engine_set_clock(r.eng, work_now, &wclock);
+	if (generate(&r, prompt, n_prompt, &gp, &got, &st))
+		BAIL("generation failed");
+	ok(fabs(c->step_seconds - 1.1) < 1e-9, "the costs' step follows the plain rounds (%.6f, want 1.1)",
+	   c->step_seconds);
+	r.be->ops = wclock.real;
+	run_close(&r);
+}
+
 /* ---- state captures for policies ---- */
 
 /* Greedy run with the recording policy under `needs`; log in rec, tokens in got. */
@@ -755,6 +784,7 @@ int main(void)
 		draft_vocab_lossless(prompt, (int)n_prompt);
 		lookup_lossless(prompt, (int)n_prompt);
 		guard_pauses(prompt, (int)n_prompt);
+		step_follows(prompt, (int)n_prompt);
 		state_captures(prompt, (int)n_prompt);
 		if (d == 0 && quick()) {
 			diag("SKIPPER_TEST_QUICK: sampling distribution not tested");

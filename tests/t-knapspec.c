@@ -483,9 +483,17 @@ static void plugin_costs(void)
 		m.host.head_argmax = head_same; /* the prefill DP's set: alpha_hat 1 seeds the estimate */
 		if (mock_make(d, &m, &st, "interval", "1000", NULL))
 			BAIL(m.error);
+		/* the first request's prefill DP waits for credit; one plain
+		 * round (no states, so no DP there) pays for the next one's */
+		struct skipper_verdict warm = { .bonus = 3, .n_committed = 24, .verify_seconds = 0.05 };
 		sts.n_rows = 3;
+		if (d->begin(st, &req) || d->on_accept(st, &warm))
+			BAIL(m.error);
+		int before = m.n_sublayer;
 		if (d->begin(st, &req))
 			BAIL(m.error);
+		ok(before == 0 && m.n_sublayer > 0, "%s curve: no prefill DP without credit, one after a paid-for round",
+		   gpu ? "GPU" : "CPU");
 		for (int r = 0; r < 30; r++) {
 			plan.max_draft = 32;
 			d->select_draft(st, &plan);
@@ -516,7 +524,7 @@ static void plugin_costs(void)
 		mock_host_init(&m, PL, PD, 64);
 		mock_costs_cpu(&m);
 		m.costs.step_seconds = 2.2e-5;
-		if (mock_make(d, &m, &st, "interval", "8", "steps", "2", NULL))
+		if (mock_make(d, &m, &st, "interval", "8", "steps", "2", "search_share", "0.05", NULL))
 			BAIL(m.error);
 		sts.n_rows = 3;
 		pos[0] = 20, pos[1] = 21, pos[2] = 22;

@@ -4,4 +4,4 @@
 # the search runs from the first request on.
 set -u
 . "$top_srcdir/tests/lossless-smollm2.sh"
-lossless_smollm2 swift 'gamma = 8'
+lossless_smollm2 swift 'gamma = 8\ncosts = false'

@@ -463,8 +463,16 @@ static void account_round(struct skipper_engine *e, struct round_ctx *r, int dra
 	double sec = guard_now(e) - r->t_round;
 	int tok = r->n_gen - n_gen0;
 	if (drafted == 0) {
+		/* a plain step's cost: without a search the policy ran in its
+		 * hooks (a DP inside a plain round is not the step's) */
+		double p = r->st->t_policy - r->p_round;
 		e->plain_tok = 0.75 * e->plain_tok + tok;
-		e->plain_sec = 0.75 * e->plain_sec + sec;
+		e->plain_sec = 0.75 * e->plain_sec + (sec > p ? sec - p : sec);
+		/* a cached curve may come from a busier (or quieter) hour: the
+		 * step's seconds follow what plain rounds cost now, the curve's
+		 * ratios stay as measured */
+		if (e->have_costs && e->plain_tok >= 2)
+			e->costs.step_seconds = e->plain_sec / e->plain_tok;
 	} else {
 		guard_record(e, &e->guard[r->lookup_only ? GUARD_LOOKUP : GUARD_SKIP], tok, sec, r->st);
 	}
@@ -523,6 +531,7 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 	while (!rc && !r.done) {
 		int n_draft, n_gen0 = r.n_gen, drafted0 = st->drafted;
 		r.t_round = guard_now(e);
+		r.p_round = st->t_policy;
 		r.t_draft = 0;
 		if ((rc = plan_round(e, &r, &n_draft, err)))
 			break;

@@ -99,6 +99,7 @@ struct round_ctx {
 	int lookup_only;      /* the chain is the lookup proposal (no policy draft) */
 	int n_policy_rows;    /* batch rows 1 .. n_policy_rows - 1 are the policy's candidates */
 	double t_round;       /* when the round started (for the guards) */
+	double p_round;       /* st->t_policy then */
 	double t_draft;       /* this round's draft steps, policy hooks excluded (verdict.draft_seconds) */
 	skipper_token_cb cb;
 	void *user;

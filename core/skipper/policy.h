@@ -273,7 +273,8 @@ struct skipper_costs {
 	int n_max;                /* verify[1..n_max] are filled */
 	double verify[SKIPPER_COST_MAX_ROWS + 1]; /* full-model pass over n rows (the root and
 	                                             n - 1 candidates); verify[1] = 1 */
-	double step_seconds;      /* one decode step */
+	double step_seconds;      /* one decode step; follows the plain rounds
+	                             decoded so far (the rest stays as measured) */
 	double head;              /* share of a step outside the layers: embedding, final
 	                             norm, LM head, top-k */
 	double attn, mlp;         /* share of a step in one layer's attention / MLP

@@ -2,8 +2,9 @@
  * are skipped; which M layers is re-decided every LOI verification rounds
  * by a DP over the last committed token's full-model layer states (the
  * engine captures them with SKIPPER_NEED_LAST_LAYER_STATES). The first DP
- * runs on the last prompt row right after prefill, so the first round
- * already drafts with a tuned mask. Drafting stops when the draft's top-1
+ * runs on the last prompt row right after prefill (with costs: once its
+ * predicted time fits the budget, on the latest committed row otherwise),
+ * so the first round already drafts with a tuned mask. Drafting stops when the draft's top-1
  * probability falls below DET, or at max_draft.
  *
  * With the host's cost curve (costs = true) max_draft is a cap: each round
@@ -19,6 +20,7 @@
 #include "clasp_dp.h"
 #include "skipper/policy.h"
 #include "../common/budget.h"
+#include "../common/costmodel.h"
 #include "../common/econ.h"
 #include "../common/keys.h"
 
@@ -50,6 +52,7 @@ struct clasp {
 	/* per-request stats, reported by end() */
 	int dp_runs;
 	double dp_seconds, jaccard_sum, last_score;
+	int jaccard_n;       /* DPs that had a mask before them */
 	int dp_calls, deferred0, plain0;
 };
 
@@ -66,7 +69,7 @@ static int clasp_create(const struct skipper_host *host, void *ctx, void **state
 	c->max_draft = 12;
 	c->initial_dp = 1;
 	cm_econ_init(&c->econ);
-	cm_budget_init(&c->budget, 0.05);
+	cm_budget_init(&c->budget, 0.02);
 	*state = c;
 	return SKIPPER_POLICY_OK;
 }
@@ -138,6 +141,17 @@ static int clasp_config_complete(void *state)
 	return SKIPPER_POLICY_OK;
 }
 
+/* A DP's seconds by the cost curve (the budget's units): every layer runs
+ * once over the DP row's execute candidates, about M/2 of them on average;
+ * 1 without costs. */
+static double dp_predict(const struct clasp *c)
+{
+	const struct skipper_costs *cs = c->econ.costs;
+	if (!cs)
+		return 1.0;
+	return cs->step_seconds * c->L * (cs->attn + cs->mlp) * cm_verify_cost(cs, (c->M + 1) / 2);
+}
+
 /* One DP on row `row` of the captured states (L+1 points). The DP runs
  * inside the calling hook, so the engine's policy time includes it. */
 static int run_dp(struct clasp *c, const struct skipper_states *st, int row)
@@ -160,8 +174,10 @@ static int run_dp(struct clasp *c, const struct skipper_states *st, int row)
 		inter += c->skip[l] && c->prev[l];
 		uni += c->skip[l] || c->prev[l];
 	}
-	if (c->have_mask)
+	if (c->have_mask) {
 		c->jaccard_sum += uni ? (double)inter / uni : 1.0;
+		c->jaccard_n++;
+	}
 	c->have_mask = 1;
 	c->since_dp = 0;
 	c->dp_runs++;
@@ -169,7 +185,7 @@ static int run_dp(struct clasp *c, const struct skipper_states *st, int row)
 	c->last_score = score;
 	t0 = h->now(c->ctx) - t0;
 	c->dp_seconds += t0;
-	cm_budget_spent(&c->budget, t0);
+	cm_budget_spent(&c->budget, t0, dp_predict(c));
 	return SKIPPER_POLICY_OK;
 }
 
@@ -178,15 +194,18 @@ static int clasp_begin(void *state, const struct skipper_request *req)
 	struct clasp *c = state;
 	c->dp_runs = c->dp_calls = 0;
 	c->dp_seconds = c->jaccard_sum = 0;
+	c->jaccard_n = 0;
 	c->since_dp = 0;
 	c->deferred0 = c->budget.deferred;
 	c->plain0 = c->econ.plain_rounds;
-	cm_econ_costs(&c->econ, c->host, c->ctx);
+	/* with costs, even the first DP waits for its credit: on a short
+	 * request it would cost more than drafting can win back */
+	if (cm_econ_costs(&c->econ, c->host, c->ctx))
+		cm_budget_prior(&c->budget, 1.0);
 	/* A mask from an earlier request is a better start than none; the
-	 * prefill DP replaces it at once when enabled (and, with costs, when
-	 * the budget has room: the first mask is always worth its DP). */
+	 * prefill DP replaces it at once when enabled and the budget has room. */
 	if (c->initial_dp && req->states && req->states->n_rows > 0 &&
-	    (!c->have_mask || cm_budget_allow(&c->budget, c->econ.costs)))
+	    cm_budget_allow(&c->budget, c->econ.costs, dp_predict(c)))
 		return run_dp(c, req->states, req->states->n_rows - 1);
 	return SKIPPER_POLICY_OK;
 }
@@ -202,7 +221,8 @@ static int clasp_select_draft(void *state, struct skipper_plan *plan)
 	 * (on_accept's test, one round ahead; the budget only grows until
 	 * then, so a DP it allows now it allows there, and a DP it defers
 	 * waits without captures) */
-	if (c->have_mask && (c->since_dp + 1 < c->interval || !cm_budget_allow(&c->budget, c->econ.costs)))
+	if (c->have_mask &&
+	    (c->since_dp + 1 < c->interval || !cm_budget_allow(&c->budget, c->econ.costs, dp_predict(c))))
 		plan->capture = 0;
 	if (!c->have_mask) {
 		plan->max_draft = 0; /* drafting with nothing skipped only costs time */
@@ -227,12 +247,13 @@ static int clasp_on_accept(void *state, const struct skipper_verdict *v)
 	struct clasp *c = state;
 	c->since_dp++;
 	cm_econ_verdict(&c->econ, v);
-	cm_budget_round(&c->budget, c->econ.costs, v);
+	cm_budget_round(&c->budget, c->econ.costs, v, !c->have_mask);
 	/* bonus < 0: generation ended inside this round, the captured row may
 	 * not be committed and nothing will be drafted with a new mask */
 	if (v->bonus < 0 || !v->states || v->states->n_rows < 1)
 		return SKIPPER_POLICY_OK;
-	if (!c->have_mask || (c->since_dp >= c->interval && cm_budget_ready(&c->budget, c->econ.costs)))
+	if ((!c->have_mask || c->since_dp >= c->interval) &&
+	    cm_budget_ready(&c->budget, c->econ.costs, dp_predict(c)))
 		return run_dp(c, v->states, v->states->n_rows - 1);
 	return SKIPPER_POLICY_OK;
 }
@@ -248,7 +269,7 @@ static int clasp_end(void *state, const struct skipper_stats *s)
 	             "acceptance %.3f",
 	             c->dp_runs, c->dp_runs ? 1e3 * c->dp_seconds / c->dp_runs : 0.0,
 	             s->seconds > 0 ? 100.0 * c->dp_seconds / s->seconds : 0.0, s->seconds, c->dp_calls,
-	             c->dp_runs > 1 ? c->jaccard_sum / (c->dp_runs - 1) : 1.0, c->last_score, buf,
+	             c->jaccard_n ? c->jaccard_sum / c->jaccard_n : 1.0, c->last_score, buf,
 	             c->econ.costs ? "costs" : "no costs", c->budget.deferred - c->deferred0,
 	             c->econ.plain_rounds - c->plain0, cm_accept_rate(&c->econ.acc));
 	return SKIPPER_POLICY_OK;
@@ -269,7 +290,7 @@ static const struct skipper_policy clasp_policy = {
 	               "pin_first = BOOL     never skip the first layer (default false)\n"
 	               "pin_last = BOOL      never skip the last layer (default false)\n"
 	               "initial_dp = BOOL    run the DP on the last prompt token after prefill (default true)\n" CM_ECON_HELP
-	                       CM_BUDGET_HELP("0.05"),
+	                       CM_BUDGET_HELP("0.02"),
 	.needs = SKIPPER_NEED_LAST_LAYER_STATES,
 	.prompt_rows = 1,
 	.create = clasp_create,

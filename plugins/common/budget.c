@@ -8,6 +8,12 @@ void cm_budget_init(struct cm_budget *b, double share)
 	*b = (struct cm_budget){ .share = share };
 }
 
+void cm_budget_prior(struct cm_budget *b, double rate)
+{
+	if (b->runs == 0 && rate > 0)
+		b->rate = rate;
+}
+
 int cm_budget_config(struct cm_budget *b, const struct skipper_host *h, void *ctx, const char *key,
                      const char *value)
 {
@@ -16,40 +22,46 @@ int cm_budget_config(struct cm_budget *b, const struct skipper_host *h, void *ct
 	return SKIPPER_POLICY_UNKNOWN_KEY;
 }
 
-void cm_budget_round(struct cm_budget *b, const struct skipper_costs *c, const struct skipper_verdict *v)
+void cm_budget_round(struct cm_budget *b, const struct skipper_costs *c, const struct skipper_verdict *v,
+                     int seeking)
 {
-	double spent = v->draft_seconds + v->verify_seconds, saved;
+	double spent = v->draft_seconds + v->verify_seconds, saved, cap = 2 * b->rate * b->want;
 	int tokens = v->n_accepted + (v->bonus >= 0);
 	if (!c)
 		return;
 	saved = tokens * c->step_seconds - spent;
-	/* the share accrues only while the policy drafts: rounds the guard
-	 * keeps plain (no draft) buy no search, so a paused policy costs no
-	 * more than plain decoding */
-	b->credit += (v->n_drafted > 0 ? b->share * spent : 0.0) + (saved > 0 ? 0.5 * saved : 0.0);
-	if (b->est > 0 && b->credit > 2 * b->est)
-		b->credit = 2 * b->est;
+	/* the share accrues only while the policy drafts or seeks: rounds the
+	 * guard keeps plain (no draft) buy no search, so a paused policy
+	 * costs no more than plain decoding */
+	b->credit += (v->n_drafted > 0 || seeking ? b->share * spent : 0.0) + (saved > 0 ? 0.5 * saved : 0.0);
+	if (cap > 0 && b->credit > cap)
+		b->credit = cap;
 }
 
-int cm_budget_ready(const struct cm_budget *b, const struct skipper_costs *c)
+int cm_budget_ready(struct cm_budget *b, const struct skipper_costs *c, double units)
 {
-	return !c || b->est <= 0 || b->credit >= b->est;
+	b->want = units;
+	return !c || b->rate <= 0 || b->credit >= b->rate * units;
 }
 
-int cm_budget_allow(struct cm_budget *b, const struct skipper_costs *c)
+int cm_budget_allow(struct cm_budget *b, const struct skipper_costs *c, double units)
 {
-	int ok = cm_budget_ready(b, c);
+	int ok = cm_budget_ready(b, c, units);
 	b->deferred += !ok;
 	return ok;
 }
 
-void cm_budget_spent(struct cm_budget *b, double seconds)
+void cm_budget_spent(struct cm_budget *b, double seconds, double units)
 {
+	double rate;
 	if (seconds < 0)
 		seconds = 0;
 	b->credit -= seconds;
-	/* a DP's cost moves with the context and the live cells: recent runs
-	 * count most */
-	b->est = b->runs ? 0.5 * b->est + 0.5 * seconds : seconds;
+	if (!(units > 0))
+		return;
+	rate = seconds / units;
+	/* the rate moves with the machine's load and the policy's prediction
+	 * error: recent runs count most */
+	b->rate = b->runs ? 0.5 * b->rate + 0.5 * rate : rate;
 	b->runs++;
 }

@@ -5,16 +5,23 @@
  *     share x the decoding time so far  +  1/2 x the time drafting saved,
  *
  * kept as a credit in seconds: every verdict of a round in which the policy
- * drafted adds share x (draft + verify seconds of the round), and every
- * verdict half of what the round saved, (committed tokens
- * x the plain step's seconds) - (draft + verify seconds), when positive;
- * every run subtracts its measured seconds (host->now around it). A run
- * may start when the credit covers its expected seconds (the running mean
- * of the last runs; the first run always may). A run that does not fit
- * waits, which thins a search (SWIFT) or stretches an interval (CLaSp,
- * KnapSpec), so the search's share of the time stays near `share` unless
- * drafting earns more; while the engine's guard keeps the policy's rounds
- * plain, the search waits too. The credit is capped at two runs, so a long quiet
+ * drafted (or, while it is `seeking`, i.e. has nothing to draft with yet,
+ * every round) adds share x (draft + verify seconds of the round), and every
+ * verdict half of what the round saved, (committed tokens x the plain step's
+ * seconds) - (draft + verify seconds), when positive; every run subtracts its
+ * measured seconds (host->now around it).
+ *
+ * A run is sized in `units` of work chosen by the policy: 1 for runs of one
+ * size (SWIFT's steps), or the seconds the cost curve predicts for it (a DP
+ * whose size moves with its rows and cells); the budget learns the seconds
+ * per unit from the runs (recent runs count most). A run may start when the
+ * credit covers units x that rate. Before any run the rate is the prior
+ * (cm_budget_prior; 1 for predicted seconds), or unknown, and then the first
+ * run may always start. A run that does not fit waits, which thins a search
+ * (SWIFT) or stretches an interval (CLaSp, KnapSpec), so the search's share
+ * of the time stays near `share` unless drafting earns more; while the
+ * engine's guard keeps the policy's rounds plain, the search waits too. The
+ * credit is capped at two runs of the last size asked, so a long quiet
  * stretch does not pay for a burst.
  *
  * Without costs (nothing to price a plain step with) every run is ready:
@@ -27,11 +34,16 @@
 struct cm_budget {
 	double share;      /* the search_share key */
 	double credit;     /* seconds the search may still spend */
-	double est;        /* expected seconds of one run (0 = none measured) */
+	double rate;       /* expected seconds per unit of work (0 = unknown) */
+	double want;       /* units of the last run asked for */
 	int runs, deferred;
 };
 
 void cm_budget_init(struct cm_budget *b, double share);
+
+/* Seconds per unit expected before any run is measured (the first run then
+ * waits for its credit like any other). */
+void cm_budget_prior(struct cm_budget *b, double rate);
 
 /* The key "search_share = F" (0 .. 1); SKIPPER_POLICY_UNKNOWN_KEY for any other. */
 int cm_budget_config(struct cm_budget *b, const struct skipper_host *h, void *ctx, const char *key,
@@ -40,16 +52,19 @@ int cm_budget_config(struct cm_budget *b, const struct skipper_host *h, void *ct
 	"search_share = F     share of the drafting rounds' time the search may use beyond half of\n" \
 	"                     what drafting saved (default " dflt "; needs costs)\n"
 
-/* on_accept: the round's credit (nothing without costs). */
-void cm_budget_round(struct cm_budget *b, const struct skipper_costs *c, const struct skipper_verdict *v);
+/* on_accept: the round's credit (nothing without costs). seeking: the
+ * policy has nothing to draft with yet, so its plain rounds pay the share
+ * towards its first search. */
+void cm_budget_round(struct cm_budget *b, const struct skipper_costs *c, const struct skipper_verdict *v,
+                     int seeking);
 
-/* Whether a run fits now (always without costs). */
-int cm_budget_ready(const struct cm_budget *b, const struct skipper_costs *c);
+/* Whether a run of `units` fits now (always without costs). */
+int cm_budget_ready(struct cm_budget *b, const struct skipper_costs *c, double units);
 
 /* cm_budget_ready, counting a refusal in b->deferred. */
-int cm_budget_allow(struct cm_budget *b, const struct skipper_costs *c);
+int cm_budget_allow(struct cm_budget *b, const struct skipper_costs *c, double units);
 
-/* A run took `seconds`. */
-void cm_budget_spent(struct cm_budget *b, double seconds);
+/* A run of `units` took `seconds`. */
+void cm_budget_spent(struct cm_budget *b, double seconds, double units);
 
 #endif

@@ -7,7 +7,7 @@
  * the online acceptance estimate (accept.h) fed by every verdict. When no
  * draft length beats a plain step the round is plain (max_draft = 0); after
  * probe_every such rounds one probe round drafts up to CM_ECON_PROBE tokens
- * to measure acceptance again, and probe_every doubles (8 .. 128) until
+ * to measure acceptance again, and probe_every doubles (16 .. 128) until
  * drafting pays again. A policy whose search finds a new mask re-seeds the
  * estimate with the search's own score (cm_econ_seed), so a better mask is
  * tried at once.
@@ -24,8 +24,9 @@
 
 #define CM_ECON_FLOOR 1.02   /* value a draft must beat: a plain step's 1, plus the per-round work the
                                 curve does not see (policy hooks, sampling, bookkeeping) */
-#define CM_ECON_PROBE 2      /* draft tokens of a probe round */
-#define CM_ECON_PROBE_MIN 8  /* plain rounds before the first probe */
+#define CM_ECON_PROBE 1      /* draft tokens of a probe round: the first token's acceptance decides
+                                whether any length pays, and one costs half of two */
+#define CM_ECON_PROBE_MIN 16 /* plain rounds before the first probe */
 #define CM_ECON_PROBE_MAX 128
 #define CM_ECON_PRIOR 0.8    /* acceptance before any verdict, held with the weight of 2 tokens */
 #define CM_ECON_DECAY 0.9

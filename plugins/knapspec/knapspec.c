@@ -28,6 +28,7 @@
 #include "knap_pick.h"
 #include "skipper/policy.h"
 #include "../common/budget.h"
+#include "../common/costmodel.h"
 #include "../common/econ.h"
 #include "../common/keys.h"
 
@@ -101,7 +102,7 @@ static int ks_create(const struct skipper_host *host, void *ctx, void **state)
 	k->weight_cap = 5;
 	k->calib_points = KS_FIT_POINTS;
 	cm_econ_init(&k->econ);
-	cm_budget_init(&k->budget, 0.05);
+	cm_budget_init(&k->budget, 0.02);
 	if (!(k->device = strdup("cpu"))) {
 		free(k);
 		return SKIPPER_POLICY_NOMEM;
@@ -309,13 +310,34 @@ static void build_X(struct knapspec *k)
 			       (size_t)d * sizeof *k->X);
 }
 
+/* A DP's seconds at context n over r rows by the cost curve (the budget's
+ * units; 1 without costs): every sub-layer runs over the live cells' rows,
+ * about half of the Kh + 1 cells on average, and about half of the live
+ * cells are replayed through the head. The weights come from the latency
+ * model, or before it is known from the curve's shares. */
+static double dp_predict(const struct knapspec *k, int r, int n)
+{
+	const struct skipper_costs *cs = k->econ.costs;
+	struct knap_latency lat = k->lat;
+	int wa, wm, live;
+
+	if (!cs)
+		return 1.0;
+	if (!k->have_lat)
+		lat = (struct knap_latency){ .c1 = cs->mlp, .c3 = cs->attn };
+	knap_weights(&lat, n, k->weight_cap, &wa, &wm);
+	live = k->L * (wa + wm) / 4 + 1;
+	return cs->step_seconds * (k->L * (cs->attn + cs->mlp) * cm_verify_cost(cs, live * r) +
+	                           cs->head * cm_verify_cost(cs, live * r / 2));
+}
+
 /* The DP and the TPT grid (Algorithms 1 and 2) at context length n. */
 static int optimize(struct knapspec *k, int n)
 {
 	const struct skipper_host *h = k->host;
 	const struct skipper_costs *cs = cm_econ_costs(&k->econ, h, k->ctx);
 	const int L = k->L, r = k->n_rows;
-	double t0 = h->now(k->ctx), ta, tm;
+	double t0 = h->now(k->ctx), ta, tm, units = dp_predict(k, r, n);
 	int wa, wm, Kh, rc;
 
 	if (r < 1)
@@ -367,7 +389,7 @@ static int optimize(struct knapspec *k, int n)
 		k->max_live = k->dp.max_live;
 	t0 = h->now(k->ctx) - t0;
 	k->dp_seconds += t0;
-	cm_budget_spent(&k->budget, t0);
+	cm_budget_spent(&k->budget, t0, units);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -381,10 +403,14 @@ static int ks_begin(void *state, const struct skipper_request *req)
 	k->n_rows = 0; /* rows of another request's cache are no reference here */
 	if (k->restart)
 		k->since = 0;
-	cm_econ_costs(&k->econ, k->host, k->ctx);
-	/* the first mask is always worth its DP; later ones within the budget */
-	if (k->prefill_rows > 0 && (!k->have_mask || (k->restart && cm_budget_allow(&k->budget, k->econ.costs))) &&
-	    req->states && req->states->n_rows > 0) {
+	/* with costs, even the first DP waits for its credit: on a CPU it
+	 * costs seconds, more than a short request's drafts could win back */
+	if (cm_econ_costs(&k->econ, k->host, k->ctx))
+		cm_budget_prior(&k->budget, 1.0);
+	if (k->prefill_rows > 0 && (!k->have_mask || k->restart) && req->states && req->states->n_rows > 0 &&
+	    cm_budget_allow(&k->budget, k->econ.costs,
+	                    dp_predict(k, req->states->n_rows < k->prefill_rows ? req->states->n_rows : k->prefill_rows,
+	                               req->n_prompt))) {
 		int first = req->states->n_rows > k->prefill_rows ? req->states->n_rows - k->prefill_rows : 0;
 		int rc = add_rows(k, req->states, first);
 		if (!rc)
@@ -436,13 +462,13 @@ static int ks_on_accept(void *state, const struct skipper_verdict *v)
 	int rc;
 	k->since++;
 	cm_econ_verdict(&k->econ, v);
-	cm_budget_round(&k->budget, k->econ.costs, v);
+	cm_budget_round(&k->budget, k->econ.costs, v, !k->have_mask);
 	if (v->bonus < 0 || !v->states)
 		return SKIPPER_POLICY_OK; /* generation ended: nothing more to draft */
 	if ((k->since > k->interval - k->m_steps || !k->have_mask) && (rc = add_rows(k, v->states, 0)))
 		return rc;
 	int due = k->since >= k->interval || (!k->have_mask && k->since >= k->m_steps);
-	if (due && !cm_budget_allow(&k->budget, k->econ.costs)) {
+	if (due && !cm_budget_allow(&k->budget, k->econ.costs, dp_predict(k, k->n_rows, v->n_committed))) {
 		/* the DP costs more than its budget holds yet (also while no set
 		 * was found: a DP that keeps finding none must not run every m
 		 * steps): the window of m steps starts over, so the rows stay
@@ -542,7 +568,7 @@ static const struct skipper_policy knapspec_policy = {
 	               "device = NAME        profile section [latency.NAME] (default cpu)\n"
 	               "profile = FILE       profile with the latency model (default [policy] profile)\n"
 	               "calibrate_points = N context lengths timed by skipper calibrate (default 16)\n" CM_ECON_HELP
-	                       CM_BUDGET_HELP("0.05"),
+	                       CM_BUDGET_HELP("0.02"),
 	.needs = SKIPPER_NEED_ACCEPTED_STATES | SKIPPER_NEED_SUBLAYER_STATES,
 	.prompt_rows = 5,
 	.create = ks_create,

@@ -89,7 +89,7 @@ static int sw_create(const struct skipper_host *host, void *ctx, void **state)
 	w->s.kappa = 2.5;
 	w->s.noise = 1e-2;
 	cm_econ_init(&w->econ);
-	cm_budget_init(&w->budget, 0.05);
+	cm_budget_init(&w->budget, 0.02);
 	*state = w;
 	return SKIPPER_POLICY_OK;
 }
@@ -188,8 +188,18 @@ static int sw_begin(void *state, const struct skipper_request *req)
 	w->deferred0 = w->budget.deferred;
 	w->plain0 = w->econ.plain_rounds;
 	w->probes0 = w->econ.probes;
-	cm_econ_costs(&w->econ, w->host, w->ctx);
+	/* with costs, even the first step waits for its credit */
+	if (cm_econ_costs(&w->econ, w->host, w->ctx))
+		cm_budget_prior(&w->budget, 1.0);
 	return SKIPPER_POLICY_OK;
+}
+
+/* An optimisation step's seconds by the cost curve (the budget's units):
+ * at most one full pass over the gamma + 1 scored tokens; 1 without costs. */
+static double opt_predict(const struct swift *w)
+{
+	const struct skipper_costs *cs = w->econ.costs;
+	return cs ? cs->step_seconds * cm_verify_cost(cs, w->gamma + 1) : 1.0;
 }
 
 static int sw_select_draft(void *state, struct skipper_plan *plan)
@@ -296,16 +306,16 @@ static int sw_on_accept(void *state, const struct skipper_verdict *v)
 		}
 	}
 	cm_econ_verdict(&w->econ, v);
-	cm_budget_round(&w->budget, w->econ.costs, v);
+	cm_budget_round(&w->budget, w->econ.costs, v, w->s.optimizing);
 	/* context accumulation: score only once gamma+1 tokens exist; with
 	 * costs, only while the search's time is within its budget */
 	if (w->s.optimizing && v->bonus >= 0 && v->n_generated > w->gamma + 1 &&
-	    cm_budget_allow(&w->budget, w->econ.costs)) {
+	    cm_budget_allow(&w->budget, w->econ.costs, opt_predict(w))) {
 		double t0 = h->now(w->ctx), s0 = w->s.s_best;
 		rc = opt_step(w, v->generated);
 		t0 = h->now(w->ctx) - t0;
 		w->opt_seconds += t0;
-		cm_budget_spent(&w->budget, t0);
+		cm_budget_spent(&w->budget, t0, opt_predict(w));
 		/* a better set: its matchness is a per-token acceptance estimate,
 		 * so drafting is reconsidered at once (a paused draft included) */
 		if (!rc && w->s.s_best != s0 && w->s.s_best > 0)
@@ -355,7 +365,7 @@ static const struct skipper_policy swift_policy = {
 	               "rearm = A            optimise again when the rolling alpha < A (default 0.8, 0 = never)\n"
 	               "tree = BOOL          dynamic top-k tree verification (default true)\n"
 	               "widths = paper|code  tree widths 10/5/3/1 (paper) or 10/8/5/3 (default paper)\n" CM_ECON_HELP
-	                       CM_BUDGET_HELP("0.05"),
+	                       CM_BUDGET_HELP("0.02"),
 	.needs = SKIPPER_NEED_TOPK,
 	.top_k = 10,
 	.create = sw_create,
