@@ -254,6 +254,12 @@ static void budget(void)
 		for (int i = 0; i < 100; i++)
 			cm_budget_round(&p, &c, &plain, 0);
 		ok(p.credit == -0.5 && !cm_budget_ready(&p, &c, 1), "rounds without drafts earn no search time");
+		/* a drafting round that lost time: 1 token in 0.25 s lost 0.125 s;
+		 * half of it comes back off the share's 0.0625 */
+		struct skipper_verdict lost = { .n_drafted = 2, .n_accepted = 0, .bonus = 1, .draft_seconds = 0.0625,
+		                                .verify_seconds = 0.1875 };
+		cm_budget_round(&p, &c, &lost, 0);
+		ok(p.credit == -0.5, "a losing drafting round gives half its loss back (%.4f)", p.credit);
 	}
 	for (int i = 0; i < 50; i++)
 		cm_budget_round(&b, &c, &gain, 0);

@@ -111,7 +111,8 @@ static void mock(void)
 }
 
 /* ---- the cost curve: draft length, tree width, search budget ---- */
-static void *sw_new(struct mock_host *m, int gpu, double compute_seconds)
+/* share: search_share (the rounds below are 0.1 s each) */
+static void *sw_new(struct mock_host *m, int gpu, double compute_seconds, const char *share)
 {
 	void *st;
 	mock_host_init(m, 8, 16, 64);
@@ -121,7 +122,7 @@ static void *sw_new(struct mock_host *m, int gpu, double compute_seconds)
 		mock_costs_cpu(m);
 	m->compute_seconds = compute_seconds;
 	if (desc->create(&m->host, m, &st) || desc->config(st, "gamma", "4") ||
-	    desc->config(st, "search_share", "0.05") || desc->config_complete(st))
+	    desc->config(st, "search_share", share) || desc->config_complete(st))
 		BAIL("create");
 	struct skipper_request req = { .id = 1, .n_prompt = 10, .n_layer = 8, .max_tokens = 64, .greedy = 1 };
 	desc->begin(st, &req);
@@ -157,7 +158,7 @@ static void costs(void)
 		gen[i] = 3 + i;
 	/* CPU: the uniform set (blocks 1, 3, 5 of 8 skipped) costs 0.68 steps a
 	 * token; 1.8 / (0.68 + 1.14) < 1 even at the prior 0.8 */
-	st = sw_new(&m, 0, 0);
+	st = sw_new(&m, 0, 0, "0.05");
 	for (int r = 0; r < 30; r++) {
 		cap = sw_plan(st);
 		drafted += cap > 0;
@@ -187,7 +188,7 @@ static void costs(void)
 
 	/* GPU: everything accepted, the draft runs to N_D = 25; verify rows
 	 * cost 0.002 steps, so siblings down to about 0.002 expected tokens pay */
-	st = sw_new(&m, 1, 0);
+	st = sw_new(&m, 1, 0, "0.05");
 	for (int r = 0; r < 20; r++)
 		sw_verdict(st, cap = sw_plan(st), cap, gen, 2);
 	is_int(sw_plan(st), 25, "GPU curve, everything accepted: N_D = 25");
@@ -202,7 +203,8 @@ static void costs(void)
 	 * matchness 1 (the mock model's own continuation) */
 	for (int i = 1; i < 16; i++)
 		gen[i] = mock_next_token(&m, gen[i - 1]);
-	st = sw_new(&m, 1, 0);
+	/* (the whole share: six losing rounds still pay for the step) */
+	st = sw_new(&m, 1, 0, "1");
 	for (int r = 0; r < 6; r++)
 		sw_verdict(st, cap = sw_plan(st), 0, gen, 2);
 	int before = sw_plan(st);
@@ -221,7 +223,7 @@ static void costs(void)
 	for (int i = 0; i < 16; i++)
 		gen[i] = 3 + i;
 	for (int hi = 0; hi < 2; hi++) {
-		st = sw_new(&m, 0, hi ? 0.05 : 0);
+		st = sw_new(&m, 0, hi ? 0.05 : 0, "0.05");
 		for (int r = 0; r < 100; r++)
 			sw_verdict(st, 2, 1, gen, 8);
 		steps[hi] = m.n_score_mask;

@@ -32,8 +32,10 @@ void cm_budget_round(struct cm_budget *b, const struct skipper_costs *c, const s
 	saved = tokens * c->step_seconds - spent;
 	/* the share accrues only while the policy drafts or seeks: rounds the
 	 * guard keeps plain (no draft) buy no search, so a paused policy
-	 * costs no more than plain decoding */
-	b->credit += (v->n_drafted > 0 || seeking ? b->share * spent : 0.0) + (saved > 0 ? 0.5 * saved : 0.0);
+	 * costs no more than plain decoding. Drafting rounds add half of
+	 * what they saved and take back half of what they lost: the search
+	 * lives on drafting's net gain, not on its lucky rounds. */
+	b->credit += (v->n_drafted > 0 || seeking ? b->share * spent : 0.0) + (v->n_drafted > 0 ? 0.5 * saved : 0.0);
 	if (cap > 0 && b->credit > cap)
 		b->credit = cap;
 }

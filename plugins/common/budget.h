@@ -2,14 +2,14 @@
  * CLaSp's and KnapSpec's DPs). The search is an investment paid in decoding
  * time; it may spend
  *
- *     share x the decoding time so far  +  1/2 x the time drafting saved,
+ *     share x the decoding time so far  +  1/2 x the time drafting saved (net),
  *
  * kept as a credit in seconds: every verdict of a round in which the policy
  * drafted (or, while it is `seeking`, i.e. has nothing to draft with yet,
  * every round) adds share x (draft + verify seconds of the round), and every
- * verdict half of what the round saved, (committed tokens x the plain step's
- * seconds) - (draft + verify seconds), when positive; every run subtracts its
- * measured seconds (host->now around it).
+ * drafting round half of what it saved, (committed tokens x the plain step's
+ * seconds) - (draft + verify seconds), negative when it lost time; every run
+ * subtracts its measured seconds (host->now around it).
  *
  * A run is sized in `units` of work chosen by the policy: 1 for runs of one
  * size (SWIFT's steps), or the seconds the cost curve predicts for it (a DP
