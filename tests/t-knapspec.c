@@ -43,7 +43,7 @@ static int synth(void *ctx, int kind, int layer, int n_seq, int seq_len, float *
 static void fit(void)
 {
 	double n[10], ta[10], tm[10];
-	struct knap_latency lat;
+	struct knap_latency lat = { 0 };
 	for (int i = 0; i < 10; i++) {
 		n[i] = 500.0 * i;
 		ta[i] = 3e-8 * n[i] + 4e-5;

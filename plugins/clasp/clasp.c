@@ -2,9 +2,9 @@
  * are skipped; which M layers is re-decided every LOI verification rounds
  * by a DP over the last committed token's full-model layer states (the
  * engine captures them with SKIPPER_NEED_LAST_LAYER_STATES). The first DP
- * runs on the last prompt row right after prefill (with costs: once its
- * predicted time fits the budget, on the latest committed row otherwise),
- * so the first round already drafts with a tuned mask. Drafting stops when the draft's top-1
+ * runs on the last prompt row right after prefill (with costs, only once
+ * the budget holds its predicted time, else on a later committed row), so
+ * drafting starts with a tuned mask. Drafting stops when the draft's top-1
  * probability falls below DET, or at max_draft.
  *
  * With the host's cost curve (costs = true) max_draft is a cap: each round

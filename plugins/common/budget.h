@@ -11,10 +11,10 @@
  * seconds) - (draft + verify seconds), negative when it lost time; every run
  * subtracts its measured seconds (host->now around it).
  *
- * A run is sized in `units` of work chosen by the policy: 1 for runs of one
- * size (SWIFT's steps), or the seconds the cost curve predicts for it (a DP
- * whose size moves with its rows and cells); the budget learns the seconds
- * per unit from the runs (recent runs count most). A run may start when the
+ * A run is sized in `units` of work chosen by the policy: the seconds the
+ * cost curve predicts for it (the three search policies: a DP's size moves
+ * with its rows and cells), or 1 for runs of one size; the budget learns the
+ * seconds per unit from the runs (recent runs count most). A run may start when the
  * credit covers units x that rate. Before any run the rate is the prior
  * (cm_budget_prior; 1 for predicted seconds), or unknown, and then the first
  * run may always start. A run that does not fit waits, which thins a search
@@ -50,7 +50,7 @@ int cm_budget_config(struct cm_budget *b, const struct skipper_host *h, void *ct
                      const char *value);
 #define CM_BUDGET_HELP(dflt)                                                                           \
 	"search_share = F     share of the drafting rounds' time the search may use beyond half of\n" \
-	"                     what drafting saved (default " dflt "; needs costs)\n"
+	"                     the net time drafting saved (default " dflt "; needs costs)\n"
 
 /* on_accept: the round's credit (nothing without costs). seeking: the
  * policy has nothing to draft with yet, so its plain rounds pay the share
