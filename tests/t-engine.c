@@ -442,6 +442,23 @@ static double work_now(void *ctx)
 	return ((struct work_clock *)ctx)->t;
 }
 
+/* Run r's passes through counted_forward and its engine on the work clock,
+ * from 0; work_clock_off restores the backend. */
+static void work_clock_on(struct run *r)
+{
+	wclock.real = r->be->ops;
+	wclock.ops = *r->be->ops;
+	wclock.ops.forward = counted_forward;
+	wclock.t = 0;
+	r->be->ops = &wclock.ops;
+	skipper_engine_set_clock(r->eng, work_now, &wclock);
+}
+
+static void work_clock_off(struct run *r)
+{
+	r->be->ops = wclock.real;
+}
+
 /* The guard: a draft that is never accepted (every sub-layer skipped) costs
  * more than plain steps, so drafting pauses; the output stays AR's. */
 static void guard_pauses(const int32_t *prompt, int n_prompt)
@@ -456,12 +473,7 @@ static void guard_pauses(const int32_t *prompt, int n_prompt)
 	mask_set(p.mlp, "1", p.n_layer);
 	run_open(&ar, NULL);
 	run_open(&ssd, &p);
-	wclock.real = ssd.be->ops;
-	wclock.ops = *ssd.be->ops;
-	wclock.ops.forward = counted_forward;
-	wclock.t = 0;
-	ssd.be->ops = &wclock.ops;
-	skipper_engine_set_clock(ssd.eng, work_now, &wclock);
+	work_clock_on(&ssd);
 	skipper_engine_set_guard(ssd.eng, 1);
 	if (generate(&ar, prompt, n_prompt, &gp, &ref, &st) || generate(&ssd, prompt, n_prompt, &gp, &got, &st))
 		BAIL("generation failed");
@@ -469,7 +481,7 @@ static void guard_pauses(const int32_t *prompt, int n_prompt)
 	ok(st.backoffs >= 1 && st.drafted < 4 * (st.rounds / 2),
 	   "a draft that never pays is paused (%d pauses, %d tokens drafted over %d rounds, %d accepted)", st.backoffs,
 	   st.drafted, st.rounds, st.accepted);
-	ssd.be->ops = wclock.real;
+	work_clock_off(&ssd);
 	run_close(&ssd);
 	run_close(&ar);
 }
@@ -489,17 +501,12 @@ static void step_follows(const int32_t *prompt, int n_prompt)
 	if (skipper_engine_costs(r.eng, NULL, &c, &err))
 		BAIL(err.msg);
 	((struct skipper_costs *)c)->step_seconds = 1000;
-	wclock.real = r.be->ops;
-	wclock.ops = *r.be->ops;
-	wclock.ops.forward = counted_forward;
-	wclock.t = 0;
-	r.be->ops = &wclock.ops;
-	skipper_engine_set_clock(r.eng, work_now, &wclock);
+	work_clock_on(&r);
 	if (generate(&r, prompt, n_prompt, &gp, &got, &st))
 		BAIL("generation failed");
 	ok(fabs(c->step_seconds - 1.1) < 1e-9, "the costs' step follows the plain rounds (%.6f, want 1.1)",
 	   c->step_seconds);
-	r.be->ops = wclock.real;
+	work_clock_off(&r);
 	run_close(&r);
 }
 
