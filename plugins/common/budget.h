@@ -58,7 +58,8 @@ int cm_budget_config(struct cm_budget *b, const struct skipper_host *h, void *ct
 void cm_budget_round(struct cm_budget *b, const struct skipper_costs *c, const struct skipper_verdict *v,
                      int seeking);
 
-/* Whether a run of `units` fits now (always without costs). */
+/* Whether a run of `units` fits now (always without costs); the size is
+ * kept as the one the credit cap counts in. */
 int cm_budget_ready(struct cm_budget *b, const struct skipper_costs *c, double units);
 
 /* cm_budget_ready, counting a refusal in b->deferred. */
