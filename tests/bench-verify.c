@@ -1,7 +1,7 @@
 /* Decode speed and verify-pass latency of one backend: a command for
  * kernels/bench/run.sh, not a test.
  *   bench-verify MODEL [--backend cpu|cuda|auto] [--prompt 128] [--tokens 128]
- *                [--sizes 1,2,4,8,16,32] [--reps 20] [--threads 0] [--draft-vocab N]
+ *                [--sizes 1,2,4,8,16,32] [--reps 20] [--threads 0] [--draft-vocab N] [--profile]
  * Prefills --prompt seeded random ids, decodes --tokens greedily one token
  * at a time as the engine's autoregressive loop does (KV written, top-1 of
  * the row), then times verify passes as the engine sends them: a chain of n
@@ -10,7 +10,8 @@
  * of a full one-token step: one row with every other layer skipped (half of
  * the layers' weight bytes), with the full LM head and, with --draft-vocab
  * N, with the head over N ids (which N ids does not change the cost).
- * Prints key=value lines. */
+ * --profile adds, per size, where a pass's time went (the backend's
+ * --profile kinds, ms per pass). Prints key=value lines. */
 #include "build-config.h"
 
 #include <getopt.h>
@@ -80,15 +81,33 @@ static double draft_median(struct skipper_backend *be, const int32_t *tok, int n
 	return t[reps / 2];
 }
 
+/* One line of ms per pass by kind of work, for the passes just timed. */
+static void print_profile(struct skipper_backend *be, long n)
+{
+	static const char *const key[SKIPPER_PROF_N] = {
+		[SKIPPER_PROF_QKV] = "qkv", [SKIPPER_PROF_ATTN_OUT] = "attn_out", [SKIPPER_PROF_GATE_UP] = "gate_up",
+		[SKIPPER_PROF_DOWN] = "down", [SKIPPER_PROF_HEAD] = "head", [SKIPPER_PROF_ATTENTION] = "attention",
+		[SKIPPER_PROF_QUANT] = "quant", [SKIPPER_PROF_ROWWISE] = "rowwise", [SKIPPER_PROF_TOPK] = "topk",
+	};
+	struct skipper_backend_profile p;
+	be->ops->profile(be, 0, &p);
+	int m = n > 1;
+	double per = p.passes[m] ? 1e3 / (double)p.passes[m] : 0;
+	printf("profile_n=%ld", n);
+	for (int k = 0; k < SKIPPER_PROF_N; k++)
+		printf(" %s_ms=%.3f", key[k], p.seconds[m][k] * per);
+	printf(" wait_ms=%.3f\n", p.wait[m] * per);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "backend", 1, 0, 'b' }, { "prompt", 1, 0, 'p' }, { "tokens", 1, 0, 't' },
 		{ "sizes", 1, 0, 's' },   { "reps", 1, 0, 'r' },   { "threads", 1, 0, 'j' }, { "draft-vocab", 1, 0, 'v' },
-		{ 0, 0, 0, 0 },
+		{ "profile", 0, 0, 'P' }, { 0, 0, 0, 0 },
 	};
 	const char *backend = "cuda", *sizes = "1,2,4,8,16,32";
-	int np = 128, ntok = 128, reps = 20, threads = 0, draft_vocab = 0, c;
+	int np = 128, ntok = 128, reps = 20, threads = 0, draft_vocab = 0, profile = 0, c;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 'b': backend = optarg; break;
@@ -98,12 +117,13 @@ int main(int argc, char **argv)
 		case 'r': reps = atoi(optarg); break;
 		case 'j': threads = atoi(optarg); break;
 		case 'v': draft_vocab = atoi(optarg); break;
+		case 'P': profile = 1; break;
 		default: return 2;
 		}
 	}
 	if (optind + 1 != argc || np < 1 || ntok < 1 || reps < 1 || draft_vocab < 0) {
 		fprintf(stderr, "usage: bench-verify MODEL [--backend cpu|cuda|auto] [--prompt N] [--tokens N] "
-		                "[--sizes 1,2,4,...] [--reps N] [--threads N] [--draft-vocab N]\n");
+		                "[--sizes 1,2,4,...] [--reps N] [--threads N] [--draft-vocab N] [--profile]\n");
 		return 2;
 	}
 
@@ -124,6 +144,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("backend=%s\n", be->ops->name);
+	if (profile && !be->ops->profile) {
+		fprintf(stderr, "bench-verify: backend %s has no --profile\n", be->ops->name);
+		return 1;
+	}
 
 	int32_t *tok = malloc(sizeof(int32_t) * (np + ntok + MAXN)), ids[MAXN];
 	uint64_t s = 12345;
@@ -163,6 +187,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		for (int r = -2; r < reps; r++) { /* two untimed passes per size */
+			if (profile && r == 0)
+				be->ops->profile(be, 1, NULL);
 			double a = now();
 			if (step(be, tok + np, (int)n, n_past, 1, ids))
 				return 1;
@@ -174,6 +200,8 @@ int main(int argc, char **argv)
 		if (n == 1 || base == 0)
 			base = med;
 		printf("verify_n=%ld verify_ms=%.4f verify_ratio=%.3f\n", n, med * 1e3, med / base);
+		if (profile)
+			print_profile(be, n);
 		p = *end ? end + 1 : end;
 	}
 

@@ -18,7 +18,8 @@
 #define P 5   /* committed prompt */
 #define NB 16 /* batch */
 
-void cpu_topk(const float *logits, int n_vocab, int k, int32_t *ids, float *probs);
+#include "backend/cpu/cpu_kernels.h"
+void cpu_topk(const struct cpu_kernels *K, float *logits, int n_vocab, int k, int32_t *ids, float *probs);
 
 static struct skipper_backend *mk(const struct skipper_model *m, int threads)
 {
@@ -309,16 +310,34 @@ static void test_model(const char *label, const struct tm_opts *o)
 	tm_free(tm);
 }
 
+/* Every instruction set's top-k: the order (ties by lower id) and the
+ * softmax probabilities, which go through the table's vector exp. */
 static void test_topk_ties(void)
 {
-	float l[12] = { 1, 5, 3, 5, 2, 5, 0, 3, -1, 4, 5, 3 };
-	int32_t ids[6];
-	float p[6];
-	cpu_topk(l, 12, 6, ids, p);
-	int32_t want[6] = { 1, 3, 5, 10, 9, 2 };
-	ok(memcmp(ids, want, sizeof want) == 0, "top-k: ties broken by lower id (%d %d %d %d %d %d)",
-	   ids[0], ids[1], ids[2], ids[3], ids[4], ids[5]);
-	ok(p[0] == p[3] && p[0] > p[4] && p[4] > p[5], "top-k: equal logits give equal probabilities");
+	static const char *const isa[] = { "generic", "avx2", "avx512" };
+	for (size_t t = 0; t < sizeof isa / sizeof *isa; t++) {
+		const struct cpu_kernels *K = cpu_kernels_for(isa[t]);
+		if (!K) {
+			tap_skip(3, "top-k: this CPU lacks the instruction set");
+			continue;
+		}
+		/* 40 logits so the vector paths see full vectors and a tail */
+		float l[40] = { 1, 5, 3, 5, 2, 5, 0, 3, -1, 4, 5, 3 };
+		double z = 0;
+		for (int i = 12; i < 40; i++)
+			l[i] = -2.0f - 0.25f * (float)i;
+		for (int i = 0; i < 40; i++)
+			z += exp((double)l[i] - 5.0);
+		int32_t ids[6];
+		float p[6];
+		cpu_topk(K, l, 40, 6, ids, p);
+		int32_t want[6] = { 1, 3, 5, 10, 9, 2 };
+		ok(memcmp(ids, want, sizeof want) == 0, "top-k %s: ties broken by lower id (%d %d %d %d %d %d)", isa[t],
+		   ids[0], ids[1], ids[2], ids[3], ids[4], ids[5]);
+		ok(p[0] == p[3] && p[0] > p[4] && p[4] > p[5], "top-k %s: equal logits give equal probabilities", isa[t]);
+		ok(fabs(p[0] - 1.0 / z) < 1e-6 / z && fabs(p[4] - exp(-1.0) / z) < 1e-6 / z,
+		   "top-k %s: probabilities are the softmax (%.9g, want %.9g)", isa[t], p[0], 1.0 / z);
+	}
 }
 
 int main(void)

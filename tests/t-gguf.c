@@ -154,6 +154,43 @@ static void test_good(void)
 	gw_free(w);
 }
 
+/* skipper_gguf_release: the pages of a tensor a backend has copied leave
+ * the resident set, and reading them again gives the file's bytes. */
+static void test_release(void)
+{
+	enum { N = 5 * 4096 };
+	struct gw *w = gw_new();
+	float *f = malloc(sizeof(float) * N);
+	int64_t ne[1] = { N };
+	struct skipper_gguf *g;
+	struct skipper_error err = { 0 };
+	uint8_t *buf;
+	size_t len;
+	for (int i = 0; i < N; i++)
+		f[i] = (float)i;
+	gw_str(w, "general.architecture", "test");
+	gw_tensor(w, "big", SKIPPER_F32, 1, ne, f);
+	gw_build(w, &buf, &len);
+	gw_dump(path, buf, len);
+	if (!ok(skipper_gguf_open(path, &g, &err) == 0, "a file of 80 KiB opens")) {
+		diag("%s", err.msg);
+		free(f), free(buf), gw_free(w);
+		return;
+	}
+	const struct skipper_gguf_tensor *t = skipper_gguf_find_tensor(g, "big");
+	skipper_gguf_release(g, t->data, t->nbytes);
+	ok(!memcmp(t->data, f, sizeof(float) * N), "released pages read back as the file's bytes");
+	float local = 1;
+	skipper_gguf_release(g, &local, sizeof local);          /* not in the mapping */
+	skipper_gguf_release(g, t->data, t->nbytes + (1u << 30)); /* runs past its end */
+	skipper_gguf_release(NULL, t->data, t->nbytes);
+	ok(local == 1 && !memcmp(t->data, f, sizeof(float) * N), "ranges outside the mapping are left alone");
+	skipper_gguf_close(g);
+	free(f);
+	free(buf);
+	gw_free(w);
+}
+
 static void test_truncated(void)
 {
 	struct gw *w = base_writer();
@@ -628,6 +665,7 @@ int main(void)
 	}
 	snprintf(path, sizeof path, "%s/test.gguf", dir);
 	test_good();
+	test_release();
 	test_truncated();
 	test_corrupt();
 	test_models();

@@ -7,7 +7,8 @@
  * rows in a call, any split of the columns, gives each output the same
  * bits as computing it alone. The attention kernels likewise: scores,
  * exp and value sums against double, and the same bits whatever the
- * number of queries and however the keys are split into calls. */
+ * number of queries and however the keys are split into calls. Kinds a
+ * table runs from its own packed layout are checked in it too. */
 #include "build-config.h"
 
 #include <math.h>
@@ -124,6 +125,43 @@ static void test_type(const char *isa, const struct cpu_kernels *kt, int type)
 	}
 	ok(same, "%s %s: bit-identical outputs for 1..%d rows per call and any column split", isa, tn, NR);
 
+	/* the table's own layout for this kind, if it has one: the same sums
+	 * (to float rounding) and the same invariance, split at group bounds */
+	int np = NC / CPU_PACK_ROWS * CPU_PACK_ROWS;
+	size_t psz = kt->pack_size ? kt->pack_size(kind, K, np) : 0;
+	if (psz) {
+		char *pk = aligned_alloc(64, (psz + 63) / 64 * 64);
+		size_t prb = psz / (size_t)np;
+		kt->pack(kind, K, w, wrb, np, pk);
+		kt->matmul_packed[kind](K, pk, prb, np, xq, xs, NR, y1, NC);
+		double dev = 0;
+		for (int r = 0; r < NR; r++)
+			for (int c = 0; c < np; c++) {
+				double mag = 0;
+				for (int i = 0; i < K; i++)
+					mag += fabs(wf[(size_t)K * c + i] * act(kt, a, xq + xs * r, i));
+				dev = fmax(dev, fabs(y1[(size_t)r * NC + c] - y[(size_t)r * NC + c]) / (mag + 1e-30));
+			}
+		ok(dev < 2e-5, "%s %s packed: %d x %d outputs equal the GGUF layout's (worst relative difference %.2g)",
+		   isa, tn, NR, np, dev);
+		float *y2 = malloc(sizeof(float) * NC * NR);
+		same = 1;
+		for (int nr = 1; nr <= NR && same; nr++)
+			for (int r0 = 0; r0 + nr <= NR && same; r0 += nr) {
+				kt->matmul_packed[kind](K, pk, prb, np, xq + xs * r0, xs, nr, y2, NC);
+				for (int r = 0; r < nr; r++)
+					same &= memcmp(y2 + (size_t)r * NC, y1 + (size_t)(r0 + r) * NC, sizeof(float) * np) == 0;
+			}
+		kt->matmul_packed[kind](K, pk + prb * CPU_PACK_ROWS, prb, CPU_PACK_ROWS, xq, xs, NR, y2, NC);
+		for (int r = 0; r < NR; r++)
+			same &= memcmp(y2 + (size_t)r * NC, y1 + (size_t)r * NC + CPU_PACK_ROWS,
+			               sizeof(float) * CPU_PACK_ROWS) == 0;
+		ok(same, "%s %s packed: bit-identical outputs for 1..%d rows per call and any split into groups", isa, tn,
+		   NR);
+		free(pk);
+		free(y2);
+	}
+
 	free(w);
 	free(wf);
 	free(x);
@@ -141,7 +179,13 @@ static void test_q8k(const char *isa, const struct cpu_kernels *kt)
 	for (int i = 0; i < 512; i++)
 		x[i] = frand() * (i < 256 ? 3.0f : 0.01f);
 	x[100] = -5.0f; /* the element of largest magnitude, negative */
+	x[290] = 0.02f, x[300] = -0.02f; /* two of them: the first one counts */
 	kt->quantize_q8k(x, q, 512);
+	struct cpu_q8k ref[2] __attribute__((aligned(64)));
+	cpu_kernels_generic.quantize_q8k(x, ref, 512);
+	for (int b = 0; b < 2; b++)
+		good &= !memcmp(q[b].qs, ref[b].qs, 256) && !memcmp(q[b].bsums, ref[b].bsums, 32) && q[b].d == ref[b].d;
+	good &= q[1].qs[290 - 256] == -127;
 	good &= q[0].qs[100] == -127 && fabsf(q[0].d - 5.0f / 127.0f) < 1e-7f;
 	for (int b = 0; b < 2; b++)
 		for (int j = 0; j < 16; j++) {
@@ -152,7 +196,8 @@ static void test_q8k(const char *isa, const struct cpu_kernels *kt)
 		}
 	for (int i = 0; i < 512; i++)
 		good &= fabsf(q[i / 256].d * q[i / 256].qs[i % 256] - x[i]) <= 0.5001f * fabsf(q[i / 256].d);
-	ok(good, "%s: Q8_K activations: -127 at the largest magnitude, values within half a step, sums per 16", isa);
+	ok(good, "%s: Q8_K activations: -127 at the first largest magnitude, values within half a step, sums per 16, "
+	   "the generic kernel's bytes", isa);
 }
 
 static uint16_t f16(float x) { return cpu_f32_to_f16(x); }
@@ -220,6 +265,29 @@ static void test_attn(const char *isa, const struct cpu_kernels *kt, int d)
 	free(q), free(s), free(s1), free(o), free(o1), free(p), free(k), free(v);
 }
 
+/* silu(g) * u against double, over a range that reaches both ends of
+ * exp (|g| up to 120), lengths with and without a vector tail. */
+static void test_silu(const char *isa, const struct cpu_kernels *kt)
+{
+	enum { N = 203 };
+	float g[N], u[N], a[N];
+	double err = 0;
+	int finite = 1;
+	for (int i = 0; i < N; i++) {
+		g[i] = i < 8 ? (float[]){ 0, -0.0f, 88.5f, -88.5f, 100, -100, 120, -120 }[i] : 30 * frand();
+		u[i] = 2 * frand();
+	}
+	for (int n = 1; n <= N; n += 101) {
+		kt->silu_mul(g, u, a, n);
+		for (int i = 0; i < n; i++) {
+			double ref = (double)g[i] / (1 + exp(-(double)g[i])) * u[i];
+			finite &= isfinite(a[i]);
+			err = fmax(err, fabs(a[i] - ref) / (fabs(ref) + 1e-30 + 1e-6 * fabs(u[i])));
+		}
+	}
+	ok(finite && err < 1e-5, "%s: silu(g) * u as in double, |g| up to 120 (relative error %.1e)", isa, err);
+}
+
 int main(void)
 {
 	static const char *const isas[] = { "generic", "avx2", "avx512" };
@@ -228,11 +296,12 @@ int main(void)
 	for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
 		const struct cpu_kernels *kt = cpu_kernels_for(isas[i]);
 		if (!kt) {
-			tap_skip(1 + 2 * (int)(sizeof types / sizeof types[0]) + 8, "this CPU has no such instruction set");
+			tap_skip(2 + 2 * (int)(sizeof types / sizeof types[0]) + 8, "this CPU has no such instruction set");
 			diag("%s: not supported by this CPU", isas[i]);
 			continue;
 		}
 		test_q8k(isas[i], kt);
+		test_silu(isas[i], kt);
 		for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
 			test_type(isas[i], kt, types[t]);
 		for (int h = 0; h < 4; h++)

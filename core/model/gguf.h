@@ -34,6 +34,13 @@ struct skipper_gguf_tensor {
 int skipper_gguf_open(const char *path, struct skipper_gguf **out, struct skipper_error *err);
 void skipper_gguf_close(struct skipper_gguf *g);
 
+/* Tell the kernel that [p, p + n) of the mapping will not be read for a
+ * while (a backend that keeps its own copy of those weights): the whole
+ * pages inside it leave the process's resident set. Reading them later
+ * is still correct (they come back from the file). Nothing happens when g
+ * is NULL or the range is not inside g's mapping. */
+void skipper_gguf_release(const struct skipper_gguf *g, const void *p, uint64_t n);
+
 const char *skipper_gguf_path(const struct skipper_gguf *g);
 uint32_t skipper_gguf_version(const struct skipper_gguf *g);
 uint64_t skipper_gguf_file_size(const struct skipper_gguf *g);

@@ -11,6 +11,7 @@
 
 #include "cpu_backend.h"
 #include "error.h"
+#include "model/gguf.h"
 #include "model/quant.h"
 
 static struct cpu_backend *cpu(struct skipper_backend *be)
@@ -58,7 +59,14 @@ static void cpu_destroy(struct skipper_backend *base)
 	free(be->att_q);
 	free(be->att_o);
 	free(be->anc);
-	free((void *)be->sub_head.data);
+	for (int l = 0; be->lw && l < be->n_layer; l++) {
+		struct cpu_layer_weights *W = &be->lw[l];
+		cpu_weight_free(&W->wq), cpu_weight_free(&W->wk), cpu_weight_free(&W->wv), cpu_weight_free(&W->wo);
+		cpu_weight_free(&W->gate), cpu_weight_free(&W->up), cpu_weight_free(&W->down);
+	}
+	free(be->lw);
+	cpu_weight_free(&be->head);
+	cpu_weight_free(&be->sub_head);
 	free(be->sub_ids);
 	free(be);
 }
@@ -130,6 +138,33 @@ static int grow_scratch(struct cpu_backend *be, int n, struct skipper_error *err
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "cpu backend: scratch K/V for %d rows", n);
 	be->scr_cap = n;
 	return 0;
+}
+
+/* The model's weights as the kernels run them, one task per weight (the
+ * packing of a large model, and the zeroed pages it takes, on every
+ * core); once packed into a copy of ours, the mapping's pages of a weight
+ * leave the resident set (a tied LM head's are still read, row by row, as
+ * the embeddings: they come back as needed). */
+#define W_PER_LAYER 7
+
+static void weight_task(void *p, int t, int thread)
+{
+	struct cpu_backend *be = p;
+	const struct skipper_model *m = be->base.model;
+	const struct skipper_weight *src = &m->output;
+	struct cpu_weight *out = &be->head;
+	(void)thread;
+	if (t < be->n_layer * W_PER_LAYER) {
+		const struct skipper_layer *L = &m->layers[t / W_PER_LAYER];
+		struct cpu_layer_weights *W = &be->lw[t / W_PER_LAYER];
+		const struct skipper_weight *s[W_PER_LAYER] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down };
+		struct cpu_weight *o[W_PER_LAYER] = { &W->wq, &W->wk, &W->wv, &W->wo, &W->gate, &W->up, &W->down };
+		src = s[t % W_PER_LAYER];
+		out = o[t % W_PER_LAYER];
+	}
+	cpu_weight_init(be, src, NULL, out);
+	if (out->own)
+		skipper_gguf_release(m->gguf, src->data, (uint64_t)src->row_bytes * (uint64_t)src->ne1);
 }
 
 static const struct skipper_backend_ops cpu_ops;
@@ -206,7 +241,8 @@ int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipp
 	be->scores = malloc((size_t)be->n_threads * be->att_rows * per_row * sizeof(float));
 	be->anc = malloc((size_t)be->n_threads * o->n_ctx * sizeof(int32_t));
 	be->tp = skipper_threadpool_new(be->n_threads);
-	if (!be->rope_freq || !be->norm_attn || !be->norm_ffn || !be->norm_out || !be->k_cache ||
+	be->lw = calloc(L, sizeof *be->lw);
+	if (!be->lw || !be->norm_attn || !be->norm_ffn || !be->norm_out || !be->k_cache ||
 	    !be->v_cache || !be->h || !be->xn || !be->xq || !be->xqk || !be->q || !be->k || !be->v || !be->att ||
 	    !be->proj || !be->gate || !be->up || !be->rope_cs || !be->logits || !be->scores || !be->att_q || !be->att_o ||
 	    !be->anc || !be->tp || grow_scratch(be, CPU_CHUNK, err)) {
@@ -222,6 +258,7 @@ int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipp
 		               be->norm_ffn + l * ne, (int64_t)ne);
 	}
 	skipper_dequant_row(m->out_norm.type, m->out_norm.data, be->norm_out, (int64_t)ne);
+	skipper_threadpool_run(be->tp, weight_task, be, be->n_layer * W_PER_LAYER + 1);
 	*out = &be->base;
 	return 0;
 }
@@ -300,7 +337,7 @@ static void capture(struct cpu_backend *be, const struct skipper_forward *fw, in
 static void head_chunk(struct cpu_backend *be, const struct skipper_forward *fw, int r0, int nr)
 {
 	int subset = fw->head_subset && be->sub_ids;
-	size_t ne = (size_t)be->n_embd, nv = (size_t)be->n_vocab, nl = subset ? (size_t)be->sub_head.ne1 : nv;
+	size_t ne = (size_t)be->n_embd, nv = (size_t)be->n_vocab, nl = subset ? (size_t)be->sub_head.nc : nv;
 	int idx[CPU_HEAD_CHUNK], m = 0;
 
 	for (int i = 0; i <= fw->n_out; i++) {
@@ -315,13 +352,13 @@ static void head_chunk(struct cpu_backend *be, const struct skipper_forward *fw,
 		if (m == CPU_HEAD_CHUNK || (i == fw->n_out && m > 0)) {
 			cpu_head_logits(be, be->proj, ne, m, subset);
 			for (int j = 0; j < m; j++) {
-				const float *lg = be->logits + (size_t)j * nv;
+				float *lg = be->logits + (size_t)j * nv;
 				int o = idx[j];
 				if (fw->logits)
 					memcpy(fw->logits + (size_t)o * nl, lg, nl * sizeof(float));
 				if (fw->top_k > 0) {
 					int32_t *ids = fw->top_ids + (size_t)o * fw->top_k;
-					cpu_topk(lg, (int)nl, fw->top_k, ids, fw->top_probs + (size_t)o * fw->top_k);
+					cpu_topk(be->K, lg, (int)nl, fw->top_k, ids, fw->top_probs + (size_t)o * fw->top_k);
 					for (int k = 0; subset && k < fw->top_k; k++)
 						ids[k] = be->sub_ids[ids[k]];
 				}
@@ -542,11 +579,12 @@ static int cpu_set_head_subset(struct skipper_backend *base, const int32_t *ids,
 		       out->row_bytes);
 		copy[i] = ids[i];
 	}
-	free((void *)be->sub_head.data);
 	free(be->sub_ids);
-	be->sub_head = *out;
-	be->sub_head.ne1 = n;
-	be->sub_head.data = data;
+	cpu_weight_free(&be->sub_head);
+	struct skipper_weight sub = *out;
+	sub.ne1 = n;
+	sub.data = data;
+	cpu_weight_init(be, &sub, data, &be->sub_head);
 	be->sub_ids = copy;
 	return 0;
 }

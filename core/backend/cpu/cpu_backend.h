@@ -24,6 +24,21 @@
 #define CPU_MAX_TOPK 64
 #define CPU_MAX_HEAD_DIM 256
 
+/* A weight as the kernels take it: the rows as GGUF has them, or the
+ * table's packed layout (cpu_kernels.pack). */
+struct cpu_weight {
+	const char *data;
+	size_t row_bytes; /* packed: a group's bytes / CPU_PACK_ROWS */
+	int64_t k;        /* row length */
+	int nc, kind;     /* rows, enum cpu_wkind */
+	cpu_matmul_fn fn;
+	void *own;        /* what the backend allocated for it (freed with it), or NULL */
+};
+
+struct cpu_layer_weights {
+	struct cpu_weight wq, wk, wv, wo, gate, up, down;
+};
+
 struct cpu_backend {
 	struct skipper_backend base;
 	const struct cpu_kernels *K;
@@ -56,8 +71,10 @@ struct cpu_backend {
 	float *logits;  /* [HEAD_CHUNK][n_vocab] */
 	int xn_w;       /* row width of xn (floats) */
 
+	struct cpu_layer_weights *lw; /* [n_layer] */
+	struct cpu_weight head;
 	/* the draft head (set_head_subset): those rows of the LM head, gathered */
-	struct skipper_weight sub_head;
+	struct cpu_weight sub_head;
 	int32_t *sub_ids;
 
 	/* profile (--profile): the running category and when it started */
@@ -105,27 +122,36 @@ void cpu_rmsnorm_rows(const struct cpu_backend *be, const float *x, size_t xs, c
 /* The same for rows of width d with epsilon eps (in place is fine). */
 void cpu_rmsnorm(const float *x, size_t xs, const float *w, float *out, size_t os, int nr, int d, float eps);
 
+/* *out = src as this backend's kernels run it: packed into a buffer of
+ * its own (out->own, freed by cpu_weight_free) when the table has a
+ * layout for it, else src's rows in place (out->own = own_src, which the
+ * caller hands over: NULL when src belongs to the model). */
+void cpu_weight_init(const struct cpu_backend *be, const struct skipper_weight *src, void *own_src,
+                     struct cpu_weight *out);
+void cpu_weight_free(struct cpu_weight *w);
+
 /* y[nr][nc] (rows ys apart) = W . x for all rows; x already in the layout the
  * weight kind needs (quantized when the weight is). Threaded over columns. */
-void cpu_matmul(struct cpu_backend *be, const struct skipper_weight *w, const void *x,
+void cpu_matmul(struct cpu_backend *be, const struct cpu_weight *w, const void *x,
                 size_t x_stride, int nr, float *y, size_t ys);
 
 /* Prepare activations for a weight: quantize rows of x into be->xq or
  * be->xqk when w is quantized (cpu_wact); returns the pointer and row
  * stride to pass to cpu_matmul. */
-const void *cpu_prepare_act(struct cpu_backend *be, const struct skipper_weight *w,
+const void *cpu_prepare_act(struct cpu_backend *be, const struct cpu_weight *w,
                             const float *x, size_t xs, int nr, int64_t k, size_t *stride);
 
 /* y[i] = w[i] . x for n (<= 3) weights over the same nr rows of x (length
  * k, rows xs floats apart), converting x once per layout. */
-void cpu_matmul_same_x(struct cpu_backend *be, int n, const struct skipper_weight *const *w, float *const *y,
+void cpu_matmul_same_x(struct cpu_backend *be, int n, const struct cpu_weight *const *w, float *const *y,
                        const size_t *ys, const float *x, size_t xs, int nr, int64_t k);
 
 /* Fill rope_cs for nr rows at positions pos[]. */
 void cpu_rope_table(const struct cpu_backend *be, const int32_t *pos, int nr, float *cs);
 
-/* Top-k of softmax(logits[n_vocab]), descending, ties by lower id. */
-void cpu_topk(const float *logits, int n_vocab, int k, int32_t *ids, float *probs);
+/* Top-k of softmax(logits[n_vocab]), descending, ties by lower id; the
+ * logits are overwritten (with exp(logit - max)). */
+void cpu_topk(const struct cpu_kernels *K, float *logits, int n_vocab, int k, int32_t *ids, float *probs);
 int32_t cpu_argmax(const float *logits, int n_vocab);
 
 /* Final norm + LM head (or the draft head, subset = 1) on nr (<=

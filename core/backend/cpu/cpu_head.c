@@ -10,7 +10,7 @@
 
 void cpu_head_logits(struct cpu_backend *be, const float *states, size_t ss, int nr, int subset)
 {
-	const struct skipper_weight *w = subset ? &be->sub_head : &be->base.model->output;
+	const struct cpu_weight *w = subset ? &be->sub_head : &be->head;
 	size_t xs;
 
 	cpu_prof(be, SKIPPER_PROF_HEAD);
@@ -29,10 +29,8 @@ int32_t cpu_argmax(const float *l, int n)
 	return best;
 }
 
-void cpu_topk(const float *l, int n, int k, int32_t *ids, float *probs)
+void cpu_topk(const struct cpu_kernels *K, float *l, int n, int k, int32_t *ids, float *probs)
 {
-	float mx = l[cpu_argmax(l, n)];
-	double z = 0.0;
 	int have = 0;
 
 	if (k <= 0)
@@ -43,7 +41,6 @@ void cpu_topk(const float *l, int n, int k, int32_t *ids, float *probs)
 	 * logit met later has a higher id, so it goes after (ties by lower id). */
 	for (int i = 0; i < n; i++) {
 		float v = l[i];
-		z += (double)expf(v - mx);
 		if (have == k && !(v > l[ids[k - 1]]))
 			continue;
 		int p = have < k ? have++ : k - 1;
@@ -53,6 +50,9 @@ void cpu_topk(const float *l, int n, int k, int32_t *ids, float *probs)
 		}
 		ids[p] = i;
 	}
+	/* the normaliser through the table's vector exp: a scalar expf per id
+	 * cost 0.85 ms a row on a 152k vocabulary, a tenth of a verify row */
+	double z = K->exp_sum(l, n, l[ids[0]]);
 	for (int i = 0; i < k; i++)
-		probs[i] = (float)((double)expf(l[ids[i]] - mx) / z);
+		probs[i] = (float)((double)l[ids[i]] / z);
 }

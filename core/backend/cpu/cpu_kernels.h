@@ -76,12 +76,28 @@ struct cpu_kernels {
 	/* attn_values: o_i += p[i * ps + j] * v_j for j = 0 .. n-1 in order (one
 	 * fused multiply-add per element and key), v_j at v + j * vs. */
 	void (*attn_values)(float *o, int nq, const float *p, int ps, const uint16_t *v, int n, int vs, int d);
+	/* a[i] = silu(g[i]) * u[i] = g[i] / (1 + exp(-g[i])) * u[i] for i < n. */
+	void (*silu_mul)(const float *g, const float *u, float *a, int n);
 	/* x[i] = exp(x[i] - m) for i < n (x[i] <= m); returns their sum. */
 	double (*exp_sum)(float *x, int n, float m);
 	void (*f32_to_f16)(const float *x, uint16_t *y, int n);
 	/* x[i] = nearest f16 value of x[i] (exact IEEE rounding on both paths) */
 	void (*round_f16)(float *x, int n);
+	/* Weight kinds this table runs from a layout of its own (NULL: none).
+	 * pack_size: bytes of that layout for nc weight rows of length k, 0
+	 * when this kind (or this shape: nc must be a multiple of
+	 * CPU_PACK_ROWS) stays as GGUF stores it; pack: write it (w: nc rows
+	 * wrb bytes apart); matmul_packed[kind]: the matmul over it, w at a
+	 * group of CPU_PACK_ROWS rows, w_row_bytes = that group's bytes /
+	 * CPU_PACK_ROWS, nc a multiple of CPU_PACK_ROWS. Same batch
+	 * invariance as matmul. */
+	size_t (*pack_size)(int kind, int64_t k, int nc);
+	void (*pack)(int kind, int64_t k, const void *w, size_t wrb, int nc, void *out);
+	cpu_matmul_fn matmul_packed[CPU_W_N];
 };
+
+/* Weight rows interleaved in a packed layout. */
+#define CPU_PACK_ROWS 16
 
 extern const struct cpu_kernels cpu_kernels_generic;
 #ifdef SKIPPER_X86_64

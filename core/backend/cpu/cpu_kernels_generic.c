@@ -277,6 +277,12 @@ static double g_exp_sum(float *x, int n, float m)
 	return sum;
 }
 
+static void g_silu_mul(const float *g, const float *u, float *a, int n)
+{
+	for (int i = 0; i < n; i++)
+		a[i] = (g[i] / (1.0f + expf(-g[i]))) * u[i];
+}
+
 static void g_f32_to_f16(const float *x, uint16_t *y, int n)
 {
 	for (int i = 0; i < n; i++)
@@ -301,6 +307,7 @@ const struct cpu_kernels cpu_kernels_generic = {
 	.quantize_q8k = quantize_q8k,
 	.attn_scores = g_attn_scores,
 	.attn_values = g_attn_values,
+	.silu_mul = g_silu_mul,
 	.exp_sum = g_exp_sum,
 	.f32_to_f16 = g_f32_to_f16,
 	.round_f16 = g_round_f16,

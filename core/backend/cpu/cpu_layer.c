@@ -4,6 +4,7 @@
 #include "build-config.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_backend.h"
@@ -33,20 +34,46 @@ static void mm_task(void *p, int t, int thread)
 	j->fn(j->k, j->w + (size_t)c0 * j->wrb, j->wrb, nc, j->x, j->xs, j->nr, j->y + c0, j->ys);
 }
 
-void cpu_matmul(struct cpu_backend *be, const struct skipper_weight *w, const void *x,
+void cpu_weight_init(const struct cpu_backend *be, const struct skipper_weight *src, void *own_src,
+                     struct cpu_weight *out)
+{
+	const struct cpu_kernels *K = be->K;
+	int kind = cpu_wkind(src->type);
+	size_t sz = K->pack_size && K->matmul_packed[kind] ? K->pack_size(kind, src->ne0, (int)src->ne1) : 0;
+	void *buf = sz ? aligned_alloc(64, (sz + 63) & ~(size_t)63) : NULL;
+
+	*out = (struct cpu_weight){ .data = src->data, .row_bytes = src->row_bytes, .k = src->ne0, .nc = (int)src->ne1,
+	                            .kind = kind, .fn = K->matmul[kind], .own = own_src };
+	/* without the memory for a copy, the GGUF layout still works */
+	if (!buf)
+		return;
+	K->pack(kind, src->ne0, src->data, src->row_bytes, (int)src->ne1, buf);
+	free(own_src);
+	out->data = buf;
+	out->own = buf;
+	out->row_bytes = sz / (size_t)out->nc;
+	out->fn = K->matmul_packed[kind];
+}
+
+void cpu_weight_free(struct cpu_weight *w)
+{
+	free(w->own);
+	memset(w, 0, sizeof *w);
+}
+
+void cpu_matmul(struct cpu_backend *be, const struct cpu_weight *w, const void *x,
                 size_t x_stride, int nr, float *y, size_t ys)
 {
 	struct mm_job j = {
-		.fn = be->K->matmul[cpu_wkind(w->type)], .k = w->ne0, .w = w->data,
-		.wrb = w->row_bytes, .nc = (int)w->ne1, .x = x, .xs = x_stride, .nr = nr,
-		.y = y, .ys = ys,
+		.fn = w->fn, .k = w->k, .w = w->data, .wrb = w->row_bytes, .nc = w->nc, .x = x, .xs = x_stride,
+		.nr = nr, .y = y, .ys = ys,
 	};
 	/* about 8 tasks per thread so a slow thread does not hold up the rest;
-	 * multiples of 8 columns keep weight rows of a task together */
+	 * whole groups of CPU_PACK_ROWS columns, as packed layouts need */
 	int tile = j.nc / (be->n_threads * 8);
-	tile = (tile + 7) & ~7;
-	if (tile < 8)
-		tile = 8;
+	tile = (tile + CPU_PACK_ROWS - 1) / CPU_PACK_ROWS * CPU_PACK_ROWS;
+	if (tile < CPU_PACK_ROWS)
+		tile = CPU_PACK_ROWS;
 	j.tile = tile;
 	skipper_threadpool_run(be->tp, mm_task, &j, (j.nc + tile - 1) / tile);
 }
@@ -54,10 +81,10 @@ void cpu_matmul(struct cpu_backend *be, const struct skipper_weight *w, const vo
 static const void *quantize_act(struct cpu_backend *be, int act, const float *x, size_t xs, int nr, int64_t k,
                                 size_t *stride);
 
-const void *cpu_prepare_act(struct cpu_backend *be, const struct skipper_weight *w,
+const void *cpu_prepare_act(struct cpu_backend *be, const struct cpu_weight *w,
                             const float *x, size_t xs, int nr, int64_t k, size_t *stride)
 {
-	int act = cpu_wact(cpu_wkind(w->type)), caller = be->prof_cat;
+	int act = cpu_wact(w->kind), caller = be->prof_cat;
 	if (act != CPU_ACT_F32)
 		cpu_prof(be, SKIPPER_PROF_QUANT);
 	const void *q = quantize_act(be, act, x, xs, nr, k, stride);
@@ -90,13 +117,13 @@ static const void *quantize_act(struct cpu_backend *be, int act, const float *x,
 
 /* y = W . x for several weights that read the same rows x: the activation
  * rows are converted once per layout the weights need. */
-void cpu_matmul_same_x(struct cpu_backend *be, int n, const struct skipper_weight *const *w, float *const *y,
+void cpu_matmul_same_x(struct cpu_backend *be, int n, const struct cpu_weight *const *w, float *const *y,
                        const size_t *ys, const float *x, size_t xs, int nr, int64_t k)
 {
 	const void *xq[3] = { NULL, NULL, NULL };
 	size_t st[3];
 	for (int i = 0; i < n; i++) {
-		int a = cpu_wact(cpu_wkind(w[i]->type));
+		int a = cpu_wact(w[i]->kind);
 		if (!xq[a])
 			xq[a] = cpu_prepare_act(be, w[i], x, xs, nr, k, &st[a]);
 		cpu_matmul(be, w[i], xq[a], st[a], nr, y[i], ys[i]);
@@ -271,6 +298,7 @@ static int attn_rows_per_task(const struct cpu_backend *be, int nr)
 void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer, int r0, int nr)
 {
 	const struct skipper_layer *L = &be->base.model->layers[layer];
+	const struct cpu_layer_weights *W = &be->lw[layer];
 	int ne = be->n_embd, kvd = be->kv_dim;
 	size_t xs;
 	uint16_t *kb, *vb;
@@ -278,7 +306,7 @@ void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer
 	cpu_prof(be, SKIPPER_PROF_ROWWISE);
 	cpu_rmsnorm_rows(be, be->h, ne, be->norm_attn + (size_t)layer * ne, be->xn, be->xn_w, nr);
 	{
-		const struct skipper_weight *w[3] = { &L->wq, &L->wk, &L->wv };
+		const struct cpu_weight *w[3] = { &W->wq, &W->wk, &W->wv };
 		float *y[3] = { be->q, be->k, be->v };
 		size_t ys[3] = { (size_t)be->q_dim, (size_t)kvd, (size_t)kvd };
 		cpu_prof(be, SKIPPER_PROF_QKV);
@@ -320,8 +348,8 @@ void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer
 	skipper_threadpool_run(be->tp, attn_task, &j, be->n_kv * ((nr + j.rows - 1) / j.rows));
 
 	cpu_prof(be, SKIPPER_PROF_ATTN_OUT);
-	const void *x = cpu_prepare_act(be, &L->wo, be->att, be->q_dim, nr, be->q_dim, &xs);
-	cpu_matmul(be, &L->wo, x, xs, nr, be->proj, ne);
+	const void *x = cpu_prepare_act(be, &W->wo, be->att, be->q_dim, nr, be->q_dim, &xs);
+	cpu_matmul(be, &W->wo, x, xs, nr, be->proj, ne);
 	cpu_prof(be, SKIPPER_PROF_ROWWISE);
 	for (int r = 0; r < nr; r++)
 		for (int i = 0; i < ne; i++)
@@ -332,14 +360,14 @@ void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer
 
 void cpu_mlp_block(struct cpu_backend *be, int layer, int nr)
 {
-	const struct skipper_layer *L = &be->base.model->layers[layer];
+	const struct cpu_layer_weights *W = &be->lw[layer];
 	int ne = be->n_embd, nf = be->n_ff;
 	size_t xs;
 
 	cpu_prof(be, SKIPPER_PROF_ROWWISE);
 	cpu_rmsnorm_rows(be, be->h, ne, be->norm_ffn + (size_t)layer * ne, be->xn, be->xn_w, nr);
 	{
-		const struct skipper_weight *w[2] = { &L->w_gate, &L->w_up };
+		const struct cpu_weight *w[2] = { &W->gate, &W->up };
 		float *y[2] = { be->gate, be->up };
 		size_t ys[2] = { (size_t)nf, (size_t)nf };
 		cpu_prof(be, SKIPPER_PROF_GATE_UP);
@@ -347,15 +375,11 @@ void cpu_mlp_block(struct cpu_backend *be, int layer, int nr)
 	}
 	cpu_prof(be, SKIPPER_PROF_ROWWISE);
 
-	for (int r = 0; r < nr; r++) {
-		const float *g = be->gate + (size_t)r * nf, *u = be->up + (size_t)r * nf;
-		float *a = be->xn + (size_t)r * be->xn_w;
-		for (int i = 0; i < nf; i++)
-			a[i] = (g[i] / (1.0f + expf(-g[i]))) * u[i];
-	}
+	for (int r = 0; r < nr; r++)
+		be->K->silu_mul(be->gate + (size_t)r * nf, be->up + (size_t)r * nf, be->xn + (size_t)r * be->xn_w, nf);
 	cpu_prof(be, SKIPPER_PROF_DOWN);
-	const void *x = cpu_prepare_act(be, &L->w_down, be->xn, be->xn_w, nr, nf, &xs);
-	cpu_matmul(be, &L->w_down, x, xs, nr, be->proj, ne);
+	const void *x = cpu_prepare_act(be, &W->down, be->xn, be->xn_w, nr, nf, &xs);
+	cpu_matmul(be, &W->down, x, xs, nr, be->proj, ne);
 	cpu_prof(be, SKIPPER_PROF_ROWWISE);
 	for (int r = 0; r < nr; r++)
 		for (int i = 0; i < ne; i++)
