@@ -184,7 +184,8 @@ static void test_q8k(const char *isa, const struct cpu_kernels *kt)
 	struct cpu_q8k ref[2] __attribute__((aligned(64)));
 	cpu_kernels_generic.quantize_q8k(x, ref, 512);
 	for (int b = 0; b < 2; b++)
-		good &= !memcmp(q[b].qs, ref[b].qs, 256) && !memcmp(q[b].bsums, ref[b].bsums, 32) && q[b].d == ref[b].d;
+		good &= !memcmp(q[b].qs, ref[b].qs, 256) && !memcmp(q[b].bsums, ref[b].bsums, 32) &&
+		        !memcmp(q[b].bsum32, ref[b].bsum32, 16) && q[b].d == ref[b].d;
 	good &= q[1].qs[290 - 256] == -127;
 	good &= q[0].qs[100] == -127 && fabsf(q[0].d - 5.0f / 127.0f) < 1e-7f;
 	for (int b = 0; b < 2; b++)
@@ -193,10 +194,12 @@ static void test_q8k(const char *isa, const struct cpu_kernels *kt)
 			for (int i = 0; i < 16; i++)
 				s += q[b].qs[16 * j + i];
 			good &= s == q[b].bsums[j];
+			if (j % 2)
+				good &= q[b].bsum32[j / 2] == q[b].bsums[j - 1] + q[b].bsums[j];
 		}
 	for (int i = 0; i < 512; i++)
 		good &= fabsf(q[i / 256].d * q[i / 256].qs[i % 256] - x[i]) <= 0.5001f * fabsf(q[i / 256].d);
-	ok(good, "%s: Q8_K activations: -127 at the first largest magnitude, values within half a step, sums per 16, "
+	ok(good, "%s: Q8_K activations: -127 at the first largest magnitude, values within half a step, sums per 16 and 32, "
 	   "the generic kernel's bytes", isa);
 }
 

@@ -31,9 +31,14 @@ static void cpu_model(char *buf, size_t n)
 		fclose(f);
 }
 
+/* Bump when a kernel's speed changes within a release (a packed layout, a
+ * new ISA path): curves cached by the earlier build are then measured
+ * again rather than trusted. */
+#define COST_CURVE_REVISION 2
+
 /* $SKIPPER_CACHE_DIR/costs/NAME-XXXXXXXX.costs, the hash over everything
  * the costs depend on: model file, machine, backend, threads, context,
- * forced ISA, skipper version.
+ * forced ISA, skipper version and COST_CURVE_REVISION.
  * The directory is made if needed. NULL when there is no writable cache. */
 static char *cost_cache_path(const struct cli_session *s)
 {
@@ -57,9 +62,10 @@ static char *cost_cache_path(const struct cli_session *s)
 	skipper_config_get_int(s->cfg, "model", "threads", &threads, NULL);
 	cpu_model(cpu, sizeof cpu);
 	/* the version too: a new release's kernels cost differently */
-	snprintf(what, sizeof what, "%s|%llu|%s|%s|%ld|%ld|%s|%s", file,
+	snprintf(what, sizeof what, "%s|%llu|%s|%s|%ld|%ld|%s|%s|%d", file,
 	         (unsigned long long)skipper_gguf_file_size(s->model->gguf), cpu, s->be->ops->name,
-	         threads ? threads : sysconf(_SC_NPROCESSORS_ONLN), (long)s->be->n_ctx, isa ? isa : "", PACKAGE_VERSION);
+	         threads ? threads : sysconf(_SC_NPROCESSORS_ONLN), (long)s->be->n_ctx, isa ? isa : "", PACKAGE_VERSION,
+	         COST_CURVE_REVISION);
 	/* the draft vocabulary is in the file's measured_for line: a change re-measures */
 	for (const char *c = what; *c; c++)
 		h = (h ^ (uint8_t)*c) * 1099511628211ull;

@@ -332,6 +332,34 @@ static void capture(struct cpu_backend *be, const struct skipper_forward *fw, in
 	}
 }
 
+/* One row's logits out of the head: copied out, and its top-k (ids mapped
+ * back from the subset). A task per row: a verify pass's rows on every
+ * core. */
+struct rows_job {
+	struct cpu_backend *be;
+	const struct skipper_forward *fw;
+	const int *idx;
+	int subset;
+	size_t nl;
+};
+
+static void rows_task(void *p, int j, int thread)
+{
+	const struct rows_job *J = p;
+	const struct skipper_forward *fw = J->fw;
+	float *lg = J->be->logits + (size_t)j * (size_t)J->be->n_vocab;
+	int o = J->idx[j];
+	(void)thread;
+	if (fw->logits)
+		memcpy(fw->logits + (size_t)o * J->nl, lg, J->nl * sizeof(float));
+	if (fw->top_k > 0) {
+		int32_t *ids = fw->top_ids + (size_t)o * fw->top_k;
+		cpu_topk(J->be->K, lg, (int)J->nl, fw->top_k, ids, fw->top_probs + (size_t)o * fw->top_k);
+		for (int k = 0; J->subset && k < fw->top_k; k++)
+			ids[k] = J->be->sub_ids[ids[k]];
+	}
+}
+
 /* Head for the requested rows that fall in chunk [r0, r0 + nr): over the
  * whole vocabulary, or over the draft subset with its ids mapped back. */
 static void head_chunk(struct cpu_backend *be, const struct skipper_forward *fw, int r0, int nr)
@@ -351,18 +379,8 @@ static void head_chunk(struct cpu_backend *be, const struct skipper_forward *fw,
 		}
 		if (m == CPU_HEAD_CHUNK || (i == fw->n_out && m > 0)) {
 			cpu_head_logits(be, be->proj, ne, m, subset);
-			for (int j = 0; j < m; j++) {
-				float *lg = be->logits + (size_t)j * nv;
-				int o = idx[j];
-				if (fw->logits)
-					memcpy(fw->logits + (size_t)o * nl, lg, nl * sizeof(float));
-				if (fw->top_k > 0) {
-					int32_t *ids = fw->top_ids + (size_t)o * fw->top_k;
-					cpu_topk(be->K, lg, (int)nl, fw->top_k, ids, fw->top_probs + (size_t)o * fw->top_k);
-					for (int k = 0; subset && k < fw->top_k; k++)
-						ids[k] = be->sub_ids[ids[k]];
-				}
-			}
+			struct rows_job j = { be, fw, idx, subset, nl };
+			skipper_threadpool_run(be->tp, rows_task, &j, m);
 			m = 0;
 		}
 	}

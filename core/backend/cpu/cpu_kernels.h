@@ -27,11 +27,13 @@ struct cpu_q8 {
 /* One 256-element block of an activation row for the K-quants (GGML's
  * Q8_K): x[i] ~= d * qs[i], d = max / -127 for the element of largest
  * magnitude (kept as a float), bsums[j] = sum of qs[16 j .. 16 j + 15]
- * (the K-quants' mins and offsets need only these sums). qs first and the
- * block 64-byte aligned so SIMD loads never split a cache line. */
+ * and bsum32[j] = bsums[2 j] + bsums[2 j + 1] (the K-quants' mins and
+ * offsets need only these sums). qs first and the block 64-byte aligned so
+ * SIMD loads never split a cache line (bsum32 fits in that padding). */
 struct cpu_q8k {
 	int8_t qs[256];
 	int16_t bsums[16];
+	int16_t bsum32[8];
 	float d;
 } __attribute__((aligned(64)));
 

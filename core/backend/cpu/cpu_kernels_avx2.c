@@ -492,6 +492,7 @@ static TGT void quantize_q8k(const float *x, struct cpu_q8k *q, int64_t k)
 			t = _mm256_hadd_epi32(t, t);
 			q->bsums[i / 16] = (int16_t)_mm256_extract_epi32(t, 0);
 			q->bsums[i / 16 + 1] = (int16_t)_mm256_extract_epi32(t, 4);
+			q->bsum32[i / 32] = (int16_t)(q->bsums[i / 16] + q->bsums[i / 16 + 1]);
 		}
 		q->d = amax > 0.0f ? 1.0f / iscale : 0.0f;
 	}

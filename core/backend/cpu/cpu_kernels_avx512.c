@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cpu_kernels.h"
+#include "cpu_packed.h"
 #include "model/quant.h"
 
 #pragma GCC optimize("fp-contract=off")
@@ -319,34 +320,7 @@ AVX512_MATMUL(mm_q4_K, B_Q4_K)
 AVX512_MATMUL(mm_q5_K, B_Q5_K)
 AVX512_MATMUL(mm_q6_K, B_Q6_K)
 
-/* ---- Q4_K in the packed layout: 16 weight rows side by side ---- */
-
-/* One super-block of a group of 16 rows (2368 bytes; 2304 as GGUF has it):
- *   [0, 2048)     4-byte words, word (8 p + g) * 16 + c = bytes qs[32 p + 4 g, +4)
- *                 of row c: low nibbles elements 64 p + 4 g + (0..3)
- *                 (sub-block 2 p), high nibbles 32 further (sub-block 2 p + 1)
- *   [2048, 2176)  the 6-bit scale of sub-block s of row c at 16 s + c
- *   [2176, 2304)  the mins, likewise
- *   [2304, 2336)  d of the 16 rows (fp16), [2336, 2368) dmin
- * so that one vector holds 4 elements of 16 rows: vpdpbusd against one
- * broadcast word of the activations gives 16 outputs at once, and a
- * sub-block's scale is one multiply across the 16 rows (the GGUF layout
- * needs a shuffle of the scales and a horizontal sum per row instead). */
-#define PK_BLOCK 2368
-#define PK_SC 2048
-#define PK_MIN 2176
-#define PK_D 2304
-#define PK_DMIN 2336
-
-/* One super-block of a group of 16 Q6_K rows (3360 bytes, as in GGUF):
- *   [0, 2048)     word t * 16 + c = bytes ql[4 t, +4) of row c
- *   [2048, 3072)  word u * 16 + c = bytes qh[4 u, +4) of row c
- *   [3072, 3328)  the scale of sub-block s of row c at 16 s + c
- *   [3328, 3360)  d of the 16 rows (fp16) */
-#define P6_BLOCK 3360
-#define P6_QH 2048
-#define P6_SC 3072
-#define P6_D 3328
+/* ---- Q4_K and Q6_K in the packed layouts of cpu_packed.h ---- */
 
 static size_t x_pack_size(int kind, int64_t k, int nc)
 {
@@ -394,160 +368,92 @@ static void x_pack(int kind, int64_t k, const void *w, size_t wrb, int nc, void 
 			}
 }
 
-static TGT INL __m512i bcast32(const void *p)
-{
-	int32_t v;
-	memcpy(&v, p, 4);
-	return _mm512_set1_epi32(v);
-}
-
 /* 16 weight rows (one packed group) against R activation rows. Per row and
  * super-block: the integer dot of each sub-block (exact), times its scale
  * in float, in sub-block order; the mins' term; times the row's d. */
 static TGT INL void q4_K_packed_rows(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
                                      size_t ys)
 {
-	const __m512i lo = _mm512_set1_epi8(0x0F), hi = _mm512_set1_epi8((char)0xF0);
 	__m512 acc[MAXR];
 #pragma GCC unroll 8
 	for (int r = 0; r < R; r++)
 		acc[r] = _mm512_setzero_ps();
 	for (int64_t b = 0; b < nb; b++, w += PK_BLOCK) {
-		__m512 tmp[MAXR];
-		for (int i = 0; i < PK_BLOCK; i += 64)
-			_mm_prefetch((const char *)w + PF_AHEAD + i, _MM_HINT_T0);
-		__m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + PK_D)));
-		__m512 mv = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + PK_DMIN)));
+		__m512 tmp[MAXR], dv = pk_f16x16(w + PK_D);
+		pk_prefetch(w + PF_AHEAD, PK_BLOCK);
 #pragma GCC unroll 8
 		for (int r = 0; r < R; r++)
 			tmp[r] = _mm512_setzero_ps();
 #pragma GCC unroll 8
 		for (int j = 0; j < 8; j++) {
-			/* the high nibbles are taken as 16 q: their scale carries 1/16 */
-			const uint8_t *q = w + (j / 2) * 512;
-			__m512i mask = j & 1 ? hi : lo, wq[8];
-			__m512 sc = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
-			                                      _mm_loadu_si128((const __m128i *)(w + PK_SC + 16 * j)))));
-			if (j & 1)
-				sc = _mm512_mul_ps(sc, _mm512_set1_ps(1.0f / 16));
-#pragma GCC unroll 8
-			for (int g = 0; g < 8; g++)
-				wq[g] = _mm512_and_si512(_mm512_loadu_si512((const void *)(q + 64 * g)), mask);
+			__m512i wq[8];
+			__m512 sc = pk_q4_sub(w, j, dv, wq);
 #pragma GCC unroll 8
 			for (int r = 0; r < R; r++) {
-				const int8_t *xq = xrow(x, xs, r, b)->qs + 32 * j;
+				const int8_t *xq = pk_xrow(x, xs, r, b)->qs + 32 * j;
 				__m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();
 #pragma GCC unroll 4
 				for (int g = 0; g < 4; g++) {
-					d0 = _mm512_dpbusd_epi32(d0, wq[g], bcast32(xq + 4 * g));
-					d1 = _mm512_dpbusd_epi32(d1, wq[g + 4], bcast32(xq + 16 + 4 * g));
+					d0 = _mm512_dpbusd_epi32(d0, wq[g], pk_bcast32(xq + 4 * g));
+					d1 = _mm512_dpbusd_epi32(d1, wq[g + 4], pk_bcast32(xq + 16 + 4 * g));
 				}
 				tmp[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d0, d1)), sc, tmp[r]);
 			}
 		}
-		/* mins: min j (twice, as two 16-bit halves) meets the sums of
-		 * elements [32 j, +16) and [32 j + 16, +16) in one vpdpwssd */
-		__m512i mp[8];
+		__m512i mp[4];
+		pk_q4_mins(w, mp);
+		__m512 mv = pk_f16x16(w + PK_DMIN);
 #pragma GCC unroll 8
-		for (int j = 0; j < 8; j++) {
-			__m512i m = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(w + PK_MIN + 16 * j)));
-			mp[j] = _mm512_or_si512(m, _mm512_slli_epi32(m, 16));
-		}
-#pragma GCC unroll 8
-		for (int r = 0; r < R; r++) {
-			const struct cpu_q8k *xb = xrow(x, xs, r, b);
-			__m512i ms = _mm512_setzero_si512();
-#pragma GCC unroll 8
-			for (int j = 0; j < 8; j++)
-				ms = _mm512_dpwssd_epi32(ms, mp[j], bcast32(xb->bsums + 2 * j));
-			tmp[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), mv, tmp[r]);
-			acc[r] = _mm512_fmadd_ps(tmp[r], _mm512_set1_ps(xb->d), acc[r]);
-		}
+		for (int r = 0; r < R; r++)
+			acc[r] = pk_q4_close(mp, mv, pk_xrow(x, xs, r, b), tmp[r], acc[r]);
 	}
 #pragma GCC unroll 8
 	for (int r = 0; r < R; r++)
 		_mm512_storeu_ps(y + (size_t)r * ys, acc[r]);
 }
 
-/* 16 Q6_K rows (one packed group) against R activation rows. A half
- * (128 elements) is four quarters of 32; bytes ql[l] and ql[32 + l] hold
- * the low 4 bits of elements l, 64 + l and 32 + l, 96 + l, and qh[l] the
- * top 2 bits of l, 32 + l, 64 + l, 96 + l. Per row and super-block: the
- * integer dot of each 16-element sub-block of the values 0..63, times its
- * scale in float; the offset 32 through the sums of the activations;
- * times the row's d. */
+/* 16 Q6_K rows (one packed group) against R activation rows: per row and
+ * super-block, the integer dot of each 16-element sub-block of the values
+ * 0..63, times its scale in float, in the order pk_q6_step visits them;
+ * the offset 32 through the activations' sums; times the row's d. */
 static TGT INL void q6_K_packed_rows(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
                                      size_t ys)
 {
-	const __m512i low = _mm512_set1_epi8(0x0F), m33 = _mm512_set1_epi8(0x33);
 	__m512 acc[MAXR];
 #pragma GCC unroll 8
 	for (int r = 0; r < R; r++)
 		acc[r] = _mm512_setzero_ps();
 	for (int64_t b = 0; b < nb; b++, w += P6_BLOCK) {
-		__m512 tmp[MAXR];
-		for (int i = 0; i < P6_BLOCK; i += 64)
-			_mm_prefetch((const char *)w + PF_AHEAD + i, _MM_HINT_T0);
-		__m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + P6_D)));
+		__m512 tmp[MAXR], dv = pk_f16x16(w + P6_D);
+		pk_prefetch(w + PF_AHEAD, P6_BLOCK);
 #pragma GCC unroll 8
 		for (int r = 0; r < R; r++)
 			tmp[r] = _mm512_setzero_ps();
-		/* half h, elements l in [16 e, +16) of each quarter; quarters 0 and 2
-		 * from bytes ql[l] (step 0), 1 and 3 from ql[32 + l] (step 1) */
-		for (int h = 0; h < 2; h++)
-			for (int e = 0; e < 2; e++)
-#pragma GCC unroll 2
-				for (int st = 0; st < 2; st++) {
-					__m512i va[4], vb[4];
-#pragma GCC unroll 4
-					for (int g = 0; g < 4; g++) {
-						__m512i ql = _mm512_loadu_si512((const void *)(w + (16 * h + 8 * st + 4 * e + g) * 64));
-						__m512i qh = _mm512_loadu_si512((const void *)(w + P6_QH + (8 * h + 4 * e + g) * 64));
-						/* the two top bits of this step's two quarters at bits 0-1 and 4-5 */
-						qh = _mm512_and_si512(st ? _mm512_srli_epi16(qh, 2) : qh, m33);
-						/* (a & 0x0F) | (b & 0xF0), b's bits 6-7 being 0 */
-						va[g] = _mm512_ternarylogic_epi32(ql, _mm512_slli_epi16(qh, 4), low, 0xE4);
-						vb[g] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(ql, 4), qh, low, 0xE4);
-					}
-					int qa = st, qb = st + 2; /* the quarters */
-					int sa = 8 * h + 2 * qa + e, sb = 8 * h + 2 * qb + e;
-					__m512 sca = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-					                                       _mm_loadu_si128((const __m128i *)(w + P6_SC + 16 * sa)))));
-					__m512 scb = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-					                                       _mm_loadu_si128((const __m128i *)(w + P6_SC + 16 * sb)))));
 #pragma GCC unroll 8
-					for (int r = 0; r < R; r++) {
-						const int8_t *xq = xrow(x, xs, r, b)->qs + 128 * h + 16 * e;
-						__m512i da = _mm512_setzero_si512(), db = _mm512_setzero_si512();
+		for (int step = 0; step < 8; step++) {
+			__m512i va[4], vb[4];
+			int sa, sb;
+			__m512 sca, scb;
+			pk_q6_step(w, step, dv, va, vb, &sa, &sb, &sca, &scb);
+#pragma GCC unroll 8
+			for (int r = 0; r < R; r++) {
+				const int8_t *xq = pk_xrow(x, xs, r, b)->qs;
+				__m512i da = _mm512_setzero_si512(), db = _mm512_setzero_si512();
 #pragma GCC unroll 4
-						for (int g = 0; g < 4; g++) {
-							da = _mm512_dpbusd_epi32(da, va[g], bcast32(xq + 32 * qa + 4 * g));
-							db = _mm512_dpbusd_epi32(db, vb[g], bcast32(xq + 32 * qb + 4 * g));
-						}
-						tmp[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(da), sca, tmp[r]);
-						tmp[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(db), scb, tmp[r]);
-					}
+				for (int g = 0; g < 4; g++) {
+					da = _mm512_dpbusd_epi32(da, va[g], pk_bcast32(xq + 16 * sa + 4 * g));
+					db = _mm512_dpbusd_epi32(db, vb[g], pk_bcast32(xq + 16 * sb + 4 * g));
 				}
-		/* the offset: scales 2 j and 2 j + 1 as the 16-bit halves of a lane
-		 * meet the sums of sub-blocks 2 j and 2 j + 1 in one vpdpwssd */
-		__m512i sp[8];
-#pragma GCC unroll 8
-		for (int j = 0; j < 8; j++) {
-			__m512i s0 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(w + P6_SC + 32 * j)));
-			__m512i s1 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(w + P6_SC + 32 * j + 16)));
-			sp[j] = _mm512_or_si512(_mm512_and_si512(s0, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(s1, 16));
+				tmp[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(da), sca, tmp[r]);
+				tmp[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(db), scb, tmp[r]);
+			}
 		}
+		__m512i sp[8];
+		pk_q6_offsets(w, sp);
 		__m512 d32 = _mm512_mul_ps(dv, _mm512_set1_ps(32.0f));
 #pragma GCC unroll 8
-		for (int r = 0; r < R; r++) {
-			const struct cpu_q8k *xb = xrow(x, xs, r, b);
-			__m512i ms = _mm512_setzero_si512();
-#pragma GCC unroll 8
-			for (int j = 0; j < 8; j++)
-				ms = _mm512_dpwssd_epi32(ms, sp[j], bcast32(xb->bsums + 2 * j));
-			tmp[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), d32, tmp[r]);
-			acc[r] = _mm512_fmadd_ps(tmp[r], _mm512_set1_ps(xb->d), acc[r]);
-		}
+		for (int r = 0; r < R; r++)
+			acc[r] = pk_q6_close(sp, d32, pk_xrow(x, xs, r, b), tmp[r], acc[r]);
 	}
 #pragma GCC unroll 8
 	for (int r = 0; r < R; r++)
@@ -735,6 +641,8 @@ static TGT void x_quantize_q8k(const float *x, struct cpu_q8k *q, int64_t k)
 			_mm_storeu_si128((__m128i *)(q->qs + i), _mm512_cvtsepi32_epi8(v));
 			q->bsums[i / 16] = (int16_t)_mm512_reduce_add_epi32(v);
 		}
+		for (int j = 0; j < 8; j++)
+			q->bsum32[j] = (int16_t)(q->bsums[2 * j] + q->bsums[2 * j + 1]);
 		q->d = amax > 0.0f ? 1.0f / iscale : 0.0f;
 	}
 }

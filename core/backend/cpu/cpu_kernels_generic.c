@@ -53,6 +53,8 @@ static void quantize_q8k(const float *x, struct cpu_q8k *q, int64_t k)
 				s += q->qs[16 * j + i];
 			q->bsums[j] = (int16_t)s;
 		}
+		for (int j = 0; j < 8; j++)
+			q->bsum32[j] = (int16_t)(q->bsums[2 * j] + q->bsums[2 * j + 1]);
 		q->d = amax > 0.0f ? 1.0f / iscale : 0.0f;
 	}
 }
