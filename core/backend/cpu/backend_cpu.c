@@ -242,7 +242,7 @@ int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipp
 	be->anc = malloc((size_t)be->n_threads * o->n_ctx * sizeof(int32_t));
 	be->tp = skipper_threadpool_new(be->n_threads);
 	be->lw = calloc(L, sizeof *be->lw);
-	if (!be->lw || !be->norm_attn || !be->norm_ffn || !be->norm_out || !be->k_cache ||
+	if (!be->lw || !be->rope_freq || !be->norm_attn || !be->norm_ffn || !be->norm_out || !be->k_cache ||
 	    !be->v_cache || !be->h || !be->xn || !be->xq || !be->xqk || !be->q || !be->k || !be->v || !be->att ||
 	    !be->proj || !be->gate || !be->up || !be->rope_cs || !be->logits || !be->scores || !be->att_q || !be->att_o ||
 	    !be->anc || !be->tp || grow_scratch(be, CPU_CHUNK, err)) {
