@@ -21,8 +21,8 @@
 
 #pragma GCC optimize("fp-contract=off")
 
-#define TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
-#define INL __attribute__((always_inline)) inline
+#define TGT PK_TGT
+#define INL PK_INL
 #define MAXR 8 /* activation rows per pass over the weights */
 #ifndef PF_AHEAD
 #define PF_AHEAD 3072 /* bytes of weights prefetched ahead of the one in use */
@@ -35,11 +35,6 @@ static TGT INL float hsum16(__m512 v)
 	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
 	s = _mm_add_ss(s, _mm_movehdup_ps(s));
 	return _mm_cvtss_f32(s);
-}
-
-static TGT INL const struct cpu_q8k *xrow(const char *x, size_t xs, int r, int64_t b)
-{
-	return (const struct cpu_q8k *)(x + (size_t)r * xs) + b;
 }
 
 /* Q4_K / Q5_K scales and mins of one super-block: sc16 gets the 8 scales as
@@ -125,7 +120,7 @@ static TGT INL void q45_K_rows(int five, int64_t nb, const uint8_t *w, const cha
 		__m512 dw = _mm512_set1_ps(_cvtsh_ss(d16)), dmw = _mm512_set1_ps(_cvtsh_ss(m16));
 #pragma GCC unroll 8
 		for (int r = 0; r < R; r++) {
-			const struct cpu_q8k *xb = xrow(x, xs, r, b);
+			const struct cpu_q8k *xb = pk_xrow(x, xs, r, b);
 			__m512i sumi = _mm512_dpwssd_epi32(_mm512_setzero_si512(),
 			                                   _mm512_maddubs_epi16(q0, _mm512_load_si512((const void *)xb->qs)), s0);
 			sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q1, _mm512_load_si512((const void *)(xb->qs + 64))), s1);
@@ -191,7 +186,7 @@ static TGT INL void q6_K_rows(int64_t nb, const struct skipper_block_q6_K *w, co
 		__m512 dw = _mm512_set1_ps(_cvtsh_ss(w[b].d));
 #pragma GCC unroll 8
 		for (int r = 0; r < R; r++) {
-			const struct cpu_q8k *xb = xrow(x, xs, r, b);
+			const struct cpu_q8k *xb = pk_xrow(x, xs, r, b);
 			__m256i corr = _mm256_madd_epi16(sc16, _mm256_load_si256((const __m256i *)xb->bsums));
 			__m512i sumi = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_zextsi256_si512(_mm256_slli_epi32(corr, 5)));
 			sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q0, _mm512_load_si512((const void *)xb->qs)), s0);
@@ -404,8 +399,10 @@ static TGT INL void q4_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 		pk_q4_mins(w, mp);
 		__m512 mv = pk_f16x16(w + PK_DMIN);
 #pragma GCC unroll 8
-		for (int r = 0; r < R; r++)
-			acc[r] = pk_q4_close(mp, mv, pk_xrow(x, xs, r, b), tmp[r], acc[r]);
+		for (int r = 0; r < R; r++) {
+			const struct cpu_q8k *xb = pk_xrow(x, xs, r, b);
+			acc[r] = pk_close(mp, 4, xb->bsum32, mv, xb, tmp[r], acc[r]);
+		}
 	}
 #pragma GCC unroll 8
 	for (int r = 0; r < R; r++)
@@ -452,8 +449,10 @@ static TGT INL void q6_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 		pk_q6_offsets(w, sp);
 		__m512 d32 = _mm512_mul_ps(dv, _mm512_set1_ps(32.0f));
 #pragma GCC unroll 8
-		for (int r = 0; r < R; r++)
-			acc[r] = pk_q6_close(sp, d32, pk_xrow(x, xs, r, b), tmp[r], acc[r]);
+		for (int r = 0; r < R; r++) {
+			const struct cpu_q8k *xb = pk_xrow(x, xs, r, b);
+			acc[r] = pk_close(sp, 8, xb->bsums, d32, xb, tmp[r], acc[r]);
+		}
 	}
 #pragma GCC unroll 8
 	for (int r = 0; r < R; r++)

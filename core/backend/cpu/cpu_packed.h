@@ -87,8 +87,8 @@ static PK_TGT PK_INL __m512 pk_q4_sub(const uint8_t *w, int j, __m512 dv, __m512
 }
 
 /* the mins: mins 2 i and 2 i + 1, as the 16-bit halves of a lane, meet
- * the activation sums of elements [64 i, +32) and [64 i + 32, +32) in one
- * vpdpwssd */
+ * the activation sums of elements [64 i, +32) and [64 i + 32, +32) (bsum32)
+ * in one vpdpwssd of pk_close */
 static PK_TGT PK_INL void pk_q4_mins(const uint8_t *w, __m512i mp[4])
 {
 #pragma GCC unroll 4
@@ -99,16 +99,17 @@ static PK_TGT PK_INL void pk_q4_mins(const uint8_t *w, __m512i mp[4])
 	}
 }
 
-/* A row's super-block done: tmp (the scaled sub-block dots) less dmin *
- * mins . sums, times the row's d, onto acc. */
-static PK_TGT PK_INL __m512 pk_q4_close(const __m512i mp[4], __m512 mv, const struct cpu_q8k *xb, __m512 tmp,
-                                        __m512 acc)
+/* A row's super-block done: tmp (the scaled sub-block dots) less scale *
+ * (pairs . sums: n vpdpwssd of the 16-bit pairs of mins or scales against
+ * the row's pairs of sums), times the row's d, onto acc. */
+static PK_TGT PK_INL __m512 pk_close(const __m512i *pairs, int n, const int16_t *sums, __m512 scale,
+                                     const struct cpu_q8k *xb, __m512 tmp, __m512 acc)
 {
 	__m512i ms = _mm512_setzero_si512();
-#pragma GCC unroll 4
-	for (int i = 0; i < 4; i++)
-		ms = _mm512_dpwssd_epi32(ms, mp[i], pk_bcast32(xb->bsum32 + 2 * i));
-	tmp = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), mv, tmp);
+#pragma GCC unroll 8
+	for (int i = 0; i < n; i++)
+		ms = _mm512_dpwssd_epi32(ms, pairs[i], pk_bcast32(sums + 2 * i));
+	tmp = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), scale, tmp);
 	return _mm512_fmadd_ps(tmp, _mm512_set1_ps(xb->d), acc);
 }
 
@@ -139,7 +140,8 @@ static PK_TGT PK_INL void pk_q6_step(const uint8_t *w, int step, __m512 dv, __m5
 }
 
 /* the offset 32: scales 2 j and 2 j + 1 as the 16-bit halves of a lane
- * meet the sums of sub-blocks 2 j and 2 j + 1 in one vpdpwssd */
+ * meet the sums of sub-blocks 2 j and 2 j + 1 (bsums) in one vpdpwssd of
+ * pk_close */
 static PK_TGT PK_INL void pk_q6_offsets(const uint8_t *w, __m512i sp[8])
 {
 #pragma GCC unroll 8
@@ -148,17 +150,6 @@ static PK_TGT PK_INL void pk_q6_offsets(const uint8_t *w, __m512i sp[8])
 		__m512i s1 = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(w + P6_SC + 32 * j + 16)));
 		sp[j] = _mm512_or_si512(_mm512_and_si512(s0, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(s1, 16));
 	}
-}
-
-static PK_TGT PK_INL __m512 pk_q6_close(const __m512i sp[8], __m512 d32, const struct cpu_q8k *xb, __m512 tmp,
-                                        __m512 acc)
-{
-	__m512i ms = _mm512_setzero_si512();
-#pragma GCC unroll 8
-	for (int j = 0; j < 8; j++)
-		ms = _mm512_dpwssd_epi32(ms, sp[j], pk_bcast32(xb->bsums + 2 * j));
-	tmp = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms), d32, tmp);
-	return _mm512_fmadd_ps(tmp, _mm512_set1_ps(xb->d), acc);
 }
 
 #endif
