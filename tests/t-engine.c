@@ -419,12 +419,13 @@ static void lookup_lossless(const int32_t *prompt, int n_prompt)
 /* A clock for the guard that counts modelled work instead of seconds, so
  * that what it decides does not depend on the machine or its load: a pass
  * costs 0.1 (embedding and head) plus, per sub-layer that runs, 1 / (2
- * n_layer) for its first row and a quarter of that for each other row (a
- * CPU's verify curve is about that shape). */
+ * n_layer) for its first row and `row` (a quarter unless a test says
+ * otherwise: a CPU's verify curve is about that shape) of that for each
+ * other row. */
 struct work_clock {
 	struct skipper_backend_ops ops;
 	const struct skipper_backend_ops *real;
-	double t;
+	double t, row;
 };
 static struct work_clock wclock;
 
@@ -433,7 +434,7 @@ static int counted_forward(struct skipper_backend *be, const struct skipper_forw
 	int n_layer = be->model->hp.n_layer, runs = 0;
 	for (int l = 0; l < n_layer; l++)
 		runs += (!fw->skip_attn || !fw->skip_attn[l]) + (!fw->skip_mlp || !fw->skip_mlp[l]);
-	wclock.t += 0.1 + runs / (2.0 * n_layer) * (1 + 0.25 * (fw->n - 1));
+	wclock.t += 0.1 + runs / (2.0 * n_layer) * (1 + wclock.row * (fw->n - 1));
 	return wclock.real->forward(be, fw, e);
 }
 
@@ -450,6 +451,7 @@ static void work_clock_on(struct run *r)
 	wclock.ops = *r->be->ops;
 	wclock.ops.forward = counted_forward;
 	wclock.t = 0;
+	wclock.row = 0.25;
 	r->be->ops = &wclock.ops;
 	skipper_engine_set_clock(r->eng, work_now, &wclock);
 }
@@ -508,6 +510,65 @@ static void step_follows(const int32_t *prompt, int n_prompt)
 	   c->step_seconds);
 	work_clock_off(&r);
 	run_close(&r);
+}
+
+/* Lookup's guard, on a prompt whose greedy continuation repeats what it
+ * already holds (copying that pays): with extra rows at a quarter of a
+ * step it never pauses and beats plain steps on the work clock; with extra
+ * rows dearer than a whole step (where no acceptance pays, and the
+ * engine's cost curve does not know it) lookup learns what passes cost
+ * from its first rounds (or its guard pauses it) and ends within a tenth
+ * of plain decoding, while unguarded lookup drafts on. The output stays
+ * AR's. */
+static double work_run(const int32_t *prompt, int n_prompt, int lookup, int guard, double row,
+                       struct skipper_run_stats *st, struct toks *got)
+{
+	struct skipper_gen_params gp = { .max_tokens = 128, .seed = 1 };
+	struct run r;
+
+	next_lookup = lookup;
+	run_open(&r, NULL);
+	next_lookup = 0;
+	work_clock_on(&r);
+	wclock.row = row;
+	skipper_engine_set_guard(r.eng, guard);
+	if (generate(&r, prompt, n_prompt, &gp, got, st))
+		BAIL("generation failed");
+	work_clock_off(&r);
+	run_close(&r);
+	return wclock.t;
+}
+
+static void lookup_guard(const int32_t *prompt, int n_prompt)
+{
+	struct skipper_run_stats st;
+	struct toks ref, got;
+	int32_t rep[64];
+	int n = 0;
+
+	work_run(prompt, n_prompt, 0, 0, 0.25, &st, &ref);
+	for (int i = 0; i < n_prompt && n < 16; i++)
+		rep[n++] = prompt[i];
+	for (int i = 0; i < ref.n && n < 64; i++)
+		rep[n++] = ref.t[i];
+	for (int dear = 0; dear < 2; dear++) {
+		double row = dear ? 1.5 : 0.25, t_ar = work_run(rep, n, 0, 0, row, &st, &ref);
+		double t = work_run(rep, n, 1, 1, row, &st, &got);
+		ok(got.n == ref.n && !memcmp(got.t, ref.t, ref.n * sizeof *ref.t), "guarded lookup == AR (rows at %.2f)",
+		   row);
+		if (!dear) {
+			ok(st.backoffs == 0 && st.lookup_accepted >= st.lookup_drafted / 2 && t < 0.75 * t_ar,
+			   "copying that pays is never paused (%d pauses, %d / %d accepted, %.1f vs AR %.1f work)", st.backoffs,
+			   st.lookup_accepted, st.lookup_drafted, t, t_ar);
+		} else {
+			struct skipper_run_stats st2;
+			double t_free = work_run(rep, n, 1, 0, row, &st2, &got);
+			ok(t < 1.1 * t_ar && 2 * st.lookup_drafted < st2.lookup_drafted,
+			   "verification dearer than its tokens stops lookup within a few rounds (%d pauses, %d drafted; %.1f "
+			   "work, unguarded %d drafted, %.1f, AR %.1f)",
+			   st.backoffs, st.lookup_drafted, t, st2.lookup_drafted, t_free, t_ar);
+		}
+	}
 }
 
 /* ---- state captures for policies ---- */
@@ -809,22 +870,25 @@ int main(void)
 	/* whether a model's text repeats itself depends on its numerics: one of the two is enough */
 	ok(lookup_drafted > 0 && lookup_accepted > 0, "lookup proposed and got tokens accepted (%d of %d)",
 	   lookup_accepted, lookup_drafted);
+	/* a model whose next token depends on the last one: greedy text cycles,
+	 * lookup's drafts are accepted or rejected often */
+	skipper_test_model_defaults(&o);
+	o.n_layer = 2;
+	o.seed = 5;
+	o.redundant[0] = o.redundant[1] = 1;
+	if (skipper_test_model_write(path, &o) || skipper_model_load(path, &model, &err) ||
+	    skipper_tokenizer_from_gguf(model->gguf, &tok, &err))
+		BAIL(err.msg);
+	int32_t lp[128];
+	int nl = lookup_prompt(skipper_tokenizer_find(tok, "h"), lp);
+	lookup_guard(lp, nl < 32 ? nl : 32);
 	if (!quick()) {
 		/* lookup's deterministic drafts under speculative sampling */
-		skipper_test_model_defaults(&o);
-		o.n_layer = 2;
-		o.seed = 5;
-		o.redundant[0] = o.redundant[1] = 1;
-		if (skipper_test_model_write(path, &o) || skipper_model_load(path, &model, &err) ||
-		    skipper_tokenizer_from_gguf(model->gguf, &tok, &err))
-			BAIL(err.msg);
-		int32_t lp[128];
-		int nl = lookup_prompt(skipper_tokenizer_find(tok, "h"), lp);
 		sampling_distribution(lp, nl, 0, 1);
 		sampling_distribution(lp, nl, 1, 1);
-		skipper_tokenizer_free(tok);
-		skipper_model_free(model);
 	}
+	skipper_tokenizer_free(tok);
+	skipper_model_free(model);
 	unlink(path);
 	return tap_done();
 }

@@ -213,9 +213,8 @@ int skipper_engine_costs(struct skipper_engine *e, const char *cache_path, const
 	return SKIPPER_OK;
 }
 
-/* Cost of a pass over n rows, in decode steps (past the measured range: the
- * last slope continues). */
-double engine_verify_cost(const struct skipper_engine *e, int n)
+/* The curve at n rows (past the measured range: the last slope continues). */
+static double curve(const struct skipper_engine *e, int n)
 {
 	const struct skipper_costs *c = &e->costs;
 	if (!e->have_costs)
@@ -224,4 +223,31 @@ double engine_verify_cost(const struct skipper_engine *e, int n)
 		return c->verify[n < 1 ? 1 : n];
 	double slope = c->n_max > 1 ? c->verify[c->n_max] - c->verify[c->n_max - 1] : 1.0;
 	return c->verify[c->n_max] + slope * (n - c->n_max);
+}
+
+/* Weight of the prior (the curve holds) in the row scale, in steps. */
+#define ROW_PRIOR 0.1
+
+/* Cost of a pass over n rows, in decode steps: the curve, its part above
+ * one step scaled by what such passes have cost lately against it. The
+ * curve was measured once, at a short context on a quiet machine; a long
+ * prompt (attention grows with it) or a busy core makes each extra row
+ * dearer than that, and the scale follows. */
+double engine_verify_cost(const struct skipper_engine *e, int n)
+{
+	double scale = (e->row_seen + ROW_PRIOR) / (e->row_model + ROW_PRIOR);
+	return 1.0 + scale * (curve(e, n) - 1.0);
+}
+
+void engine_learn_rows(struct skipper_engine *e, int rows, double sec)
+{
+	e->row_seen *= 0.97;
+	e->row_model *= 0.97;
+	/* a step: what plain rounds cost lately, else the curve's */
+	double step = e->plain_tok > 0 ? e->plain_sec / e->plain_tok : e->have_costs ? e->costs.step_seconds : 0;
+	if (rows < 2 || step <= 0 || sec <= 0)
+		return;
+	double seen = sec / step - 1.0;
+	e->row_seen += seen > 0 ? seen : 0;
+	e->row_model += curve(e, rows) - 1.0;
 }

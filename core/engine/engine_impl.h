@@ -80,6 +80,7 @@ struct skipper_engine {
 		int pause_len;     /* next pause, doubled by each failed probe */
 	} guard[2];
 	double plain_tok, plain_sec; /* recent plain rounds, decayed */
+	double row_seen, row_model;  /* extra steps of recent lookup passes: measured, and the curve's; decayed */
 	int no_guard;         /* skipper_engine_set_guard(e, 0) */
 	double (*clock)(void *ctx); /* skipper_engine_set_clock; NULL = engine_now */
 	void *clock_ctx;
@@ -127,8 +128,16 @@ int engine_draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, i
  * the policy (verify.c). */
 int engine_verify(struct skipper_engine *e, struct round_ctx *r, int n_draft, struct skipper_error *err);
 
-/* Cost of a full-model pass over n rows, in decode steps (costs.c). */
+/* Cost of a full-model pass over n rows, in decode steps, as passes cost
+ * now (costs.c). */
 double engine_verify_cost(const struct skipper_engine *e, int n);
+
+/* After every round: a round that was one verify pass over `rows` rows
+ * (lookup alone; 0 otherwise) took sec seconds. engine_verify_cost scales
+ * the curve's extra rows by what they cost, against plain steps; the
+ * evidence fades round by round, so a curve found too cheap once is tried
+ * again later (costs.c). */
+void engine_learn_rows(struct skipper_engine *e, int rows, double sec);
 
 /* The one full-model prefill of a request (prefill.c); see there. */
 int engine_prefill(struct skipper_engine *e, const int32_t *prompt, int n_prompt, int greedy, float *mean,

@@ -32,8 +32,11 @@ int lookup_propose(const int32_t *hist, int n, int min_ngram, int max_ngram, int
 
 double lookup_accept_rate(const struct lookup_stats *s, int n)
 {
-	/* prior: 3 of 4 proposed tokens accepted, worth 4 tokens of evidence */
-	return (s->hits[n][s->streak] + 3.0) / (s->tries[n][s->streak] + 4.0);
+	/* prior: half of the proposed tokens accepted, worth 2 tokens of
+	 * evidence. Replayed on the Spec-Bench token streams of the 1.5B, a
+	 * prior of 3 in 4 worth 4 tokens gave the same mean gain but lost up to
+	 * 8 % on short answers that copy nothing, before the evidence came in. */
+	return (s->hits[n][s->streak] + 1.0) / (s->tries[n][s->streak] + 2.0);
 }
 
 void lookup_record(struct lookup_stats *s, int n, int k, int accepted)

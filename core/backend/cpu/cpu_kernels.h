@@ -59,6 +59,8 @@ static inline int cpu_wact(int kind)
 	return kind <= CPU_W_BF16 ? CPU_ACT_F32 : kind >= CPU_W_Q4_K ? CPU_ACT_Q8K : CPU_ACT_Q8;
 }
 
+#define CPU_MAX_HEAD_DIM 256
+
 struct cpu_kernels {
 	const char *name;
 	cpu_matmul_fn matmul[CPU_W_N];
@@ -66,7 +68,8 @@ struct cpu_kernels {
 	void (*quantize_q8)(const float *x, struct cpu_q8 *q, int64_t k);
 	/* Quantize k floats (multiple of 256) into k/256 blocks. */
 	void (*quantize_q8k)(const float *x, struct cpu_q8k *q, int64_t k);
-	/* Attention over f16 K/V rows of length d (a multiple of 8), for nq
+	/* Attention over f16 K/V rows of length d (a multiple of 8, at most
+	 * CPU_MAX_HEAD_DIM), for nq
 	 * queries or outputs of d floats each, stored one after the other.
 	 * Every score and every output element is computed by the same
 	 * operations in the same order whatever nq and n (and however a caller

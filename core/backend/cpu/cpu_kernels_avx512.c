@@ -513,26 +513,75 @@ static TGT INL void scores_g(const float *q, int G, const uint16_t *k, int d, fl
 		s[(size_t)g * ss] = hsum16(acc[g]) * scale;
 }
 
+/* The 16 sums of a[0..15] in one vector, each in hsum16's order (lane i
+ * plus lane i + 8, then + 4, + 2, + 1), so that a score is the same bits
+ * whichever path computed it. The pairing leaves sum 4t + L of the a in
+ * lane 4L + t: callers pass the keys in that order. */
+static TGT INL __m512 hsum16x16(const __m512 *a)
+{
+	__m512 b[8], c[4], d[2];
+#pragma GCC unroll 8
+	for (int i = 0; i < 8; i++)
+		b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x44),
+		                     _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xee));
+#pragma GCC unroll 4
+	for (int i = 0; i < 4; i++)
+		c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0x88),
+		                     _mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0xdd));
+#pragma GCC unroll 2
+	for (int i = 0; i < 2; i++)
+		d[i] = _mm512_add_ps(_mm512_shuffle_ps(c[2 * i], c[2 * i + 1], 0x44),
+		                     _mm512_shuffle_ps(c[2 * i], c[2 * i + 1], 0xee));
+	return _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xdd));
+}
+
+/* Scores of every query against nk <= 16 keys, the keys widened once into
+ * kf: per query 16 running sums, one reduction and one store instead of a
+ * horizontal sum and a store per key. */
+static TGT INL void scores_16(const float *q, int nq, const uint16_t *k, int nk, int ks, int d, float scale,
+                              float *s, int ss, float *kf)
+{
+	for (int j = 0; j < 16; j++) /* key 4L + t in slot 4t + L (see hsum16x16) */
+		for (int e = 0; e < d; e += 16) {
+			int key = (j & 3) * 4 + (j >> 2);
+			_mm512_storeu_ps(kf + (size_t)j * d + e,
+			                 key < nk ? load_f16(k + (size_t)key * ks + e, tail16(d - e)) : _mm512_setzero_ps());
+		}
+	for (int g = 0; g < nq; g++) {
+		__m512 acc[16];
+#pragma GCC unroll 16
+		for (int j = 0; j < 16; j++)
+			acc[j] = _mm512_setzero_ps();
+		for (int e = 0; e < d; e += 16) {
+			__m512 qv = _mm512_maskz_loadu_ps(tail16(d - e), q + (size_t)g * d + e);
+#pragma GCC unroll 16
+			for (int j = 0; j < 16; j++)
+				acc[j] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(kf + (size_t)j * d + e), acc[j]);
+		}
+		_mm512_mask_storeu_ps(s + (size_t)g * ss, tail16(nk), _mm512_mul_ps(hsum16x16(acc), _mm512_set1_ps(scale)));
+	}
+}
+
 static TGT void x_attn_scores(const float *q, int nq, const uint16_t *k, int n, int ks, int d, float scale,
                               float *s, int ss)
 {
-	/* keys in tiles that stay in L1 while every query meets them */
-	for (int j0 = 0; j0 < n; j0 += 64) {
-		int j1 = n - j0 < 64 ? n : j0 + 64;
+	float kf[16 * CPU_MAX_HEAD_DIM];
+	int j = 0;
+	/* blocks of 16 keys while there are enough of them to fill one */
+	for (; n - j >= 8; j += 16)
+		scores_16(q, nq, k + (size_t)j * ks, n - j < 16 ? n - j : 16, ks, d, scale, s + j, ss, kf);
+	for (; j < n; j++)
 		for (int i = 0; i < nq; i += 4) {
 			const float *qi = q + (size_t)i * d;
-			float *si = s + (size_t)i * ss;
-			for (int j = j0; j < j1; j++) {
-				const uint16_t *kj = k + (size_t)j * ks;
-				switch (nq - i < 4 ? nq - i : 4) {
-				case 4: scores_g(qi, 4, kj, d, scale, si + j, ss); break;
-				case 3: scores_g(qi, 3, kj, d, scale, si + j, ss); break;
-				case 2: scores_g(qi, 2, kj, d, scale, si + j, ss); break;
-				default: scores_g(qi, 1, kj, d, scale, si + j, ss); break;
-				}
+			const uint16_t *kj = k + (size_t)j * ks;
+			float *si = s + (size_t)i * ss + j;
+			switch (nq - i < 4 ? nq - i : 4) {
+			case 4: scores_g(qi, 4, kj, d, scale, si, ss); break;
+			case 3: scores_g(qi, 3, kj, d, scale, si, ss); break;
+			case 2: scores_g(qi, 2, kj, d, scale, si, ss); break;
+			default: scores_g(qi, 1, kj, d, scale, si, ss); break;
 			}
 		}
-	}
 }
 
 /* G outputs of NCH 16-float pieces each held in registers over all n keys:
