@@ -16,7 +16,9 @@ me=bench-cpu
 root=$(cd "$(dirname "$0")/.." && pwd)
 models=smollm2-135m,qwen2.5-coder-0.5b,qwen2.5-coder-1.5b
 threads=2 reps=3 sizes=1,2,3,4,5,6,7,8,10,12,16
-llama_bin="${LLAMA_BIN:-/opt/llama/llama_cpp_python-0.3.36/vendor/llama.cpp/build-noamx/bin}"
+llama_default=/opt/llama/llama_cpp_python-0.3.36/vendor/llama.cpp/build-noamx/bin
+llama_built="${XDG_CACHE_HOME:-$HOME/.cache}/skipper/llama.cpp/llama_cpp_python-0.3.36/vendor/llama.cpp/build/bin"
+llama_bin="${LLAMA_BIN:-}"
 
 usage() {
 	cat <<EOF
@@ -28,7 +30,8 @@ usage: scripts/bench-cpu.sh [--models LIST] [--threads LIST] [--reps N] [--sizes
   --reps N          interleaved repetitions; the table shows the median (default $reps)
   --sizes LIST      verification sizes (default $sizes)
   --llama-bin DIR   llama.cpp's llama-bench (default \$LLAMA_BIN, else
-                    $llama_bin)
+                    $llama_default
+                    if present, else the build of scripts/build-llamacpp.sh)
 EOF
 }
 die() { echo "$me: $*" >&2; exit 1; }
@@ -49,6 +52,11 @@ while [ $# -gt 0 ]; do
 	esac
 done
 case $reps in '' | *[!0-9]* | 0) die "--reps: expected a positive number, got '$reps'" ;; esac
+if [ -z "$llama_bin" ]; then
+	for d in "$llama_default" "$llama_built"; do
+		[ -x "$d/llama-bench" ] && { llama_bin=$d; break; }
+	done
+fi
 [ -x "$llama_bin/llama-bench" ] || die "--llama-bin $llama_bin: no llama-bench (scripts/build-llamacpp.sh builds it)"
 [ -x "$root/tests/bench-verify" ] || die "$root/tests/bench-verify: not built (make -C $root tests/bench-verify)"
 command -v /usr/bin/time >/dev/null || die "needs GNU time (apt-get install time)"

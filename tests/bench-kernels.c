@@ -2,9 +2,11 @@
  *   bench-kernels [MB] [TYPE,...] [ISA,...]
  * For each weight type and instruction set the machine runs, multiplies a
  * weight matrix of MB megabytes (default 256: larger than the caches, as a
- * model's are) by 1, 2, 4, 8 and 16 activation rows and prints the weight
- * bytes streamed per second and the time relative to one row: the cost
- * curve of a verification pass, kernel by kernel. */
+ * model's are) by 1, 2, 3, 4, 6, 8 and 16 activation rows and prints the
+ * weight bytes streamed per second and the time relative to one row: the
+ * cost curve of a verification pass, kernel by kernel. A table that keeps a
+ * kind in a layout of its own (cpu_kernels.pack) gets a second line,
+ * ISA+pk, over that layout: what a model's matmuls run. */
 #include "build-config.h"
 
 #include <stdio.h>
@@ -29,7 +31,7 @@ int main(int argc, char **argv)
 		{ "q8_0", SKIPPER_Q8_0 }, { "q4_0", SKIPPER_Q4_0 }, { "q4_1", SKIPPER_Q4_1 }, { "f16", SKIPPER_F16 },
 	};
 	static const char *const isas[] = { "generic", "avx2", "avx512" };
-	static const int rows[] = { 1, 2, 4, 8, 16 };
+	static const int rows[] = { 1, 2, 3, 4, 6, 8, 16 };
 	double mb = argc > 1 ? atof(argv[1]) : 256;
 	const char *want_t = argc > 2 ? argv[2] : "q4_k,q6_k,q5_0,q8_0,q4_1", *want_i = argc > 3 ? argv[3] : "avx2,avx512";
 	const int64_t k = 1536;
@@ -43,7 +45,7 @@ int main(int argc, char **argv)
 			continue;
 		int type = types[t].type, kind = cpu_wkind(type), act = cpu_wact(kind);
 		size_t wrb = skipper_dtype_row_bytes(type, k);
-		int nc = (int)(mb * 1e6 / (double)wrb);
+		int nc = (int)(mb * 1e6 / (double)wrb) / CPU_PACK_ROWS * CPU_PACK_ROWS;
 		uint8_t *w = malloc(wrb * (size_t)nc);
 		float row[1536], *x = malloc(sizeof(float) * k * 16), *y = malloc(sizeof(float) * (size_t)nc * 16);
 		size_t xs = act == CPU_ACT_Q8K ? (k / 256) * sizeof(struct cpu_q8k)
@@ -67,23 +69,38 @@ int main(int argc, char **argv)
 				else
 					memcpy(xq + xs * r, x + r * k, xs);
 			}
-			printf("%-6s %-8s", types[t].name, isas[i]);
-			double t1 = 0;
-			for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
-				const void *xin = act == CPU_ACT_F32 ? (const void *)xq : xq;
-				double best = 1e9;
-				for (int rep = 0; rep < 3; rep++) {
-					double t0 = now();
-					kt->matmul[kind](k, w, wrb, nc, xin, xs, rows[ri], y, (size_t)nc);
-					double dt = now() - t0;
-					best = dt < best ? dt : best;
+			size_t psize = kt->pack_size ? kt->pack_size(kind, k, nc) : 0;
+			for (int packed = 0; packed <= (psize > 0); packed++) {
+				const uint8_t *wm = w;
+				size_t wmrb = wrb;
+				cpu_matmul_fn mm = kt->matmul[kind];
+				uint8_t *pk = NULL;
+				if (packed) {
+					if (!(pk = malloc(psize)))
+						break;
+					kt->pack(kind, k, w, wrb, nc, pk);
+					wm = pk;
+					wmrb = psize / (size_t)nc;
+					mm = kt->matmul_packed[kind];
 				}
-				if (ri == 0)
-					t1 = best;
-				printf("  %12.2f %4.2f", (double)wrb * nc / best / 1e9, best / t1);
+				printf("%-6s %-8s", types[t].name, packed ? "+pk" : isas[i]);
+				double t1 = 0;
+				for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
+					double best = 1e9;
+					for (int rep = 0; rep < 3; rep++) {
+						double t0 = now();
+						mm(k, wm, wmrb, nc, xq, xs, rows[ri], y, (size_t)nc);
+						double dt = now() - t0;
+						best = dt < best ? dt : best;
+					}
+					if (ri == 0)
+						t1 = best;
+					printf("  %12.2f %4.2f", (double)wrb * nc / best / 1e9, best / t1);
+				}
+				printf("\n");
+				fflush(stdout);
+				free(pk);
 			}
-			printf("\n");
-			fflush(stdout);
 		}
 		free(w);
 		free(x);

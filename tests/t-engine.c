@@ -512,6 +512,51 @@ static void step_follows(const int32_t *prompt, int n_prompt)
 	run_close(&r);
 }
 
+/* A cached curve with a point timed while something else ran (6 rows at
+ * 16.5 steps) is read back bounded: no pass costs more than two smaller
+ * ones that make it up, and the curve stays non-decreasing. */
+static void curve_bounded(void)
+{
+	char path[] = "/tmp/skipper-t-engine-costs-XXXXXX", line[256];
+	int fd = mkstemp(path);
+	const struct skipper_costs *c;
+	struct run r;
+	FILE *in, *out;
+	char *text = NULL;
+	size_t len = 0;
+
+	close(fd);
+	run_open(&r, NULL);
+	if (skipper_engine_costs(r.eng, path, &c, &err)) /* measures, writes the cache */
+		BAIL(err.msg);
+	run_close(&r);
+	if (!(in = fopen(path, "r")) || !(out = open_memstream(&text, &len)))
+		BAIL("cannot rewrite the cost cache");
+	while (fgets(line, sizeof line, in))
+		fputs(strncmp(line, "verify 6 ", 9) ? line : "verify 6 16.5\n", out);
+	fclose(in);
+	fclose(out);
+	if (!(out = fopen(path, "w")))
+		BAIL("cannot rewrite the cost cache");
+	fputs(text, out);
+	fclose(out);
+	free(text);
+	run_open(&r, NULL);
+	if (skipper_engine_costs(r.eng, path, &c, &err))
+		BAIL(err.msg);
+	int sub = c->n_max >= 6, mono = 1;
+	for (int n = 2; n <= c->n_max; n++) {
+		mono = mono && c->verify[n] >= c->verify[n - 1];
+		for (int a = 1; a <= n / 2; a++)
+			sub = sub && c->verify[n] <= c->verify[a] + c->verify[n - a] + 1e-12;
+	}
+	ok(sub && c->verify[6] < 16.5 && mono,
+	   "a cached curve's outlier is bounded by smaller passes (6 rows: %.3f steps, 3 rows: %.3f)", c->verify[6],
+	   c->verify[3]);
+	run_close(&r);
+	unlink(path);
+}
+
 /* Lookup's guard, on a prompt whose greedy continuation repeats what it
  * already holds (copying that pays): with extra rows at a quarter of a
  * step it never pauses and beats plain steps on the work clock; with extra
@@ -853,6 +898,8 @@ int main(void)
 		lookup_lossless(prompt, (int)n_prompt);
 		guard_pauses(prompt, (int)n_prompt);
 		step_follows(prompt, (int)n_prompt);
+		if (d == 0)
+			curve_bounded();
 		state_captures(prompt, (int)n_prompt);
 		if (d == 0 && quick()) {
 			diag("SKIPPER_TEST_QUICK: sampling distribution not tested");

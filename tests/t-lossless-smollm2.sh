@@ -14,7 +14,7 @@ fi
 d="$top_srcdir/tests/data"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-echo "1..6"
+echo "1..7"
 "$top_builddir/skipper" bench --data "$d/specbench-20.jsonl" --max-tokens 32 --warmup 0 \
 	--policies "none,$d/policies/light.ini,$d/policies/heavy.ini,$d/policies/threshold.ini,$d/policies/tree.ini" \
 	--set model.path="$model" --set model.threads=2 --set model.backend="$backend" --out "$out/r" \
@@ -37,3 +37,14 @@ for p in light heavy threshold tree; do
 done
 drafted=$(grep -c '"drafted":[1-9]' "$out/r.jsonl")
 [ "$drafted" -gt 0 ] && echo "ok $n - policies drafted tokens ($drafted runs)" || echo "not ok $n - nothing drafted"
+n=$((n + 1))
+# the JSONL carries each run's token ids: every policy's output ids equal
+# none's, prompt by prompt (one distinct pair per prompt), none empty
+pairs=$(sed -n 's/^{"id":"\([^"]*\)".*"prompt_ids":\[[0-9][0-9,]*\],"output_ids":\(\[[0-9][0-9,]*\]\)}$/\1 \2/p' "$out/r.jsonl")
+lines=$(printf '%s\n' "$pairs" | grep -c .)
+distinct=$(printf '%s\n' "$pairs" | sort -u | grep -c .)
+if [ "$lines" = 100 ] && [ "$distinct" = 20 ]; then
+	echo "ok $n - JSONL token ids: 100 runs, one output per prompt"
+else
+	echo "not ok $n - JSONL token ids: $lines runs with ids, $distinct distinct (prompt, output) pairs"
+fi

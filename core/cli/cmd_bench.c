@@ -48,6 +48,16 @@ static int on_token(void *user, int32_t t)
 	return cli_interrupted != 0;
 }
 
+/* Token ids as a JSON array (a new reference; NULL on no memory, which
+ * json_pack then reports as a failed pack). */
+static json_t *id_array(const int32_t *ids, int n)
+{
+	json_t *a = json_array();
+	for (int i = 0; a && i < n; i++)
+		json_array_append_new(a, json_integer(ids[i]));
+	return a;
+}
+
 static int index_of(char **list, int n, const char *s)
 {
 	for (int i = 0; i < n; i++)
@@ -348,8 +358,10 @@ static int run_prompt(struct bench_run *b, int pi, int measured)
 		add(&rep->cells[v * (rep->n_categories + 1) + k], &st, mismatch);
 		add(&rep->cells[v * (rep->n_categories + 1) + rep->n_categories], &st, mismatch);
 		if (b->jsonl) {
-			json_t *j = json_pack("{s:s, s:s, s:s, s:b, s:o}", "id", pr->id, "category", pr->category, "policy",
-			                      b->vars[v].label, "matches_baseline", !mismatch, "stats", cli_stats_json(&st));
+			json_t *j = json_pack("{s:s, s:s, s:s, s:b, s:o, s:o, s:o}", "id", pr->id, "category", pr->category,
+			                      "policy", b->vars[v].label, "matches_baseline", !mismatch, "stats",
+			                      cli_stats_json(&st), "prompt_ids", id_array(ids, (int)n_ids), "output_ids",
+			                      id_array(b->cur.tok, b->cur.n));
 			json_dumpf(j, b->jsonl, JSON_COMPACT);
 			fputc('\n', b->jsonl);
 			json_decref(j);

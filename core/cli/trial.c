@@ -24,6 +24,10 @@ int cli_trial(void *ctx, const struct skipper_trial *t, struct skipper_trial_res
 		gp.max_tokens = t->max_tokens;
 	if ((rc = skipper_engine_new(s->be, s->tok, NULL, &e, err)))
 		return rc;
+	/* a trial measures the mask itself: a guard that paused a slow mask
+	 * would hide how slow it is, and would make the drafted and accepted
+	 * counts (the expected objective) depend on the machine's load */
+	skipper_engine_set_guard(e, 0);
 	if (!t->autoregressive)
 		skipper_engine_set_fixed_plan(e, t->skip_attn, t->skip_mlp, t->max_draft > 0 ? t->max_draft : 4,
 		                              t->threshold);

@@ -5,22 +5,28 @@
  * see HACKING.md) can reuse the rest and give the same bits. Included by
  * cpu_kernels_avx512.c.
  *
- * Q4_K, one super-block of a group of 16 rows (2368 bytes; 2304 as GGUF
- * has them):
- *   [0, 2048)     4-byte words, word (8 p + g) * 16 + c = bytes qs[32 p + 4 g, +4)
+ * Q4_K, one super-block of a group of 16 rows (2368 bytes, 37 cache lines;
+ * 2304 as GGUF has them):
+ *   [0, 32)       d of the 16 rows (fp16), [32, 64) dmin
+ *   [64, 192)     the 6-bit scale of sub-block s of row c at 64 + 16 s + c
+ *   [192, 320)    the mins, likewise
+ *   [320, 2368)   4-byte words, word (8 p + g) * 16 + c = bytes qs[32 p + 4 g, +4)
  *                 of row c: low nibbles elements 64 p + 4 g + (0..3)
  *                 (sub-block 2 p), high nibbles 32 further (sub-block 2 p + 1)
- *   [2048, 2176)  the 6-bit scale of sub-block s of row c at 16 s + c
- *   [2176, 2304)  the mins, likewise
- *   [2304, 2336)  d of the 16 rows (fp16), [2336, 2368) dmin
- * Q6_K, likewise (3360 bytes, as in GGUF):
- *   [0, 2048)     word t * 16 + c = bytes ql[4 t, +4) of row c
- *   [2048, 3072)  word u * 16 + c = bytes qh[4 u, +4) of row c
- *   [3072, 3328)  the scale of sub-block s of row c at 16 s + c
- *   [3328, 3360)  d of the 16 rows (fp16)
+ * Q6_K, likewise (3392 bytes, 53 lines; 3360 as GGUF has them):
+ *   [0, 32)       d of the 16 rows (fp16), [32, 64) zero
+ *   [64, 320)     the scale of sub-block s of row c at 64 + 16 s + c
+ *   [320, 3392)   lines of 16 words, word c of a line = 4 bytes of row c: the
+ *                 ql and qh words in the order pk_q6_step reads them
+ *                 (p6_ql_line, p6_qh_line)
  *   (in each half of 128 elements, GGUF's bytes ql[l] and ql[32 + l] hold
  *   the low 4 bits of elements l, 64 + l and 32 + l, 96 + l, and qh[l]
  *   the top 2 bits of l, 32 + l, 64 + l, 96 + l, l < 32)
+ * Both are read front to back, one cache line after the other, and a
+ * block is a whole number of lines, so no load splits a line. On an AMD
+ * EPYC (Zen 4) a Q6_K layout read out of order within each block (ql
+ * lines 0-3, 8-11, 4-7, ...) streamed at half the bandwidth of an
+ * in-order one: the hardware prefetcher follows ascending lines.
  * One vector holds 4 elements of 16 rows (also the layout of an AMX B
  * tile): vpdpbusd against one broadcast word of the activations gives 16
  * outputs at once, and a sub-block's scale is one multiply across the 16
@@ -38,26 +44,45 @@
 #define PK_INL __attribute__((always_inline)) inline
 
 #define PK_BLOCK 2368
-#define PK_SC 2048
-#define PK_MIN 2176
-#define PK_D 2304
-#define PK_DMIN 2336
+#define PK_D 0
+#define PK_DMIN 32
+#define PK_SC 64
+#define PK_MIN 192
+#define PK_QS 320
 
-#define P6_BLOCK 3360
-#define P6_QH 2048
-#define P6_SC 3072
-#define P6_D 3328
+#define P6_BLOCK 3392
+#define P6_D 0
+#define P6_SC 64
+#define P6_Q 320
+
+/* The line of a Q6_K block that holds ql word t (bytes ql[4 t, +4)) and qh
+ * word u of the 16 rows: per half h and element range e, the ql words of
+ * quarters 0/2 (st = 0), the qh words they share, then the ql words of
+ * quarters 1/3 (st = 1), as pk_q6_step visits them. */
+static inline int p6_ql_line(int t)
+{
+	int h = t / 16, st = t / 8 % 2, e = t / 4 % 2, g = t % 4;
+	return 12 * (2 * h + e) + 8 * st + g;
+}
+
+static inline int p6_qh_line(int u)
+{
+	int h = u / 8, e = u / 4 % 2, g = u % 4;
+	return 12 * (2 * h + e) + 4 + g;
+}
 
 static PK_TGT PK_INL const struct cpu_q8k *pk_xrow(const char *x, size_t xs, int r, int64_t b)
 {
 	return (const struct cpu_q8k *)(x + (size_t)r * xs) + b;
 }
 
+/* read through this type, the broadcast folds into the instruction that
+ * uses it (an EVEX {1to16} memory operand): no separate broadcast uop */
+typedef int32_t pk_i32u __attribute__((aligned(1), may_alias));
+
 static PK_TGT PK_INL __m512i pk_bcast32(const void *p)
 {
-	int32_t v;
-	memcpy(&v, p, 4);
-	return _mm512_set1_epi32(v);
+	return _mm512_set1_epi32(*(const pk_i32u *)p);
 }
 
 static PK_TGT PK_INL __m512 pk_f16x16(const uint8_t *p)
@@ -65,19 +90,12 @@ static PK_TGT PK_INL __m512 pk_f16x16(const uint8_t *p)
 	return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
 }
 
-/* the weights stream ahead of the arithmetic: every line of a block */
-static PK_TGT PK_INL void pk_prefetch(const uint8_t *p, int bytes)
-{
-	for (int i = 0; i < bytes; i += 64)
-		_mm_prefetch((const char *)p + i, _MM_HINT_T0);
-}
-
 /* Q4_K sub-block j of a group's super-block: wq[g] = its elements 4 g ..
  * 4 g + 3 of the 16 rows as bytes; returns the 16 rows' d * scale. The
  * high nibbles are left in place (16 q): their scale carries 1/16. */
 static PK_TGT PK_INL __m512 pk_q4_sub(const uint8_t *w, int j, __m512 dv, __m512i wq[8])
 {
-	const uint8_t *q = w + (j / 2) * 512;
+	const uint8_t *q = w + PK_QS + (j / 2) * 512;
 	__m512i mask = _mm512_set1_epi8(j & 1 ? (char)0xF0 : 0x0F);
 #pragma GCC unroll 8
 	for (int g = 0; g < 8; g++)
@@ -125,8 +143,8 @@ static PK_TGT PK_INL void pk_q6_step(const uint8_t *w, int step, __m512 dv, __m5
 	int h = step / 4, e = step / 2 % 2, st = step % 2;
 #pragma GCC unroll 4
 	for (int g = 0; g < 4; g++) {
-		__m512i ql = _mm512_loadu_si512((const void *)(w + (16 * h + 8 * st + 4 * e + g) * 64));
-		__m512i qh = _mm512_loadu_si512((const void *)(w + P6_QH + (8 * h + 4 * e + g) * 64));
+		__m512i ql = _mm512_loadu_si512((const void *)(w + P6_Q + p6_ql_line(16 * h + 8 * st + 4 * e + g) * 64));
+		__m512i qh = _mm512_loadu_si512((const void *)(w + P6_Q + p6_qh_line(8 * h + 4 * e + g) * 64));
 		/* the two top bits of this step's two quarters at bits 0-1 and 4-5 */
 		qh = _mm512_and_si512(st ? _mm512_srli_epi16(qh, 2) : qh, m33);
 		/* (a & 0x0F) | (b & 0xF0), b's bits 6-7 being 0 */
