@@ -6,7 +6,7 @@
  * weight bytes streamed per second and the time relative to one row: the
  * cost curve of a verification pass, kernel by kernel. A table that keeps a
  * kind in a layout of its own (cpu_kernels.pack) gets a second line,
- * ISA+pk, over that layout: what a model's matmuls run. */
+ * "+pk", over that layout: what a model's matmuls run. */
 #include "build-config.h"
 
 #include <stdio.h>

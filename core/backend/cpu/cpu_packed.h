@@ -36,7 +36,6 @@
 #define SKIPPER_CPU_PACKED_H
 
 #include <immintrin.h>
-#include <string.h>
 
 #include "cpu_kernels.h"
 
