@@ -77,7 +77,8 @@ static inline int p6_qh_line(int u)
  * for every line of the block PK_AHEAD blocks on, into L2, brings it to
  * 11.3. Passes of one or two rows stream at the memory's rate without
  * it, and one row lost a fifth with it (the prefetches compete with the
- * demand loads); into L1 (T0) it did not help at all. */
+ * demand loads); into L1 (T0) it did not help at all. The last blocks
+ * of a matrix ask for lines past its end: a prefetch never faults. */
 #define PK_PREFETCH_ROWS 3
 #define PK_AHEAD 3
 
