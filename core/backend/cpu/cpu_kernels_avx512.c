@@ -315,14 +315,26 @@ AVX512_MATMUL(mm_q4_K, B_Q4_K)
 AVX512_MATMUL(mm_q5_K, B_Q5_K)
 AVX512_MATMUL(mm_q6_K, B_Q6_K)
 
-/* ---- Q4_K and Q6_K in the packed layouts of cpu_packed.h ---- */
+/* ---- Q4_K, Q6_K and Q8_0 in the packed layouts of cpu_packed.h ---- */
+
+/* elements per packed block of a kind, and its bytes for 16 rows */
+static int x_pack_span(int kind, size_t *bytes)
+{
+	switch (kind) {
+	case CPU_W_Q4_K: *bytes = PK_BLOCK; return 256;
+	case CPU_W_Q6_K: *bytes = P6_BLOCK; return 256;
+	case CPU_W_Q8_0: *bytes = P8_BLOCK; return 64;
+	default: *bytes = 0; return 0;
+	}
+}
 
 static size_t x_pack_size(int kind, int64_t k, int nc)
 {
-	size_t bytes = kind == CPU_W_Q4_K ? PK_BLOCK : kind == CPU_W_Q6_K ? P6_BLOCK : 0;
-	if (!bytes || k % 256 || nc % CPU_PACK_ROWS)
+	size_t bytes;
+	int span = x_pack_span(kind, &bytes);
+	if (!span || k % span || nc % CPU_PACK_ROWS)
 		return 0;
-	return (size_t)(nc / CPU_PACK_ROWS) * (size_t)(k / 256) * bytes;
+	return (size_t)(nc / CPU_PACK_ROWS) * (size_t)(k / span) * bytes;
 }
 
 static void pack_q4_K(const struct skipper_block_q4_K *blk, int c, uint8_t *o)
@@ -348,19 +360,35 @@ static void pack_q6_K(const struct skipper_block_q6_K *blk, int c, uint8_t *o)
 	memset(o + P6_D + 32 + 2 * c, 0, 2); /* the padding, never read */
 }
 
+/* blocks 2 p and 2 p + 1 of row c */
+static void pack_q8_0(const struct skipper_block_q8_0 *blk, int c, uint8_t *o)
+{
+	for (int h = 0; h < 2; h++) {
+		for (int g = 0; g < 8; g++)
+			for (int i = 0; i < 4; i++)
+				o[P8_Q + 512 * h + (g * 16 + c) * 4 + i] = (uint8_t)(blk[h].qs[4 * g + i] ^ 0x80);
+		memcpy(o + P8_D + 32 * h + 2 * c, &blk[h].d, 2);
+	}
+}
+
 static void x_pack(int kind, int64_t k, const void *w, size_t wrb, int nc, void *out)
 {
-	int64_t nb = k / 256;
-	size_t bb = kind == CPU_W_Q4_K ? sizeof(struct skipper_block_q4_K) : sizeof(struct skipper_block_q6_K);
+	size_t bytes;
+	int64_t nb = k / x_pack_span(kind, &bytes);
+	size_t bb = kind == CPU_W_Q4_K   ? sizeof(struct skipper_block_q4_K)
+	            : kind == CPU_W_Q6_K ? sizeof(struct skipper_block_q6_K)
+	                                 : 2 * sizeof(struct skipper_block_q8_0);
 	uint8_t *o = out;
 	for (int c0 = 0; c0 < nc; c0 += CPU_PACK_ROWS)
-		for (int64_t b = 0; b < nb; b++, o += kind == CPU_W_Q4_K ? PK_BLOCK : P6_BLOCK)
+		for (int64_t b = 0; b < nb; b++, o += bytes)
 			for (int c = 0; c < CPU_PACK_ROWS; c++) {
 				const void *blk = (const char *)w + (size_t)(c0 + c) * wrb + (size_t)b * bb;
 				if (kind == CPU_W_Q4_K)
 					pack_q4_K(blk, c, o);
-				else
+				else if (kind == CPU_W_Q6_K)
 					pack_q6_K(blk, c, o);
+				else
+					pack_q8_0(blk, c, o);
 			}
 }
 
@@ -465,8 +493,50 @@ static TGT INL void q6_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 		_mm512_storeu_ps(y + (size_t)r * ys, acc[r]);
 }
 
-/* w at a group of 16 rows, wrb = a group's bytes / 16; nc a multiple of 16 */
-#define PACKED_MATMUL(NAME, ROWS)                                                                          \
+/* 16 Q8_0 rows (one packed group) against R activation rows: per row and
+ * 32-element block, the integer dot of q + 128 with the activations less
+ * 128 times their sum (exact), times the two d, onto the row's sums in
+ * block order. */
+static TGT INL void q8_0_packed_rows(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
+                                     size_t ys)
+{
+	__m512 acc[MAXR];
+#pragma GCC unroll 8
+	for (int r = 0; r < R; r++)
+		acc[r] = _mm512_setzero_ps();
+	for (int64_t b = 0; b < nb; b++, w += P8_BLOCK) {
+		if (R >= PK_PREFETCH_ROWS)
+			pk_prefetch(w, P8_BLOCK);
+#pragma GCC unroll 2
+		for (int h = 0; h < 2; h++) {
+			__m512i wq[8];
+#pragma GCC unroll 8
+			for (int g = 0; g < 8; g++)
+				wq[g] = _mm512_loadu_si512((const void *)(w + P8_Q + 512 * h + 64 * g));
+			__m512 dv = pk_f16x16(w + P8_D + 32 * h);
+#pragma GCC unroll 8
+			for (int r = 0; r < R; r++) {
+				const struct cpu_q8 *xb = (const struct cpu_q8 *)(x + (size_t)r * xs) + 2 * b + h;
+				__m512i d0 = _mm512_setzero_si512(), d1 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+				for (int g = 0; g < 4; g++) {
+					d0 = _mm512_dpbusd_epi32(d0, wq[g], pk_bcast32(xb->qs + 4 * g));
+					d1 = _mm512_dpbusd_epi32(d1, wq[g + 4], pk_bcast32(xb->qs + 16 + 4 * g));
+				}
+				__m512i dot = _mm512_sub_epi32(_mm512_add_epi32(d0, d1), _mm512_set1_epi32(128 * xb->sum));
+				acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dv, _mm512_set1_ps(xb->d)),
+				                         acc[r]);
+			}
+		}
+	}
+#pragma GCC unroll 8
+	for (int r = 0; r < R; r++)
+		_mm512_storeu_ps(y + (size_t)r * ys, acc[r]);
+}
+
+/* w at a group of 16 rows, wrb = a group's bytes / 16; nc a multiple of 16;
+ * SPAN elements per packed block */
+#define PACKED_MATMUL(NAME, ROWS, SPAN)                                                                    \
 	static TGT void NAME(int64_t k, const void *w, size_t wrb, int nc, const void *x, size_t xs, int nr, \
 	                     float *y, size_t ys)                                                             \
 	{                                                                                                     \
@@ -474,21 +544,22 @@ static TGT INL void q6_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 			const uint8_t *wr = (const uint8_t *)w + (size_t)c * wrb;                             \
 			int r = 0;                                                                            \
 			for (; r + MAXR <= nr; r += MAXR)                                                     \
-				ROWS(k / 256, wr, XR, xs, MAXR, YR, ys);                                      \
+				ROWS(k / SPAN, wr, XR, xs, MAXR, YR, ys);                                      \
 			switch (nr - r) {                                                                     \
-			case 7: ROWS(k / 256, wr, XR, xs, 7, YR, ys); break;                                  \
-			case 6: ROWS(k / 256, wr, XR, xs, 6, YR, ys); break;                                  \
-			case 5: ROWS(k / 256, wr, XR, xs, 5, YR, ys); break;                                  \
-			case 4: ROWS(k / 256, wr, XR, xs, 4, YR, ys); break;                                  \
-			case 3: ROWS(k / 256, wr, XR, xs, 3, YR, ys); break;                                  \
-			case 2: ROWS(k / 256, wr, XR, xs, 2, YR, ys); break;                                  \
-			case 1: ROWS(k / 256, wr, XR, xs, 1, YR, ys); break;                                  \
+			case 7: ROWS(k / SPAN, wr, XR, xs, 7, YR, ys); break;                                  \
+			case 6: ROWS(k / SPAN, wr, XR, xs, 6, YR, ys); break;                                  \
+			case 5: ROWS(k / SPAN, wr, XR, xs, 5, YR, ys); break;                                  \
+			case 4: ROWS(k / SPAN, wr, XR, xs, 4, YR, ys); break;                                  \
+			case 3: ROWS(k / SPAN, wr, XR, xs, 3, YR, ys); break;                                  \
+			case 2: ROWS(k / SPAN, wr, XR, xs, 2, YR, ys); break;                                  \
+			case 1: ROWS(k / SPAN, wr, XR, xs, 1, YR, ys); break;                                  \
 			}                                                                                     \
 		}                                                                                             \
 	}
 
-PACKED_MATMUL(mm_q4_K_packed, q4_K_packed_rows)
-PACKED_MATMUL(mm_q6_K_packed, q6_K_packed_rows)
+PACKED_MATMUL(mm_q4_K_packed, q4_K_packed_rows, 256)
+PACKED_MATMUL(mm_q6_K_packed, q6_K_packed_rows, 256)
+PACKED_MATMUL(mm_q8_0_packed, q8_0_packed_rows, 64)
 
 /* ---- attention ---- */
 
@@ -734,6 +805,7 @@ void cpu_kernels_avx512_fill(struct cpu_kernels *t)
 	t->pack = x_pack;
 	t->matmul_packed[CPU_W_Q4_K] = mm_q4_K_packed;
 	t->matmul_packed[CPU_W_Q6_K] = mm_q6_K_packed;
+	t->matmul_packed[CPU_W_Q8_0] = mm_q8_0_packed;
 }
 
 #endif

@@ -22,7 +22,14 @@
  *   (in each half of 128 elements, GGUF's bytes ql[l] and ql[32 + l] hold
  *   the low 4 bits of elements l, 64 + l and 32 + l, 96 + l, and qh[l]
  *   the top 2 bits of l, 32 + l, 64 + l, 96 + l, l < 32)
- * Both are read front to back, one cache line after the other, and a
+ * Q8_0, two 32-element blocks of a group of 16 rows (1088 bytes, 17 lines;
+ * 1088 as GGUF has them):
+ *   [0, 32)       d of block 2 p of the 16 rows (fp16), [32, 64) of 2 p + 1
+ *   [64, 576)     block 2 p: word g * 16 + c = bytes qs[4 g, +4) of row c,
+ *                 each flipped by 0x80 (q + 128, an unsigned byte: the
+ *                 128 comes off through the activations' block sum)
+ *   [576, 1088)   block 2 p + 1, likewise
+ * All three are read front to back, one cache line after the other, and a
  * block is a whole number of lines, so no load splits a line. On an AMD
  * EPYC (Zen 4) a Q6_K layout read out of order within each block (ql
  * lines 0-3, 8-11, 4-7, ...) streamed at half the bandwidth of an
@@ -48,6 +55,10 @@
 #define PK_SC 64
 #define PK_MIN 192
 #define PK_QS 320
+
+#define P8_BLOCK 1088
+#define P8_D 0
+#define P8_Q 64
 
 #define P6_BLOCK 3392
 #define P6_D 0
