@@ -536,25 +536,25 @@ static TGT INL void q8_0_packed_rows(int64_t nb, const uint8_t *w, const char *x
 
 /* w at a group of 16 rows, wrb = a group's bytes / 16; nc a multiple of 16;
  * SPAN elements per packed block */
-#define PACKED_MATMUL(NAME, ROWS, SPAN)                                                                    \
+#define PACKED_MATMUL(NAME, ROWS, SPAN)                                                                      \
 	static TGT void NAME(int64_t k, const void *w, size_t wrb, int nc, const void *x, size_t xs, int nr, \
-	                     float *y, size_t ys)                                                             \
-	{                                                                                                     \
-		for (int c = 0; c < nc; c += CPU_PACK_ROWS) {                                                  \
-			const uint8_t *wr = (const uint8_t *)w + (size_t)c * wrb;                             \
-			int r = 0;                                                                            \
-			for (; r + MAXR <= nr; r += MAXR)                                                     \
-				ROWS(k / SPAN, wr, XR, xs, MAXR, YR, ys);                                      \
-			switch (nr - r) {                                                                     \
-			case 7: ROWS(k / SPAN, wr, XR, xs, 7, YR, ys); break;                                  \
-			case 6: ROWS(k / SPAN, wr, XR, xs, 6, YR, ys); break;                                  \
-			case 5: ROWS(k / SPAN, wr, XR, xs, 5, YR, ys); break;                                  \
-			case 4: ROWS(k / SPAN, wr, XR, xs, 4, YR, ys); break;                                  \
-			case 3: ROWS(k / SPAN, wr, XR, xs, 3, YR, ys); break;                                  \
-			case 2: ROWS(k / SPAN, wr, XR, xs, 2, YR, ys); break;                                  \
-			case 1: ROWS(k / SPAN, wr, XR, xs, 1, YR, ys); break;                                  \
-			}                                                                                     \
-		}                                                                                             \
+	                     float *y, size_t ys)                                                            \
+	{                                                                                                    \
+		for (int c = 0; c < nc; c += CPU_PACK_ROWS) {                                                \
+			const uint8_t *wr = (const uint8_t *)w + (size_t)c * wrb;                            \
+			int r = 0;                                                                           \
+			for (; r + MAXR <= nr; r += MAXR)                                                    \
+				ROWS(k / SPAN, wr, XR, xs, MAXR, YR, ys);                                    \
+			switch (nr - r) {                                                                    \
+			case 7: ROWS(k / SPAN, wr, XR, xs, 7, YR, ys); break;                                \
+			case 6: ROWS(k / SPAN, wr, XR, xs, 6, YR, ys); break;                                \
+			case 5: ROWS(k / SPAN, wr, XR, xs, 5, YR, ys); break;                                \
+			case 4: ROWS(k / SPAN, wr, XR, xs, 4, YR, ys); break;                                \
+			case 3: ROWS(k / SPAN, wr, XR, xs, 3, YR, ys); break;                                \
+			case 2: ROWS(k / SPAN, wr, XR, xs, 2, YR, ys); break;                                \
+			case 1: ROWS(k / SPAN, wr, XR, xs, 1, YR, ys); break;                                \
+			}                                                                                    \
+		}                                                                                            \
 	}
 
 PACKED_MATMUL(mm_q4_K_packed, q4_K_packed_rows, 256)
