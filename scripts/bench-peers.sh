@@ -43,7 +43,8 @@ DIR/summary.csv, DIR/chart.svg and the raw logs under DIR/raw/.
   --draft-model NAME|FILE
                          draft model of llama-speculative (default
                          qwen2.5-coder-0.5b)
-  --policies LIST        skipper configurations: none, lookup, a policy NAME or
+  --policies LIST        skipper configurations: none, lookup, lookup-context
+                         (lookup without the corpus n-grams), a policy NAME or
                          NAME+lookup (the policy with context lookup beside it);
                          none is always run; a policy that has no profile for
                          the model is left out with a note (default: all of
@@ -134,7 +135,7 @@ for p in $policies; do
 	case $p in
 	none) continue ;;
 	'' | *[!A-Za-z0-9_.+-]* | +* | *+ | *+*+*) usage_error "--policies: bad item '$p' (none, lookup, NAME or NAME+lookup)" ;;
-	none+* | lookup+*) usage_error "--policies: bad item '$p' (NAME+lookup takes a policy NAME)" ;;
+	none+* | lookup+* | lookup-context+*) usage_error "--policies: bad item '$p' (NAME+lookup takes a policy NAME)" ;;
 	*+lookup) ;;
 	*+*) usage_error "--policies: bad item '$p' (only NAME+lookup combines)" ;;
 	esac
@@ -605,7 +606,7 @@ for p in $(echo "$skip_list" | tr ',' ' '); do
 	case " $probed_ok $probed_bad " in
 	*" $base "*) ;;
 	*)
-		if [ "$base" = lookup ]; then
+		if [ "$base" = lookup ] || [ "$base" = lookup-context ]; then
 			probed_ok="$probed_ok $base"
 		else
 			say "checking that policy $base starts on this model"
@@ -628,6 +629,10 @@ for p in $(echo "$skip_list" | tr ',' ' '); do
 	*+lookup)
 		printf '; bench-peers: policy %s with context lookup beside it\n[policy]\nname = %s\nlookup = yes\n' \
 			"$base" "$base" >"$out/configs/$p.ini"
+		items="$items,$out/configs/$p.ini" ;;
+	lookup-context)
+		printf '; bench-peers: context lookup without the corpus n-grams\n[policy]\nname = lookup\n[lookup]\nngrams = off\n' \
+			>"$out/configs/$p.ini"
 		items="$items,$out/configs/$p.ini" ;;
 	*) items="$items,$p" ;;
 	esac

@@ -375,6 +375,23 @@ static void draft_vocab_lossless(int32_t *prompt, int n_prompt)
  * output and the committed KV stay those of plain decoding. The prompt
  * repeats itself so that lookup has something to propose. */
 static int lookup_drafted, lookup_accepted; /* over both test models */
+static int ngram_drafted, ngram_accepted;
+
+/* Corpus n-grams for eng: after the n_ctx tokens ctx[i * n_ctx ..] comes
+ * next[i], with probability p. */
+static void ngrams_set(struct skipper_engine *eng, const int32_t *ctx, int n_ctx, const int32_t *next, int n, float p)
+{
+	int32_t c4[4 * 512];
+	uint8_t cn[512];
+	float pp[512];
+	for (int i = 0; i < n && i < 512; i++) {
+		memcpy(c4 + 4 * i, ctx + n_ctx * i, n_ctx * sizeof *ctx);
+		cn[i] = (uint8_t)n_ctx;
+		pp[i] = p;
+	}
+	if (skipper_engine_set_ngrams(eng, c4, cn, next, pp, n < 512 ? n : 512, &err))
+		BAIL(err.msg);
+}
 
 static void lookup_lossless(const int32_t *prompt, int n_prompt)
 {
@@ -391,18 +408,41 @@ static void lookup_lossless(const int32_t *prompt, int n_prompt)
 	run_open(&ar, NULL);
 	if (generate(&ar, rep, n, &gp, &ref, &st))
 		BAIL("AR generation failed");
-	for (int v = 0; v < 4; v++) {
-		struct tp_state p = { .n_layer = L, .k = v == 1 ? 2 : 4, .width = v == 3 ? 3 : 1 };
+	/* corpus n-grams: the pairs of the output itself (v = 4, 5: mostly
+	 * right) or each token followed by the next id (v = 6: mostly wrong) */
+	int32_t ctx[512], next[512];
+	int n_pairs = 0;
+	ctx[n_pairs] = rep[n - 1];
+	next[n_pairs++] = ref.t[0];
+	for (int i = 1; i < ref.n; i++, n_pairs++) {
+		ctx[n_pairs] = ref.t[i - 1];
+		next[n_pairs] = ref.t[i];
+	}
+	for (int v = 0; v < 7; v++) {
+		static const char *what[] = { " alone", " + chain draft", " + chain draft", " + tree draft",
+			                      " + corpus n-grams", " + corpus n-grams + tree draft",
+			                      " + wrong corpus n-grams" };
+		struct tp_state p = { .n_layer = L, .k = v == 1 ? 2 : 4, .width = v == 3 || v == 5 ? 3 : 1 };
 		mask_set(p.attn, v == 2 ? "1" : "0110", L);
 		mask_set(p.mlp, "0100", L);
 		next_lookup = 1;
-		run_open(&ssd, v == 0 ? NULL : &p);
+		run_open(&ssd, v == 0 || v == 4 || v == 6 ? NULL : &p);
 		next_lookup = 0;
+		if (v >= 4) {
+			int32_t wrong[512];
+			for (int i = 0; i < n_pairs; i++)
+				wrong[i] = (ctx[i] + 1) % model->hp.n_vocab;
+			ngrams_set(ssd.eng, ctx, 1, v == 6 ? wrong : next, n_pairs, 0.9f);
+		}
 		if (generate(&ssd, rep, n, &gp, &got, &st) == 0) {
 			ok(got.n == ref.n && !memcmp(got.t, ref.t, ref.n * sizeof *ref.t),
-			   "greedy lookup%s == AR (lookup %d / %d accepted, all drafts %d / %d)",
-			   v == 0 ? " alone" : v == 3 ? " + tree draft" : " + chain draft", st.lookup_accepted,
-			   st.lookup_drafted, st.accepted, st.drafted);
+			   "greedy lookup%s == AR (lookup %d / %d accepted, corpus %d / %d, all drafts %d / %d)", what[v],
+			   st.lookup_accepted, st.lookup_drafted, st.ngram_accepted, st.ngram_drafted, st.accepted,
+			   st.drafted);
+			if (v == 4 || v == 5) {
+				ngram_drafted += st.ngram_drafted;
+				ngram_accepted += st.ngram_accepted;
+			}
 			ok(same_kv(ar.be, ssd.be, skipper_engine_committed(ssd.eng)) &&
 			       skipper_engine_committed(ssd.eng) == skipper_engine_committed(ar.eng),
 			   "committed KV equals AR's (%d slots)", skipper_engine_committed(ssd.eng));
@@ -775,8 +815,22 @@ static int lookup_prompt(int32_t c, int32_t *out)
 	return n;
 }
 
+static int argmax(const float *p, int n)
+{
+	int best = 0;
+	for (int i = 1; i < n; i++)
+		if (p[i] > p[best])
+			best = i;
+	return best;
+}
+
+/* lookup: 1 = context lookup, 2 = context lookup and corpus n-grams that
+ * propose the most likely token after the previous one (a deterministic
+ * proposal from another source). */
 static void sampling_distribution(int32_t *prompt, int n_prompt, int width, int lookup)
 {
+	int32_t ng_ctx[512], ng_next[512];
+	int n_ng = 0;
 	int nv = model->hp.n_vocab, n_cells = 0, N = 4000, L = model->hp.n_layer;
 	struct skipper_test_cell cells[64];
 	float *p1 = malloc(nv * sizeof *p1), *p2 = malloc(nv * sizeof *p2), *p3 = malloc(nv * sizeof *p3);
@@ -791,6 +845,8 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width, int 
 	run_open(&ex, NULL);
 	memcpy(seq, prompt, n_prompt * sizeof *seq);
 	exact_next(ex.be, seq, n_prompt, p1);
+	ng_ctx[n_ng] = prompt[n_prompt - 1];
+	ng_next[n_ng++] = argmax(p1, nv);
 	/* Generation stops at an end-of-generation token: such a sequence is
 	 * shorter, padded with -1. */
 	for (int a = 0; a < nv; a++) {
@@ -802,6 +858,10 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width, int 
 		}
 		seq[n_prompt] = a;
 		exact_next(ex.be, seq, n_prompt + 1, p2);
+		if (n_ng < 512) {
+			ng_ctx[n_ng] = a;
+			ng_next[n_ng++] = argmax(p2, nv);
+		}
 		for (int b = 0; b < nv; b++) {
 			if (p2[b] <= 0)
 				continue;
@@ -837,11 +897,13 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width, int 
 				BAIL(err.msg);
 			skipper_engine_set_lookup(ssd.eng, &lk);
 			skipper_engine_set_guard(ssd.eng, 0);
+			if (lookup == 2)
+				ngrams_set(ssd.eng, ng_ctx, 1, ng_next, n_ng, 0.9f);
 		}
 		if (generate(&ssd, prompt, n_prompt, &gp, &got, &st))
 			break;
-		lk_drafted += st.lookup_drafted;
-		lk_accepted += st.lookup_accepted;
+		lk_drafted += lookup == 2 ? st.ngram_drafted : st.lookup_drafted;
+		lk_accepted += lookup == 2 ? st.ngram_accepted : st.lookup_accepted;
 		for (int k = got.n; k < SEQ; k++)
 			got.t[k] = -1;
 		for (int c = 0; c < n_cells; c++)
@@ -854,16 +916,18 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width, int 
 	}
 	run_close(&ssd);
 	chi = skipper_test_chi_square(cells, n_cells, N, &df);
-	const char *what = !width ? "lookup" : lookup ? "lookup or chain" : width > 1 ? "tree" : subset_n ? "subset-head chain" : "chain";
-	diag("%s sampling: %d cells, df %d, chi-square %.2f, %d outside, lookup tokens %d accepted of %d", what,
-	     n_cells, df, chi, outside, lk_accepted, lk_drafted);
+	const char *what = lookup == 2 ? (width ? "corpus n-grams or chain" : "corpus n-grams")
+	                   : !width ? "lookup" : lookup ? "lookup or chain" : width > 1 ? "tree" : subset_n ? "subset-head chain" : "chain";
+	diag("%s sampling: %d cells, df %d, chi-square %.2f, %d outside, %s tokens %d accepted of %d", what,
+	     n_cells, df, chi, outside, lookup == 2 ? "corpus" : "lookup", lk_accepted, lk_drafted);
 	/* 0.1% critical value ~ df + 3.1*sqrt(2 df) + 2 (Wilson-Hilferty bound is
 	 * tighter; this keeps the false-alarm rate below 1e-3 for df in 5..60) */
 	ok(df >= 3 && chi < df + 3.3 * sqrt(2.0 * df) + 3, "%s speculative sampling matches the model distribution",
 	   what);
 	if (lookup)
 		ok(lk_drafted > N / 2 && lk_accepted > lk_drafted / 5 && lk_accepted < lk_drafted * 4 / 5,
-		   "lookup drafted in most runs, both accepted and rejected (%d of %d)", lk_accepted, lk_drafted);
+		   "%s drafted in most runs, both accepted and rejected (%d of %d)",
+		   lookup == 2 ? "corpus n-grams" : "lookup", lk_accepted, lk_drafted);
 	is_int(outside, 0, "every sample is a sequence of the exact support");
 	free(p1);
 	free(p2);
@@ -917,6 +981,8 @@ int main(void)
 	/* whether a model's text repeats itself depends on its numerics: one of the two is enough */
 	ok(lookup_drafted > 0 && lookup_accepted > 0, "lookup proposed and got tokens accepted (%d of %d)",
 	   lookup_accepted, lookup_drafted);
+	ok(ngram_drafted > 0 && ngram_accepted > 0, "corpus n-grams of the output were drafted and accepted (%d of %d)",
+	   ngram_accepted, ngram_drafted);
 	/* a model whose next token depends on the last one: greedy text cycles,
 	 * lookup's drafts are accepted or rejected often */
 	skipper_test_model_defaults(&o);
@@ -933,6 +999,7 @@ int main(void)
 		/* lookup's deterministic drafts under speculative sampling */
 		sampling_distribution(lp, nl, 0, 1);
 		sampling_distribution(lp, nl, 1, 1);
+		sampling_distribution(lp, nl, 0, 2);
 	}
 	skipper_tokenizer_free(tok);
 	skipper_model_free(model);

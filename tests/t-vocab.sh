@@ -2,12 +2,15 @@
 # skipper vocab ranks a model's vocabulary over a corpus; [generate]
 # draft_vocab reads such a ranking (named, or found beside the model's
 # profiles) and drafts over its first N ids without changing the output;
-# bad rankings are errors naming the file and line. A generated model.
+# bad rankings are errors naming the file and line. skipper vocab --ngrams
+# counts what the model writes after each context, [lookup] ngrams drafts
+# from it (named, or found as ngrams.txt beside the profiles), again
+# without changing the output. A generated model.
 set -u
 sk="$top_builddir/skipper"
 t=$(mktemp -d "${TMPDIR:-/tmp}/t-vocab.XXXXXX") || exit 1
 trap 'rm -rf "$t"' EXIT
-echo "1..12"
+echo "1..22"
 
 "$top_builddir/tests/gen-model" --out "$t/tiny.gguf" --layers 4 --embd 64 --ff 128 --redundant 1 --vocab 256 \
 	--ctx 256 >/dev/null || { echo "Bail out! gen-model failed"; exit 1; }
@@ -76,3 +79,40 @@ fails 11 "a repeated id is an error naming file and line" "dup.txt:4: a repeated
 head -3 "$t/dup.txt" >"$t/short.txt"
 fails 12 "a ranking shorter than draft_vocab is an error" "2 token ids, \[generate\] draft_vocab asks for 40" \
 	$gen --set generate.draft_vocab=40 --set generate.draft_vocab_file="$t/short.txt"
+
+# corpus n-grams: what the model wrote, read back by lookup; the corpus
+# asks what the test asks below, twice, so every context came twice
+printf '%s\n' '{"question_id": 1, "category": "a", "turns": ["cats"]}' \
+	'{"question_id": 2, "category": "a", "turns": ["cats"]}' >"$t/p2.jsonl"
+check 13 "vocab --ngrams counts the generated text" $sk vocab $common --data "$t/p2.jsonl" --generate 24 \
+	--out "$t/v2.txt" --ngrams "$t/ng.txt"
+awk '/^#/ { h++; next } { if (NF < 4 || NF > 7 || $2 < 2 || $2 > $3) bad = 1; n++ } END { exit !(h == 2 && n > 0 && !bad) }' \
+	"$t/ng.txt" && grep -q "^# model .*2 prompts, [1-9][0-9]* tokens written" "$t/ng.txt" &&
+	echo "ok 14 - the n-gram file has its header and well-formed lines ($(grep -vc '^#' "$t/ng.txt"))" ||
+	{ head -4 "$t/ng.txt" | sed 's/^/# /'; echo "not ok 14 - the n-gram file is malformed"; }
+fails 15 "--ngrams without --generate" "needs --generate" $sk vocab $common --data "$t/p.jsonl" --out "$t/y.txt" \
+	--ngrams "$t/y.ng"
+[ ! -e "$t/y.txt" ] && [ ! -e "$t/y.ng" ] && echo "ok 16 - ... and writes nothing" || echo "not ok 16 - files left behind"
+
+# the model's own text as corpus: lookup drafts from it and the text stays plain decoding's
+lk="$sk generate $common -p cats -n 24 --stats --set policy.name=lookup --set policy.guard=no"
+check 17 "[lookup] ngrams names a file" $lk --set lookup.ngrams="$t/ng.txt"
+if [ -n "$plain" ] && [ "$(cat "$t/out")" = "$plain" ] &&
+	grep -q "of which corpus n-grams [1-9][0-9]* / " "$t/err"; then
+	echo "ok 18 - ... drafts from it and the text is plain decoding's ($(grep -o 'corpus n-grams [0-9]* / [0-9]*' "$t/err"))"
+else
+	sed 's/^/# /' "$t/err"; echo "not ok 18 - corpus n-gram drafts or text"
+fi
+cp "$t/ng.txt" "$t/bad.txt" && echo "5 3 2 1" >>"$t/bad.txt"
+fails 19 "a count above its total is an error naming file and line" \
+	"bad.txt:$(wc -l <"$t/bad.txt"): count must be 1..total" $lk --set lookup.ngrams="$t/bad.txt"
+fails 20 "a missing n-gram file is an error naming it" "\[lookup\] ngrams $t/none.txt" \
+	$lk --set lookup.ngrams="$t/none.txt"
+cp "$t/ng.txt" "$t/cache/profiles/tiny/ngrams.txt"
+$lk >/dev/null 2>"$t/err"
+grep -q "of which corpus n-grams [1-9][0-9]* / " "$t/err" &&
+	echo "ok 21 - the model's ngrams.txt beside its profiles is found by itself" ||
+	{ sed 's/^/# /' "$t/err"; echo "not ok 21 - ngrams.txt not found"; }
+$lk --set lookup.ngrams=off >/dev/null 2>"$t/err"
+grep -q "of which corpus n-grams 0 / 0" "$t/err" && echo "ok 22 - [lookup] ngrams = off drafts no n-grams" ||
+	{ sed 's/^/# /' "$t/err"; echo "not ok 22 - ngrams = off"; }

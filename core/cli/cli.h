@@ -69,6 +69,25 @@ int cli_engine_setup(struct cli_session *s, const struct skipper_config *cfg, co
  * ([generate] draft_vocab_file, else the model's draft-vocab.txt) as the
  * engine's draft head. Prints errors; returns an exit code. */
 int cli_load_draft_vocab(struct cli_session *s, const struct skipper_config *cfg, struct skipper_engine *e);
+/* [lookup] ngrams: off, a file, or auto (the model's ngrams.txt, found as
+ * cli_model_data_file does, if one exists) into the engine. Prints errors
+ * naming the file and line; returns an exit code. */
+int cli_load_ngrams(struct cli_session *s, const struct skipper_config *cfg, struct skipper_engine *e);
+/* The token streams skipper vocab --ngrams counts: prompts' tokens (pushed
+ * with generated = 0, after a -1 that starts each prompt) and what the
+ * model wrote after them (generated = 1). */
+struct ngram_corpus {
+	int32_t *tok;
+	uint8_t *gen;
+	size_t n, cap, n_generated;
+};
+/* Append one token; -1 when out of memory. */
+int ngram_corpus_push(struct ngram_corpus *c, int32_t tok, int generated);
+void ngram_corpus_free(struct ngram_corpus *c);
+/* The n-gram file of the corpus's generated tokens, atomically (a
+ * temporary file renamed). Prints errors; returns an exit code. */
+int ngram_file_write(const char *out, const struct ngram_corpus *c, const char *model, const char *data,
+                     int n_prompts);
 /* $SKIPPER_CACHE_DIR, else $XDG_CACHE_HOME/skipper, else ~/.cache/skipper,
  * with "/sub" appended unless sub is "", into buf. -1 if it does not fit. */
 int cli_cache_dir(char *buf, size_t n, const char *sub);
@@ -97,6 +116,13 @@ int cli_model_path(const struct skipper_config *cfg, char **path);
 /* Set by SIGINT/SIGTERM handlers the long-running commands install. */
 extern volatile sig_atomic_t cli_interrupted;
 void cli_install_signals(void);
+
+/* An atomic write of path: cli_atomic_open opens a temporary file beside
+ * it (NULL after printing "WHO: ..." on failure); cli_atomic_close closes
+ * it and renames it over path, or removes it and prints why. Returns an
+ * exit code; the temporary name is freed either way. */
+FILE *cli_atomic_open(const char *who, const char *path, char **tmp);
+int cli_atomic_close(const char *who, FILE *f, char *tmp, const char *path);
 
 /* The rest of f as a NUL-terminated string (caller frees); NULL when out
  * of memory. */

@@ -1,6 +1,8 @@
 /* skipper vocab: rank a model's vocabulary by frequency over a corpus, for
  * [generate] draft_vocab (draft passes that compute the LM head over the
- * most frequent tokens only); and loading such a ranking into an engine. */
+ * most frequent tokens only), and with --ngrams count what the model
+ * writes after each short context, for [lookup] ngrams (ngram_file.c);
+ * and loading such a ranking into an engine. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,16 +15,20 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: skipper vocab --data FILE.jsonl|FILE.txt --out FILE [--generate N] [--skip N] [--limit N]\n"
-	           "                     [-m MODEL] [-c FILE] [--set SECTION.KEY=VALUE]...\n"
+	fprintf(f, "usage: skipper vocab --data FILE.jsonl|FILE.txt --out FILE [--generate N] [--ngrams FILE]\n"
+	           "                     [--skip N] [--limit N] [-m MODEL] [-c FILE] [--set SECTION.KEY=VALUE]...\n"
 	           "Counts the model's tokens over the corpus (JSONL prompts with the chat template, or\n"
 	           "a text file) and, with --generate, over N tokens the model writes per prompt; writes\n"
-	           "the ids most frequent first, for [generate] draft_vocab.\n");
+	           "the ids most frequent first, for [generate] draft_vocab. --ngrams (JSONL, with\n"
+	           "--generate) also writes what the model wrote after each context of 1 to 4 tokens,\n"
+	           "for [lookup] ngrams.\n");
 }
 
 struct counts {
 	uint64_t *n;
 	uint64_t total;
+	struct ngram_corpus *ngrams; /* --ngrams: the generated tokens go here too */
+	int oom;
 };
 
 static int count_token(void *user, int32_t t)
@@ -31,6 +37,14 @@ static int count_token(void *user, int32_t t)
 	c->n[t]++;
 	c->total++;
 	return cli_interrupted != 0;
+}
+
+static int count_generated(void *user, int32_t t)
+{
+	struct counts *c = user;
+	if (c->ngrams && ngram_corpus_push(c->ngrams, t, 1))
+		c->oom = 1;
+	return count_token(user, t) || c->oom;
 }
 
 struct ranked {
@@ -52,39 +66,30 @@ static int write_ranking(const char *out, const struct cli_session *s, const cha
 {
 	int V = s->model->hp.n_vocab;
 	struct ranked *r = malloc(sizeof *r * (size_t)V);
-	char *tmp = malloc(strlen(out) + 32);
-	FILE *f = NULL;
+	char *tmp;
+	FILE *f;
 	int rc = EXIT_FAILURE_GENERIC;
 
-	if (!r || !tmp)
-		goto out;
+	if (!r)
+		return rc;
 	for (int i = 0; i < V; i++)
 		r[i] = (struct ranked){ c->n[i], i };
 	qsort(r, (size_t)V, sizeof *r, by_count);
-	sprintf(tmp, "%s.tmp%ld", out, (long)getpid());
-	if (!(f = fopen(tmp, "w"))) {
-		fprintf(stderr, "skipper vocab: %s: %s\n", tmp, strerror(errno));
+	if (!(f = cli_atomic_open("skipper vocab", out, &tmp)))
 		goto out;
-	}
 	fprintf(f, "# skipper draft vocabulary: token ids, most frequent first (id count); ties by lower id\n");
 	fprintf(f, "# model %s (%d tokens), corpus %s: %d prompts, %llu tokens counted%s\n", s->model->name, V, data,
 	        n_prompts, (unsigned long long)c->total, gen ? ", generated ones included" : "");
 	for (int i = 0; i < V; i++)
 		fprintf(f, "%d %llu\n", r[i].id, (unsigned long long)r[i].count);
-	if (fclose(f) != 0 || rename(tmp, out) != 0) {
-		fprintf(stderr, "skipper vocab: %s: %s\n", out, strerror(errno));
-		unlink(tmp);
-		goto out;
-	}
-	rc = EXIT_OK;
+	rc = cli_atomic_close("skipper vocab", f, tmp, out);
 out:
 	free(r);
-	free(tmp);
 	return rc;
 }
 
 struct vocab_args {
-	const char *data, *out;
+	const char *data, *out, *ngrams;
 	int gen, skip, limit;
 };
 
@@ -112,6 +117,8 @@ static int parse_args(int argc, char **argv, struct cli_common *c, struct vocab_
 			va->data = argv[++i];
 		else if (!strcmp(a, "--out"))
 			va->out = argv[++i];
+		else if (!strcmp(a, "--ngrams"))
+			va->ngrams = argv[++i];
 		else if (!strcmp(a, "--generate"))
 			va->gen = atoi(argv[++i]);
 		else if (!strcmp(a, "--skip"))
@@ -127,6 +134,10 @@ static int parse_args(int argc, char **argv, struct cli_common *c, struct vocab_
 	if (!va->data || !va->out || va->gen < 0 || va->skip < 0 || va->limit < 0) {
 		fprintf(stderr, "skipper vocab: --data and --out are required; counts are >= 0\n");
 		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (va->ngrams && va->gen <= 0) {
+		fprintf(stderr, "skipper vocab: --ngrams counts what the model writes: it needs --generate N\n");
 		return EXIT_USAGE;
 	}
 	return EXIT_OK;
@@ -186,14 +197,24 @@ static int count_corpus(struct cli_session *s, const struct vocab_args *va, cons
 		struct skipper_run_stats st;
 		if (cli_prompt_tokens(s, prompts[i].text, &ids, &n))
 			return EXIT_FAILURE_GENERIC;
-		for (size_t k = 0; k < n; k++)
+		for (size_t k = 0; k < n; k++) {
 			count_token(cnt, ids[k]);
-		if (va->gen > 0 && skipper_engine_generate(s->engine, ids, (int)n, &s->gen, count_token, cnt, &st, &err)) {
+			/* a -1 first: no context reaches back into the previous answer */
+			if (cnt->ngrams && ((k == 0 && ngram_corpus_push(cnt->ngrams, -1, 0)) ||
+			                    ngram_corpus_push(cnt->ngrams, ids[k], 0)))
+				cnt->oom = 1;
+		}
+		if (va->gen > 0 && !cnt->oom &&
+		    skipper_engine_generate(s->engine, ids, (int)n, &s->gen, count_generated, cnt, &st, &err)) {
 			fprintf(stderr, "skipper vocab: prompt %s: %s\n", prompts[i].id, err.msg);
 			free(ids);
 			return EXIT_FAILURE_GENERIC;
 		}
 		free(ids);
+		if (cnt->oom) {
+			fprintf(stderr, "skipper vocab: out of memory\n");
+			return EXIT_FAILURE_GENERIC;
+		}
 		++*n_used;
 		if (isatty(STDERR_FILENO))
 			fprintf(stderr, "\rskipper vocab: %d prompts, %llu tokens", *n_used, (unsigned long long)cnt->total);
@@ -211,6 +232,7 @@ int cmd_vocab(int argc, char **argv)
 	struct cli_session s = { 0 };
 	struct bench_prompt *prompts = NULL;
 	struct counts cnt = { 0 };
+	struct ngram_corpus ngrams = { 0 };
 	int n_prompts = 0, n_used = 0, help = 0, rc;
 	char *text = NULL;
 
@@ -219,6 +241,12 @@ int cmd_vocab(int argc, char **argv)
 	if ((rc = cli_load_config(&c, &cfg)))
 		goto done;
 	if ((rc = load_corpus(va.data, &prompts, &n_prompts, &text))) {
+		skipper_config_free(cfg);
+		goto done;
+	}
+	if (va.ngrams && !prompts) {
+		fprintf(stderr, "skipper vocab: --ngrams needs JSONL prompts for the model to answer, not a text\n");
+		rc = EXIT_USAGE;
 		skipper_config_free(cfg);
 		goto done;
 	}
@@ -232,12 +260,16 @@ int cmd_vocab(int argc, char **argv)
 	rc = EXIT_FAILURE_GENERIC;
 	if (!(cnt.n = calloc((size_t)s.model->hp.n_vocab, sizeof *cnt.n)))
 		goto done;
+	cnt.ngrams = va.ngrams ? &ngrams : NULL;
 	cli_install_signals();
 	if ((rc = count_corpus(&s, &va, text, prompts, n_prompts, &cnt, &n_used)))
 		goto done;
 	if ((rc = write_ranking(va.out, &s, va.data, n_used, va.gen, &cnt)) == EXIT_OK)
 		printf("%s\n", va.out);
+	if (!rc && va.ngrams && (rc = ngram_file_write(va.ngrams, &ngrams, s.model->name, va.data, n_used)) == EXIT_OK)
+		printf("%s\n", va.ngrams);
 done:
+	ngram_corpus_free(&ngrams);
 	free(cnt.n);
 	free(text);
 	if (prompts)

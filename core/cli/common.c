@@ -1,8 +1,11 @@
-/* Options and configuration loading shared by the model-using commands. */
+/* Options and configuration loading shared by the model-using commands,
+ * and the small file helpers they share (atomic writes, reading a file). */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "cli_policy.h"
@@ -140,6 +143,36 @@ int cli_load_config(const struct cli_common *c, struct skipper_config **out)
 	}
 	*out = cfg;
 	return EXIT_OK;
+}
+
+/* See cli.h. */
+FILE *cli_atomic_open(const char *who, const char *path, char **tmp)
+{
+	FILE *f;
+	if (!(*tmp = malloc(strlen(path) + 32))) {
+		fprintf(stderr, "%s: out of memory\n", who);
+		return NULL;
+	}
+	sprintf(*tmp, "%s.tmp%ld", path, (long)getpid());
+	if (!(f = fopen(*tmp, "w"))) {
+		fprintf(stderr, "%s: %s: %s\n", who, *tmp, strerror(errno));
+		free(*tmp);
+		*tmp = NULL;
+	}
+	return f;
+}
+
+/* See cli.h. */
+int cli_atomic_close(const char *who, FILE *f, char *tmp, const char *path)
+{
+	int rc = EXIT_OK;
+	if (fclose(f) != 0 || rename(tmp, path) != 0) {
+		fprintf(stderr, "%s: %s: %s\n", who, path, strerror(errno));
+		unlink(tmp);
+		rc = EXIT_FAILURE_GENERIC;
+	}
+	free(tmp);
+	return rc;
 }
 
 /* See cli.h. */

@@ -109,7 +109,7 @@ int cli_engine_setup(struct cli_session *s, const struct skipper_config *cfg, co
 	skipper_config_get_bool(cfg, "policy", "guard", &guard, NULL);
 	skipper_engine_set_guard(e, guard);
 	int rc = cli_load_draft_vocab(s, cfg, e);
-	if (rc)
+	if (rc || (lk.enable && (rc = cli_load_ngrams(s, cfg, e))))
 		return rc;
 	/* plain decoding needs no costs; everything that drafts sizes its
 	 * drafts and guards itself with them */

@@ -78,6 +78,7 @@ void skipper_engine_free(struct skipper_engine *e)
 	free(e->hist);
 	free(e->draft_ids);
 	free(e->sub_logits);
+	ngram_table_free(&e->ngrams);
 	free(e);
 }
 
@@ -138,6 +139,25 @@ void skipper_engine_set_lookup(struct skipper_engine *e, const struct skipper_lo
 		e->lk.min_ngram = 1;
 	if (e->lk.max_draft > MAX_DRAFT)
 		e->lk.max_draft = MAX_DRAFT;
+}
+
+int skipper_engine_set_ngrams(struct skipper_engine *e, const int32_t *ctx, const uint8_t *ctx_n,
+                              const int32_t *next, const float *p, int n, struct skipper_error *err)
+{
+	ngram_table_free(&e->ngrams);
+	e->ng_stats = (struct ngram_stats){ 0 };
+	if (n <= 0)
+		return SKIPPER_OK;
+	for (int i = 0; i < n; i++)
+		if (ctx_n[i] < 1 || ctx_n[i] > NGRAM_MAX_CTX || next[i] < 0 || next[i] >= e->n_vocab || !(p[i] > 0) ||
+		    p[i] > 1)
+			return skipper_fail(err, SKIPPER_ERR_ARG, "n-gram %d: context of %d tokens, next %d, p %g", i,
+			                    ctx_n[i], next[i], p[i]);
+	if (ngram_table_init(&e->ngrams, (size_t)n))
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory (%d n-grams)", n);
+	for (int i = 0; i < n; i++)
+		ngram_table_put(&e->ngrams, ctx + 4 * (size_t)i, ctx_n[i], next[i], p[i]);
+	return SKIPPER_OK;
 }
 
 int skipper_engine_new(struct skipper_backend *be, const struct skipper_tokenizer *tok,
@@ -358,7 +378,7 @@ static int guard_open(const struct skipper_engine *e, struct guard *g)
 static void guard_record(struct skipper_engine *e, struct guard *g, double tok, double sec,
                          struct skipper_run_stats *st)
 {
-	int lookup = g == &e->guard[GUARD_LOOKUP];
+	int lookup = g != &e->guard[GUARD_SKIP];
 	double plain = plain_rate(e), keep = lookup ? 0.9 : 0.75;
 	g->tok = keep * g->tok + tok;
 	g->sec = keep * g->sec + sec;
@@ -378,20 +398,57 @@ static void guard_record(struct skipper_engine *e, struct guard *g, double tok, 
 	}
 }
 
-/* The lookup proposal worth verifying on its own: the k that maximises
- * tokens per decode step, (1 + expected accepted) / cost of k + 1 rows,
- * and only when that beats a plain step. */
-static void lookup_plan(struct skipper_engine *e, int cap)
+/* The k of a proposal with per-token acceptance p[0..n) that maximises
+ * tokens per decode step, (1 + expected accepted) / cost of k + 1 rows;
+ * *value gets that rate, or 1.02 (a plain step with a margin) with k = 0
+ * when no k beats it. */
+static int best_cut(const struct skipper_engine *e, const float *p, int n, double *value)
+{
+	double chain = 1, expected = 0;
+	int best = 0;
+	*value = 1.02;
+	for (int k = 1; k <= n; k++) {
+		chain *= p[k - 1];
+		expected += chain;
+		double v = (1.0 + expected) / engine_verify_cost(e, k + 1);
+		if (v > *value) {
+			*value = v;
+			best = k;
+		}
+	}
+	return best;
+}
+
+/* The lookup proposal worth verifying on its own: the context's, or the
+ * corpus n-grams' when those promise more tokens per step (each only
+ * while its guard lets it draft). */
+static void lookup_plan(struct skipper_engine *e, int cap, int context, int corpus)
 {
 	int max = e->lk.max_draft < cap ? e->lk.max_draft : cap;
-	int n = lookup_propose(e->hist, e->hist_n, e->lk.min_ngram, e->lk.max_ngram, max, e->lk_tok, &e->lk_ngram);
-	double a = lookup_accept_rate(&e->lk_stats, e->lk_ngram), best = 1.02;
-	e->lk_n = 0;
-	for (int k = 1; k <= n; k++) {
-		double v = (1.0 + lookup_expected(a, k)) / engine_verify_cost(e, k + 1);
-		if (v > best) {
-			best = v;
+	int n = context ? lookup_propose(e->hist, e->hist_n, e->lk.min_ngram, e->lk.max_ngram, max, e->lk_tok,
+	                                 &e->lk_ngram)
+	                : 0;
+	float a = (float)lookup_accept_rate(&e->lk_stats, e->lk_ngram);
+	double v, v_corpus;
+
+	for (int i = 0; i < n; i++)
+		e->lk_p[i] = a;
+	e->lk_n = best_cut(e, e->lk_p, n, &v);
+	e->lk_corpus = 0;
+	if (corpus) {
+		int32_t tok[MAX_DRAFT];
+		float table[MAX_DRAFT], p[MAX_DRAFT];
+		/* a chain below one chance in ten cannot pay for its rows */
+		int m = ngram_propose(&e->ngrams, e->hist, e->hist_n, max, 0.1, tok, table);
+		for (int i = 0; i < m; i++)
+			p[i] = (float)ngram_accept_rate(&e->ng_stats, table[i]);
+		int k = best_cut(e, p, m, &v_corpus);
+		if (v_corpus > v) {
+			memcpy(e->lk_tok, tok, sizeof *tok * (size_t)k);
+			memcpy(e->lk_p, p, sizeof *p * (size_t)k);
+			memcpy(e->lk_table, table, sizeof *table * (size_t)k);
 			e->lk_n = k;
+			e->lk_corpus = 1;
 		}
 	}
 }
@@ -437,8 +494,11 @@ static int plan_round(struct skipper_engine *e, struct round_ctx *r, int *n_draf
 		return skipper_fail(err, SKIPPER_ERR_RANGE, "context of %d tokens is full (raise [model] ctx)", n_ctx);
 	if (cap < 0)
 		cap = 0;
-	if (e->lk.enable && cap > 0 && guard_open(e, &e->guard[GUARD_LOOKUP]))
-		lookup_plan(e, cap);
+	if (e->lk.enable && cap > 0) {
+		int context = guard_open(e, &e->guard[GUARD_LOOKUP]);
+		int corpus = e->ngrams.n && guard_open(e, &e->guard[GUARD_CORPUS]);
+		lookup_plan(e, cap, context, corpus);
+	}
 	int pcap = (e->pol || e->fixed_max_draft > 0) && !guard_open(e, &e->guard[GUARD_SKIP]) ? 0 : cap;
 	if (!r->greedy && e->lk_n > 0)
 		pcap = 0;
@@ -483,7 +543,8 @@ static void account_round(struct skipper_engine *e, struct round_ctx *r, int dra
 		if (e->have_costs && e->plain_tok >= 2)
 			e->costs.step_seconds = e->plain_sec / e->plain_tok;
 	} else {
-		guard_record(e, &e->guard[r->lookup_only ? GUARD_LOOKUP : GUARD_SKIP], tok, sec, r->st);
+		int g = !r->lookup_only ? GUARD_SKIP : e->lk_corpus ? GUARD_CORPUS : GUARD_LOOKUP;
+		guard_record(e, &e->guard[g], tok, sec, r->st);
 	}
 	engine_learn_rows(e, r->lookup_only ? drafted + 1 : 0, sec);
 }

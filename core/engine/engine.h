@@ -32,6 +32,7 @@ struct skipper_run_stats {
 	double t_sample;     /* sampling and acceptance on the host (inside draft and verify) */
 	double alpha;        /* accepted / drafted (0 when nothing was drafted) */
 	int lookup_drafted, lookup_accepted; /* of drafted / accepted: context-lookup candidates */
+	int ngram_drafted, ngram_accepted;   /* of those: proposed by the corpus n-grams */
 	int backoffs;        /* times drafting was found slower than plain steps and paused */
 	double mean_accepted;/* M: tokens committed per verify pass (1.00 for autoregressive) */
 	double tokens_per_s; /* decode speed: tokens after the first / (t_total - t_prefill) */
@@ -85,6 +86,15 @@ struct skipper_lookup_opts {
 	int max_draft;            /* tokens per round, 1..32 */
 };
 void skipper_engine_set_lookup(struct skipper_engine *e, const struct skipper_lookup_opts *o);
+
+/* Corpus n-grams for lookup (skipper vocab --ngrams): where the context
+ * offers no better proposal, lookup drafts the chain of the tokens that
+ * most often followed the last 1..4 tokens in the model's own writing.
+ * Entry i: context ctx[4 * i .. 4 * i + ctx_n[i]) was followed by next[i]
+ * with probability p[i] (0 < p <= 1). The engine copies them; n = 0
+ * removes the table. */
+int skipper_engine_set_ngrams(struct skipper_engine *e, const int32_t *ctx, const uint8_t *ctx_n,
+                              const int32_t *next, const float *p, int n, struct skipper_error *err);
 
 /* The guard ([policy] guard): a draft source whose recent rounds yield
  * fewer tokens per second than plain steps pauses and is probed again

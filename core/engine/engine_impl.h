@@ -9,6 +9,7 @@
 
 #include "engine.h"
 #include "lookup.h"
+#include "ngram_table.h"
 
 #define MAX_DRAFT 32        /* chain tokens per round */
 #define MAX_NODES 128       /* tree nodes per round (root excluded) */
@@ -57,14 +58,20 @@ struct skipper_engine {
 	double fixed_alpha, fixed_eps, fixed_beta1, fixed_beta2, fixed_ar; /* adaptive threshold (trial) */
 	struct skipper_rng rng;
 	/* context lookup: the history it searches (prompt + committed output),
-	 * this round's proposal and, after build_batch, the batch row of each
-	 * proposed token (-1 = not verified) */
+	 * this round's proposal (from the context, or from the corpus n-grams
+	 * when lk_corpus) with each token's acceptance to expect and, after
+	 * build_batch, the batch row of each proposed token (-1 = not
+	 * verified) */
 	struct skipper_lookup_opts lk;
 	int32_t *hist;
 	int hist_n, hist_cap;
 	struct lookup_stats lk_stats;
+	struct ngram_table ngrams;
+	struct ngram_stats ng_stats;
 	int32_t lk_tok[MAX_DRAFT], lk_row[MAX_DRAFT];
-	int lk_n, lk_ngram;
+	float lk_p[MAX_DRAFT];   /* acceptance to expect, given the tokens before it were accepted */
+	float lk_table[MAX_DRAFT]; /* corpus proposals: the table's probabilities */
+	int lk_n, lk_ngram, lk_corpus;
 	/* draft head over a vocabulary subset (0 = full head) */
 	int draft_n;
 	int32_t *draft_ids;
@@ -78,7 +85,7 @@ struct skipper_engine {
 		int rounds;        /* rounds in that window */
 		int pause;         /* rounds left in which this source does not draft */
 		int pause_len;     /* next pause, doubled by each failed probe */
-	} guard[2];
+	} guard[3];
 	double plain_tok, plain_sec; /* recent plain rounds, decayed */
 	double row_seen, row_model;  /* extra steps of recent lookup passes: measured, and the curve's; decayed */
 	int no_guard;         /* skipper_engine_set_guard(e, 0) */
@@ -87,7 +94,10 @@ struct skipper_engine {
 	double skip_hits, skip_tries; /* the policy drafts' tokens accepted / tried, decayed */
 };
 
-enum { GUARD_SKIP = 0, GUARD_LOOKUP = 1 };
+/* Corpus n-gram proposals have a guard of their own: where the model
+ * writes unlike its corpus they fail, and they must not pause the
+ * context's copies with them. */
+enum { GUARD_SKIP = 0, GUARD_LOOKUP = 1, GUARD_CORPUS = 2 };
 
 struct round_ctx {
 	const struct skipper_gen_params *gp;

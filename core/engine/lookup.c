@@ -53,13 +53,3 @@ void lookup_record(struct lookup_stats *s, int n, int k, int accepted)
 	s->tries[n][s->streak] += accepted + (accepted < k);
 	s->streak = accepted == k;
 }
-
-double lookup_expected(double a, int k)
-{
-	double e = 0, p = 1;
-	for (int i = 0; i < k; i++) {
-		p *= a;
-		e += p;
-	}
-	return e;
-}

@@ -34,8 +34,4 @@ double lookup_accept_rate(const struct lookup_stats *s, int n);
  * `accepted` of them accepted (k = 0: nothing proposed, only time passes). */
 void lookup_record(struct lookup_stats *s, int n, int k, int accepted);
 
-/* Expected accepted tokens of a k-token proposal at per-token rate a:
- * a + a^2 + ... + a^k. */
-double lookup_expected(double a, int k);
-
 #endif

@@ -51,12 +51,12 @@ static void select_states(struct skipper_engine *e, const int *rows, int n, int 
  * from the root, sharing the rows of any prefix the draft already has, cut
  * to the k whose expected extra tokens pay for its extra rows. With a the
  * lookup's per-token acceptance and s the policy draft's, the branch adds
- * sum over j <= k of a^j (1 - s^j) expected tokens (it helps where the
+ * sum over j <= k of a_1..a_j (1 - s^j) expected tokens (it helps where the
  * draft fails) to a round that yields T tokens for C decode steps; it is
  * kept when (T + gain) / (C + extra cost) beats T / C. */
 static int add_lookup_branch(struct skipper_engine *e, int n_draft, int n)
 {
-	double a = lookup_accept_rate(&e->lk_stats, e->lk_ngram), t = 1, c;
+	double t = 1, c, chain = 1;
 	double s = (e->skip_hits + 1.0) / (e->skip_tries + 2.0);
 	double d = e->have_costs ? skipper_draft_cost(&e->costs, e->n_layer, e->skip_attn, e->skip_mlp) : 0.5;
 	int shared = 0, row = 0, k_best = 0;
@@ -76,7 +76,8 @@ static int add_lookup_branch(struct skipper_engine *e, int n_draft, int n)
 	}
 	double best = t / c, gain = 0;
 	for (int k = 1; k <= e->lk_n && n + (k - shared) <= MAX_NODES + 1; k++) {
-		gain += pow(a, k) * (1.0 - (k <= n_draft ? pow(s, k) : 0.0));
+		chain *= e->lk_p[k - 1];
+		gain += chain * (1.0 - (k <= n_draft ? pow(s, k) : 0.0));
 		double extra = k > shared ? engine_verify_cost(e, n + k - shared) - engine_verify_cost(e, n) : 0.0;
 		if ((t + gain) / (c + extra) > best) {
 			best = (t + gain) / (c + extra);
@@ -420,8 +421,14 @@ int engine_verify(struct skipper_engine *e, struct round_ctx *r, int n_draft, st
 	r->st->t_sample += engine_now() - ts;
 	int pol_drafted = r->lookup_only ? 0 : n_draft, pol_acc = 0, lk_acc = 0;
 	count_sources(e, r, path, n_acc, &pol_acc, &lk_acc);
-	if (e->lk.enable)
+	if (e->lk.enable && e->lk_corpus) {
+		ngram_record(&e->ng_stats, e->lk_table, e->lk_n, lk_acc);
+		lookup_record(&e->lk_stats, 0, 0, 0); /* the context's evidence fades all the same */
+		r->st->ngram_drafted += e->lk_n;
+		r->st->ngram_accepted += lk_acc;
+	} else if (e->lk.enable) {
 		lookup_record(&e->lk_stats, e->lk_ngram, e->lk_n, lk_acc);
+	}
 	if (pol_drafted > 0) {
 		e->skip_hits = 0.9 * e->skip_hits + pol_acc;
 		e->skip_tries = 0.9 * e->skip_tries + pol_acc + (pol_acc < pol_drafted);
