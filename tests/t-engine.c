@@ -381,11 +381,11 @@ static int ngram_drafted, ngram_accepted;
  * next[i], with probability p. */
 static void ngrams_set(struct skipper_engine *eng, const int32_t *ctx, int n_ctx, const int32_t *next, int n, float p)
 {
-	int32_t c4[4 * 512];
+	int32_t c4[SKIPPER_NGRAM_MAX_CTX * 512];
 	uint8_t cn[512];
 	float pp[512];
 	for (int i = 0; i < n && i < 512; i++) {
-		memcpy(c4 + 4 * i, ctx + n_ctx * i, n_ctx * sizeof *ctx);
+		memcpy(c4 + SKIPPER_NGRAM_MAX_CTX * i, ctx + n_ctx * i, n_ctx * sizeof *ctx);
 		cn[i] = (uint8_t)n_ctx;
 		pp[i] = p;
 	}

@@ -197,11 +197,12 @@ static int count_corpus(struct cli_session *s, const struct vocab_args *va, cons
 		struct skipper_run_stats st;
 		if (cli_prompt_tokens(s, prompts[i].text, &ids, &n))
 			return EXIT_FAILURE_GENERIC;
+		/* a -1 first: no context reaches back into the previous answer */
+		if (cnt->ngrams && ngram_corpus_push(cnt->ngrams, -1, 0))
+			cnt->oom = 1;
 		for (size_t k = 0; k < n; k++) {
 			count_token(cnt, ids[k]);
-			/* a -1 first: no context reaches back into the previous answer */
-			if (cnt->ngrams && ((k == 0 && ngram_corpus_push(cnt->ngrams, -1, 0)) ||
-			                    ngram_corpus_push(cnt->ngrams, ids[k], 0)))
+			if (cnt->ngrams && ngram_corpus_push(cnt->ngrams, ids[k], 0))
 				cnt->oom = 1;
 		}
 		if (va->gen > 0 && !cnt->oom &&

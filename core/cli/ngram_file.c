@@ -13,7 +13,7 @@
 
 #include "cli.h"
 
-#define CTX_MAX 4
+#define CTX_MAX SKIPPER_NGRAM_MAX_CTX /* the stride of skipper_engine_set_ngrams */
 
 int ngram_corpus_push(struct ngram_corpus *c, int32_t tok, int generated)
 {

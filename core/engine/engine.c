@@ -156,7 +156,7 @@ int skipper_engine_set_ngrams(struct skipper_engine *e, const int32_t *ctx, cons
 	if (ngram_table_init(&e->ngrams, (size_t)n))
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory (%d n-grams)", n);
 	for (int i = 0; i < n; i++)
-		ngram_table_put(&e->ngrams, ctx + 4 * (size_t)i, ctx_n[i], next[i], p[i]);
+		ngram_table_put(&e->ngrams, ctx + NGRAM_MAX_CTX * (size_t)i, ctx_n[i], next[i], p[i]);
 	return SKIPPER_OK;
 }
 

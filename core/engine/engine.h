@@ -90,9 +90,11 @@ void skipper_engine_set_lookup(struct skipper_engine *e, const struct skipper_lo
 /* Corpus n-grams for lookup (skipper vocab --ngrams): where the context
  * offers no better proposal, lookup drafts the chain of the tokens that
  * most often followed the last 1..4 tokens in the model's own writing.
- * Entry i: context ctx[4 * i .. 4 * i + ctx_n[i]) was followed by next[i]
+ * Entry i: context ctx[S * i .. S * i + ctx_n[i]) (S =
+ * SKIPPER_NGRAM_MAX_CTX, 1 <= ctx_n[i] <= S) was followed by next[i]
  * with probability p[i] (0 < p <= 1). The engine copies them; n = 0
  * removes the table. */
+#define SKIPPER_NGRAM_MAX_CTX 4
 int skipper_engine_set_ngrams(struct skipper_engine *e, const int32_t *ctx, const uint8_t *ctx_n,
                               const int32_t *next, const float *p, int n, struct skipper_error *err);
 

@@ -12,7 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NGRAM_MAX_CTX 4
+#include "engine.h"
+
+#define NGRAM_MAX_CTX SKIPPER_NGRAM_MAX_CTX
 
 struct ngram_slot {
 	uint64_t key; /* 0 = empty */
