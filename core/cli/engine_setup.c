@@ -31,10 +31,10 @@ static void cpu_model(char *buf, size_t n)
 		fclose(f);
 }
 
-/* Bump when a kernel's speed changes within a release (a packed layout, a
- * new ISA path): curves cached by the earlier build are then measured
- * again rather than trusted. */
-#define COST_CURVE_REVISION 6
+/* Bump when a kernel's speed or the way curves are timed changes within a
+ * release (a packed layout, a new ISA path, paired timing): curves cached by
+ * the earlier build are then measured again rather than trusted. */
+#define COST_CURVE_REVISION 7
 
 /* $SKIPPER_CACHE_DIR/costs/NAME-XXXXXXXX.costs, the hash over everything
  * the costs depend on: model file, machine, backend, threads, context,
