@@ -111,11 +111,11 @@ static int measure(struct skipper_engine *e, struct skipper_costs *c, struct ski
 		goto out;
 	c->step_seconds = median(t + 3, COST_REPS - 3);
 	c->head = c->draft_head = fmin(1.0, r);
-	/* the draft head: all sub-layers skipped, the subset head */
-	if (e->draft_n && (rc = pass_ratio(e, 1, all, all, 1, 5, &r, err)) == SKIPPER_OK)
+	if (e->draft_n) { /* the draft head: all sub-layers skipped, the subset head */
+		if ((rc = pass_ratio(e, 1, all, all, 1, 5, &r, err)))
+			goto out;
 		c->draft_head = fmin(c->head, r);
-	if (rc)
-		goto out;
+	}
 	c->attn = fmax(0.0, (1.0 - noattn) / (double)L);
 	c->mlp = fmax(0.0, (1.0 - nomlp) / (double)L);
 	c->verify[1] = 1.0;
