@@ -81,12 +81,18 @@ static int pass_ratio(struct skipper_engine *e, int n, const uint8_t *skip_attn,
  * and one over b rows: the backend could run them one after the other. A
  * point above that was timed while something else ran (a test suite on
  * the other core once left a curve whose 6 rows cost 16.5 steps, cached for
- * good), so it is lowered to the bound. Keeps the curve non-decreasing. */
-static void subadditive(struct skipper_costs *c)
+ * good), so it is lowered to the bound. A point below the one before it is
+ * noise where passes cost about the same (a GPU's first rows are nearly
+ * free: its 4 rows once timed below its 3), so it is raised to that one;
+ * neither step undoes the other, and drafting never sees a longer draft
+ * as cheaper than a shorter one. */
+static void bound_curve(struct skipper_costs *c)
 {
-	for (int n = 2; n <= c->n_max; n++)
+	for (int n = 2; n <= c->n_max; n++) {
 		for (int a = 1; a <= n / 2; a++)
 			c->verify[n] = fmin(c->verify[n], c->verify[a] + c->verify[n - a]);
+		c->verify[n] = fmax(c->verify[n], c->verify[n - 1]);
+	}
 }
 
 static int measure(struct skipper_engine *e, struct skipper_costs *c, struct skipper_error *err)
@@ -132,7 +138,7 @@ static int measure(struct skipper_engine *e, struct skipper_costs *c, struct ski
 		prev = n;
 	}
 	c->n_max = prev;
-	subadditive(c);
+	bound_curve(c);
 out:
 	free(all);
 	free(none);
@@ -184,7 +190,7 @@ static int read_cache(const struct skipper_engine *e, const char *path, struct s
 	for (int n = 1; good && n <= c->n_max; n++)
 		good = c->verify[n] > 0;
 	if (good)
-		subadditive(c);
+		bound_curve(c);
 	return good ? 0 : -1;
 }
 
