@@ -100,24 +100,34 @@ dep_flags() {
 	for f in .device/debs/*.deb; do
 		[ -f "$f" ] && dpkg -x "$f" "$deps"
 	done
+	# never the -dev packages' static archives: -L$lib comes before -lcurl,
+	# and libcurl.a there would shadow the image's libcurl.so
+	rm -f "$lib"/*.a
 	cfg_env=""
 	pkg-config --exists inih 2>/dev/null ||
 		cfg_env="$cfg_env INIH_CFLAGS=-I$deps/usr/include INIH_LIBS=-L$lib\ -linih"
 	pkg-config --exists jansson 2>/dev/null ||
 		cfg_env="$cfg_env JANSSON_CFLAGS=-I$deps/usr/include JANSSON_LIBS=-L$lib\ -ljansson"
 	# libcurl and libcrypto: headers from the package, the image's own
-	# library under the link name the -dev package would have given it
+	# library under the link name the -dev package would have given it;
+	# where the image lacks one, the self-contained copy that the pycurl
+	# wheel vendors (.device-curl/, its own deps found by their $ORIGIN)
 	inc="-I$deps/usr/include/x86_64-linux-gnu\\ -I$deps/usr/include"
-	if ! pkg-config --exists libcurl 2>/dev/null; then
-		so=$(ls /usr/lib/x86_64-linux-gnu/libcurl.so.4 /usr/lib64/libcurl.so.4 2>/dev/null | head -n 1)
-		[ -n "$so" ] && mkdir -p "$lib" && ln -sf "$so" "$lib/libcurl.so"
-		cfg_env="$cfg_env CURL_CFLAGS=$inc CURL_LIBS=-L$lib\ -lcurl"
-	fi
-	if ! pkg-config --exists 'libcrypto >= 3.0' 2>/dev/null; then
-		so=$(ls /usr/lib/x86_64-linux-gnu/libcrypto.so.3 /usr/lib64/libcrypto.so.3 2>/dev/null | head -n 1)
-		[ -n "$so" ] && mkdir -p "$lib" && ln -sf "$so" "$lib/libcrypto.so"
-		cfg_env="$cfg_env OPENSSL_CFLAGS=$inc OPENSSL_LIBS=-L$lib\ -lcrypto"
-	fi
+	wl=$deps/pycurl/pycurl.libs
+	for l in curl:libcurl:4:CURL crypto:libcrypto:3:OPENSSL; do
+		name=${l%%:*} l=${l#*:} pc=${l%%:*} l=${l#*:} ver=${l%%:*} var=${l#*:}
+		[ $pc = libcrypto ] && pc='libcrypto >= 3.0'
+		pkg-config --exists "$pc" 2>/dev/null && continue
+		so=$(ls /usr/lib/x86_64-linux-gnu/lib$name.so.$ver /usr/lib64/lib$name.so.$ver 2>/dev/null | head -n 1)
+		extra=
+		if [ -z "$so" ] && w=$(ls .device-curl/pycurl-*.whl 2>/dev/null | head -n 1) && [ -n "$w" ]; then
+			[ -d "$wl" ] || python3 -m zipfile -e "$w" "$deps/pycurl" >/dev/null 2>&1
+			so=$(ls "$wl"/lib$name-*.so.$ver* 2>/dev/null | head -n 1)
+			extra="\\ -Wl,-rpath,$wl\\ -Wl,-rpath-link,$wl"
+		fi
+		[ -n "$so" ] && mkdir -p "$lib" && ln -sf "$so" "$lib/lib$name.so"
+		cfg_env="$cfg_env ${var}_CFLAGS=$inc ${var}_LIBS=-L$lib\\ -l$name$extra"
+	done
 	echo "$cfg_env"
 }
 

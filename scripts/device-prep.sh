@@ -8,6 +8,9 @@
 #   .device/debs/*.deb        headers and libraries of the build deps (inih,
 #                             jansson, libcurl, libcrypto) from this machine's
 #                             apt; unpacked there only for what is missing
+#   .device-curl/pycurl-*.whl a self-contained libcurl + libcrypto (the ones
+#                             the pycurl wheel vendors), used only where the
+#                             image lacks them; carry it with the build
 #   .device/model.sha256      and the SmolLM2-135M GGUF (93 MB) in two halves,
 #   .device-model1/, .device-model2/   each under the 64 MiB a call carries
 # The model halves need two calls on the same (warm) machine: the first
@@ -15,7 +18,7 @@
 # second joins them. Without them the SmolLM2 parts skip.
 set -eu
 [ -f configure.ac ] && [ -d scripts ] || { echo "device-prep: run in the repository root" >&2; exit 2; }
-rm -rf .device .device-model1 .device-model2
+rm -rf .device .device-curl .device-model1 .device-model2
 mkdir -p .device/debs
 
 # 1. generated build system, up to date with the .am files
@@ -29,7 +32,13 @@ tar -czf .device/autotools.tar.gz configure Makefile.in aclocal.m4 build-aux m4 
 (cd .device/debs && apt-get download libinih1 libinih-dev libjansson4 libjansson-dev libcurl4-openssl-dev \
 	libssl-dev) || echo "device-prep: apt-get download failed; the device must have the build deps" >&2
 
-# 3. the model, if cached here
+# 3. libcurl and libcrypto for an image without them: a manylinux wheel
+# vendors both with everything they need, found by their $ORIGIN
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+	--platform manylinux_2_28_x86_64 -d .device-curl pycurl ||
+	echo "device-prep: pycurl wheel not downloaded; the device image must have libcurl and libcrypto" >&2
+
+# 4. the model, if cached here
 model=${SKIPPER_MODEL:-${XDG_CACHE_HOME:-$HOME/.cache}/skipper/models/SmolLM2-135M-Instruct.Q4_1.gguf}
 if [ -s "$model" ]; then
 	mkdir -p .device-model1 .device-model2
@@ -40,4 +49,4 @@ if [ -s "$model" ]; then
 else
 	echo "device-prep: $model not found (scripts/fetch-model.sh): SmolLM2 parts will skip on the device" >&2
 fi
-du -sh .device .device-model1 .device-model2 2>/dev/null || true
+du -sh .device .device-curl .device-model1 .device-model2 2>/dev/null || true
