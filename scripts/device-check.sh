@@ -114,10 +114,11 @@ dep_flags() {
 	# wheel vendors (.device-curl/, its own deps found by their $ORIGIN)
 	inc="-I$deps/usr/include/x86_64-linux-gnu\\ -I$deps/usr/include"
 	wl=$deps/pycurl/pycurl.libs
-	for l in curl:libcurl:4:CURL crypto:libcrypto:3:OPENSSL; do
-		name=${l%%:*} l=${l#*:} pc=${l%%:*} l=${l#*:} ver=${l%%:*} var=${l#*:}
-		[ $pc = libcrypto ] && pc='libcrypto >= 3.0'
-		pkg-config --exists "$pc" 2>/dev/null && continue
+	for l in "curl 4 CURL libcurl" "crypto 3 OPENSSL libcrypto >= 3.0"; do
+		set -- $l
+		name=$1 ver=$2 var=$3
+		shift 3
+		pkg-config --exists "$*" 2>/dev/null && continue
 		so=$(ls /usr/lib/x86_64-linux-gnu/lib$name.so.$ver /usr/lib64/lib$name.so.$ver 2>/dev/null | head -n 1)
 		extra=
 		if [ -z "$so" ] && w=$(ls .device-curl/pycurl-*.whl 2>/dev/null | head -n 1) && [ -n "$w" ]; then

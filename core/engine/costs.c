@@ -83,7 +83,7 @@ static int pass_ratio(struct skipper_engine *e, int n, const uint8_t *skip_attn,
  * the other core once left a curve whose 6 rows cost 16.5 steps, cached for
  * good), so it is lowered to the bound. A point below the one before it is
  * noise where passes cost about the same (a GPU's first rows are nearly
- * free: its 4 rows once timed below its 3), so it is raised to that one;
+ * free: a curve measured on an H200 decreased), so it is raised to that one;
  * neither step undoes the other, and drafting never sees a longer draft
  * as cheaper than a shorter one. */
 static void bound_curve(struct skipper_costs *c)
