@@ -445,7 +445,7 @@ static int cpu_kv_move(struct skipper_backend *base, const int32_t *src, const i
                        struct skipper_error *err)
 {
 	struct cpu_backend *be = cpu(base);
-	size_t kvd = (size_t)be->kv_dim, n_ctx = (size_t)base->n_ctx;
+	size_t hd = (size_t)be->hd;
 
 	for (int i = 0; i < n; i++)
 		if (src[i] < 0 || src[i] >= base->n_ctx || dst[i] < 0 || dst[i] >= base->n_ctx)
@@ -454,12 +454,12 @@ static int cpu_kv_move(struct skipper_backend *base, const int32_t *src, const i
 	for (int i = 0; i < n; i++) {
 		if (src[i] == dst[i])
 			continue;
-		for (int l = 0; l < be->n_layer; l++) {
-			size_t s = ((size_t)l * n_ctx + (size_t)src[i]) * kvd;
-			size_t d = ((size_t)l * n_ctx + (size_t)dst[i]) * kvd;
-			memmove(be->k_cache + d, be->k_cache + s, kvd * sizeof(uint16_t));
-			memmove(be->v_cache + d, be->v_cache + s, kvd * sizeof(uint16_t));
-		}
+		for (int l = 0; l < be->n_layer; l++)
+			for (int g = 0; g < be->n_kv; g++) {
+				size_t s = cpu_kv_at(be, l, g, src[i], base->n_ctx), d = cpu_kv_at(be, l, g, dst[i], base->n_ctx);
+				memmove(be->k_cache + d, be->k_cache + s, hd * sizeof(uint16_t));
+				memmove(be->v_cache + d, be->v_cache + s, hd * sizeof(uint16_t));
+			}
 	}
 	return 0;
 }
@@ -468,17 +468,15 @@ static int cpu_kv_read(struct skipper_backend *base, int layer, int slot, float 
                        struct skipper_error *err)
 {
 	struct cpu_backend *be = cpu(base);
-	size_t kvd = (size_t)be->kv_dim;
-
 	if (layer < 0 || layer >= be->n_layer || slot < 0 || slot >= base->n_ctx)
 		return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: kv_read layer %d slot %d", layer,
 		                    slot);
-	size_t off = ((size_t)layer * base->n_ctx + (size_t)slot) * kvd;
-	for (size_t i = 0; i < kvd; i++) {
+	for (int i = 0; i < be->kv_dim; i++) {
+		size_t off = cpu_kv_at(be, layer, i / be->hd, slot, base->n_ctx) + (size_t)(i % be->hd);
 		if (k)
-			k[i] = cpu_f16_to_f32(be->k_cache[off + i]);
+			k[i] = cpu_f16_to_f32(be->k_cache[off]);
 		if (v)
-			v[i] = cpu_f16_to_f32(be->v_cache[off + i]);
+			v[i] = cpu_f16_to_f32(be->v_cache[off]);
 	}
 	return 0;
 }

@@ -51,9 +51,11 @@ struct cpu_backend {
 	float *norm_attn, *norm_ffn;  /* [n_layer][n_embd], converted to f32 */
 	float *norm_out;              /* [n_embd] */
 
-	/* K/V cache, f16: [n_layer][n_ctx][kv_dim] */
+	/* K/V cache, f16: [n_layer][n_kv][n_ctx][hd] (cpu_kv_at): one attention
+	 * task reads one head's keys, and they are one run of memory (two
+	 * threads reading halves of [n_kv * hd] rows ran at half the speed) */
 	uint16_t *k_cache, *v_cache;
-	/* read-only batches: [n_layer][scr_cap][kv_dim] */
+	/* read-only batches: [n_layer][n_kv][scr_cap][hd] */
 	uint16_t *k_scr, *v_scr;
 	int scr_cap;
 
@@ -104,6 +106,13 @@ struct cpu_batch {
  * and start timing `kind` (enum skipper_prof_kind). Free when off. */
 void cpu_prof_switch(struct cpu_backend *be, int kind);
 double cpu_now(void);
+/* Offset of head g's row at slot in a K/V buffer of cap slots per head
+ * and layer (the cache: n_ctx; the scratch: scr_cap). */
+static inline size_t cpu_kv_at(const struct cpu_backend *be, int layer, int g, int slot, int cap)
+{
+	return (((size_t)layer * be->n_kv + (size_t)g) * (size_t)cap + (size_t)slot) * (size_t)be->hd;
+}
+
 static inline void cpu_prof(struct cpu_backend *be, int kind)
 {
 	if (be->prof_on)

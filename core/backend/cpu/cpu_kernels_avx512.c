@@ -618,12 +618,19 @@ static TGT INL __m512 hsum16x16(const __m512 *a)
 static TGT INL void scores_16(const float *q, int nq, const uint16_t *k, int nk, int ks, int d, float scale,
                               float *s, int ss, float *kf)
 {
-	for (int j = 0; j < 16; j++) /* key 4L + t in slot 4t + L (see hsum16x16) */
+	/* the keys in address order (the hardware prefetcher follows it), key
+	 * 4L + t into slot 4t + L (see hsum16x16); the block after next asked
+	 * for meanwhile: a long context's keys come from memory */
+	for (int key = 0; key < 16; key++) {
+		int j = (key & 3) * 4 + (key >> 2);
 		for (int e = 0; e < d; e += 16) {
-			int key = (j & 3) * 4 + (j >> 2);
-			_mm512_storeu_ps(kf + (size_t)j * d + e,
-			                 key < nk ? load_f16(k + (size_t)key * ks + e, tail16(d - e)) : _mm512_setzero_ps());
+			__mmask16 m = tail16(d - e); /* not into the next slot: slots are not written in order */
+			_mm512_mask_storeu_ps(kf + (size_t)j * d + e, m,
+			                      key < nk ? load_f16(k + (size_t)key * ks + e, m) : _mm512_setzero_ps());
 		}
+		for (int e = 0; e < d; e += 32)
+			_mm_prefetch((const char *)(k + (size_t)(key + 32) * ks + e), _MM_HINT_T0);
+	}
 	for (int g = 0; g < nq; g++) {
 		__m512 acc[16];
 #pragma GCC unroll 16
@@ -642,7 +649,10 @@ static TGT INL void scores_16(const float *q, int nq, const uint16_t *k, int nk,
 static TGT void x_attn_scores(const float *q, int nq, const uint16_t *k, int n, int ks, int d, float scale,
                               float *s, int ss)
 {
-	float kf[16 * CPU_MAX_HEAD_DIM];
+	/* a head size not a multiple of 16 reads a slot's last piece on into
+	 * the next one (met by zeros of q); past the last slot, zeros */
+	float kf[16 * CPU_MAX_HEAD_DIM + 16];
+	_mm512_storeu_ps(kf + 16 * d, _mm512_setzero_ps());
 	int j = 0;
 	/* blocks of 16 keys while there are enough of them to fill one */
 	for (; n - j >= 8; j += 16)
@@ -661,44 +671,56 @@ static TGT void x_attn_scores(const float *q, int nq, const uint16_t *k, int n, 
 		}
 }
 
-/* G outputs of NCH 16-float pieces each held in registers over all n keys:
- * each element still gets one fused multiply-add per key, in key order. */
-static TGT INL void values_g(float *o, int G, int NCH, const float *p, int ps, const uint16_t *v, int n, int vs)
+/* 64 elements (e .. e + 63) of G outputs d floats apart, held in registers
+ * over all n keys: each element still gets one fused multiply-add per key,
+ * in key order. Four pieces of a key's values serve up to 6 queries, and
+ * each value is read once per call from memory. */
+static TGT INL void values_64(float *o, int d, int G, const float *p, int ps, const uint16_t *v, int n, int vs)
 {
 	__m512 acc[24];
 #pragma GCC unroll 24
-	for (int a = 0; a < G * NCH; a++)
-		acc[a] = _mm512_loadu_ps(o + (size_t)a * 16);
+	for (int a = 0; a < G * 4; a++)
+		acc[a] = _mm512_loadu_ps(o + (size_t)(a / 4) * d + 16 * (a % 4));
 	for (int j = 0; j < n; j++) {
-#pragma GCC unroll 8
-		for (int c = 0; c < NCH; c++) {
+		/* a long context's values come from memory: ask 16 keys ahead */
+		_mm_prefetch((const char *)(v + (size_t)(j + 16) * vs), _MM_HINT_T0);
+		_mm_prefetch((const char *)(v + (size_t)(j + 16) * vs + 32), _MM_HINT_T0);
+#pragma GCC unroll 4
+		for (int c = 0; c < 4; c++) {
 			__m512 vv = load_f16(v + (size_t)j * vs + 16 * c, 0xffff);
 #pragma GCC unroll 6
 			for (int g = 0; g < G; g++)
-				acc[g * NCH + c] = _mm512_fmadd_ps(_mm512_set1_ps(p[(size_t)g * ps + j]), vv, acc[g * NCH + c]);
+				acc[g * 4 + c] = _mm512_fmadd_ps(_mm512_set1_ps(p[(size_t)g * ps + j]), vv, acc[g * 4 + c]);
 		}
 	}
 #pragma GCC unroll 24
-	for (int a = 0; a < G * NCH; a++)
-		_mm512_storeu_ps(o + (size_t)a * 16, acc[a]);
+	for (int a = 0; a < G * 4; a++)
+		_mm512_storeu_ps(o + (size_t)(a / 4) * d + 16 * (a % 4), acc[a]);
 }
 
 static TGT void x_attn_values(float *o, int nq, const float *p, int ps, const uint16_t *v, int n, int vs, int d)
 {
-	int i = 0;
-	if (d == 64)
-		for (; i + 6 <= nq; i += 6)
-			values_g(o + (size_t)i * d, 6, 4, p + (size_t)i * ps, ps, v, n, vs);
-	if (d == 128)
-		for (; i + 3 <= nq; i += 3)
-			values_g(o + (size_t)i * d, 3, 8, p + (size_t)i * ps, ps, v, n, vs);
-	/* other head sizes and the last queries: through memory, same arithmetic */
+	int e = 0;
+	for (; e + 64 <= d; e += 64)
+		for (int i = 0; i < nq; i += 6) {
+			float *oi = o + (size_t)i * d + e;
+			const float *pi = p + (size_t)i * ps;
+			switch (nq - i < 6 ? nq - i : 6) {
+			case 6: values_64(oi, d, 6, pi, ps, v + e, n, vs); break;
+			case 5: values_64(oi, d, 5, pi, ps, v + e, n, vs); break;
+			case 4: values_64(oi, d, 4, pi, ps, v + e, n, vs); break;
+			case 3: values_64(oi, d, 3, pi, ps, v + e, n, vs); break;
+			case 2: values_64(oi, d, 2, pi, ps, v + e, n, vs); break;
+			default: values_64(oi, d, 1, pi, ps, v + e, n, vs); break;
+			}
+		}
+	/* the rest of other head sizes: through memory, same arithmetic */
 	for (int j = 0; j < n; j++)
-		for (int e = 0; e < d; e += 16) {
-			__mmask16 m = tail16(d - e);
-			__m512 vv = load_f16(v + (size_t)j * vs + e, m);
-			for (int r = i; r < nq; r++) {
-				float *y = o + (size_t)r * d + e;
+		for (int f = e; f < d; f += 16) {
+			__mmask16 m = tail16(d - f);
+			__m512 vv = load_f16(v + (size_t)j * vs + f, m);
+			for (int r = 0; r < nq; r++) {
+				float *y = o + (size_t)r * d + f;
 				_mm512_mask_storeu_ps(y, m, _mm512_fmadd_ps(_mm512_set1_ps(p[(size_t)r * ps + j]), vv,
 				                                            _mm512_maskz_loadu_ps(m, y)));
 			}

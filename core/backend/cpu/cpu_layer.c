@@ -194,7 +194,8 @@ struct attn_job {
 	const struct cpu_batch *b;
 	int layer, r0, nr;
 	int rows;                /* batch rows per task */
-	const uint16_t *kb, *vb; /* batch row 0's K/V for this layer */
+	const uint16_t *kb, *vb; /* batch row 0's K/V for this layer and head 0 */
+	size_t hs;               /* from one head's rows to the next's */
 };
 
 /* Batch rows before row gi that it sees, root first (a chain: all of them);
@@ -245,16 +246,16 @@ static void attn_task(void *p, int t, int thread)
 	struct cpu_backend *be = j->be;
 	const struct cpu_kernels *K = be->K;
 	const struct cpu_batch *b = j->b;
-	int n_ctx = be->base.n_ctx, group = be->n_head / be->n_kv, hd = be->hd, kvd = be->kv_dim;
+	int n_ctx = be->base.n_ctx, group = be->n_head / be->n_kv, hd = be->hd;
 	int g = t % be->n_kv, rl0 = (t / be->n_kv) * j->rows;
 	int nrl = j->nr - rl0 < j->rows ? j->nr - rl0 : j->rows, nq = nrl * group, n_past = b->n_past;
 	size_t qsz = (size_t)be->att_rows * group * hd;
 	float *qs = be->att_q + (size_t)thread * qsz, *os = be->att_o + (size_t)thread * qsz;
 	float *sc = be->scores + (size_t)thread * be->att_rows * group * n_ctx;
 	int32_t *anc = be->anc + (size_t)thread * n_ctx;
-	const uint16_t *kc = be->k_cache + (size_t)j->layer * n_ctx * kvd + (size_t)g * hd;
-	const uint16_t *vc = be->v_cache + (size_t)j->layer * n_ctx * kvd + (size_t)g * hd;
-	const uint16_t *kb = j->kb + (size_t)g * hd, *vb = j->vb + (size_t)g * hd;
+	const uint16_t *kc = be->k_cache + cpu_kv_at(be, j->layer, g, 0, n_ctx);
+	const uint16_t *vc = be->v_cache + cpu_kv_at(be, j->layer, g, 0, n_ctx);
+	const uint16_t *kb = j->kb + (size_t)g * j->hs, *vb = j->vb + (size_t)g * j->hs;
 
 	/* Like llama.cpp (no flash attention): q meets the f16 cache as f16,
 	 * and the normalised probabilities are rounded to f16 before they
@@ -264,16 +265,16 @@ static void attn_task(void *p, int t, int thread)
 		       (size_t)group * hd * sizeof *qs);
 		K->round_f16(qs + (size_t)rl * group * hd, group * hd);
 	}
-	K->attn_scores(qs, nq, kc, n_past, kvd, hd, be->attn_scale, sc, n_ctx);
+	K->attn_scores(qs, nq, kc, n_past, hd, hd, be->attn_scale, sc, n_ctx);
 	for (int rl = 0; rl < nrl; rl++) {
 		int gi = j->r0 + rl0 + rl, na = ancestors(b, gi, anc), nk = n_past + na + 1;
 		const float *q = qs + (size_t)rl * group * hd;
 		float *s = sc + (size_t)rl * group * n_ctx + n_past;
 		if (!b->parent) /* a chain: rows 0 .. gi are one run of keys */
-			K->attn_scores(q, group, kb, gi + 1, kvd, hd, be->attn_scale, s, n_ctx);
+			K->attn_scores(q, group, kb, gi + 1, hd, hd, be->attn_scale, s, n_ctx);
 		else
 			for (int a = 0; a <= na; a++)
-				K->attn_scores(q, group, kb + (size_t)(a < na ? anc[a] : gi) * kvd, 1, kvd, hd, be->attn_scale,
+				K->attn_scores(q, group, kb + (size_t)(a < na ? anc[a] : gi) * hd, 1, hd, hd, be->attn_scale,
 				               s + a, n_ctx);
 		for (int hh = 0; hh < group; hh++) {
 			float *x = sc + (size_t)(rl * group + hh) * n_ctx, mx = row_max(x, nk);
@@ -284,16 +285,16 @@ static void attn_task(void *p, int t, int thread)
 		}
 	}
 	memset(os, 0, (size_t)nq * hd * sizeof *os);
-	K->attn_values(os, nq, sc, n_ctx, vc, n_past, kvd, hd);
+	K->attn_values(os, nq, sc, n_ctx, vc, n_past, hd, hd);
 	for (int rl = 0; rl < nrl; rl++) {
 		int gi = j->r0 + rl0 + rl, na = ancestors(b, gi, anc);
 		float *o = os + (size_t)rl * group * hd;
 		const float *pr = sc + (size_t)rl * group * n_ctx + n_past;
 		if (!b->parent)
-			K->attn_values(o, group, pr, n_ctx, vb, gi + 1, kvd, hd);
+			K->attn_values(o, group, pr, n_ctx, vb, gi + 1, hd, hd);
 		else
 			for (int a = 0; a <= na; a++)
-				K->attn_values(o, group, pr + a, n_ctx, vb + (size_t)(a < na ? anc[a] : gi) * kvd, 1, kvd, hd);
+				K->attn_values(o, group, pr + a, n_ctx, vb + (size_t)(a < na ? anc[a] : gi) * hd, 1, hd, hd);
 		memcpy(be->att + (size_t)(rl0 + rl) * be->q_dim + (size_t)g * group * hd, o,
 		       (size_t)group * hd * sizeof *o);
 	}
@@ -316,7 +317,7 @@ void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer
 	const struct skipper_layer *L = &be->base.model->layers[layer];
 	const struct cpu_layer_weights *W = &be->lw[layer];
 	int ne = be->n_embd, kvd = be->kv_dim;
-	size_t xs;
+	size_t xs, hs;
 	uint16_t *kb, *vb;
 
 	cpu_prof(be, SKIPPER_PROF_ROWWISE);
@@ -340,13 +341,15 @@ void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer
 	}
 
 	if (b->kv_write) {
-		size_t base = ((size_t)layer * be->base.n_ctx + (size_t)b->n_past) * kvd;
+		size_t base = cpu_kv_at(be, layer, 0, b->n_past, be->base.n_ctx);
 		kb = be->k_cache + base;
 		vb = be->v_cache + base;
+		hs = (size_t)be->base.n_ctx * be->hd;
 	} else {
-		size_t base = (size_t)layer * be->scr_cap * kvd;
+		size_t base = cpu_kv_at(be, layer, 0, 0, be->scr_cap);
 		kb = be->k_scr + base;
 		vb = be->v_scr + base;
+		hs = (size_t)be->scr_cap * be->hd;
 	}
 	for (int r = 0; r < nr; r++) {
 		const float *cs = be->rope_cs + (size_t)r * be->rope_dim;
@@ -354,11 +357,14 @@ void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer
 		rope_heads(be, be->k + (size_t)r * kvd, be->n_kv, cs);
 		/* stored as f16 before anyone reads them, so batch rows and cached
 		 * rows look the same to attention */
-		be->K->f32_to_f16(be->k + (size_t)r * kvd, kb + (size_t)(r0 + r) * kvd, kvd);
-		be->K->f32_to_f16(be->v + (size_t)r * kvd, vb + (size_t)(r0 + r) * kvd, kvd);
+		for (int g = 0; g < be->n_kv; g++) {
+			size_t at = (size_t)g * hs + (size_t)(r0 + r) * be->hd;
+			be->K->f32_to_f16(be->k + (size_t)r * kvd + (size_t)g * be->hd, kb + at, be->hd);
+			be->K->f32_to_f16(be->v + (size_t)r * kvd + (size_t)g * be->hd, vb + at, be->hd);
+		}
 	}
 
-	struct attn_job j = { .be = be, .b = b, .layer = layer, .r0 = r0, .nr = nr, .kb = kb, .vb = vb };
+	struct attn_job j = { .be = be, .b = b, .layer = layer, .r0 = r0, .nr = nr, .kb = kb, .vb = vb, .hs = hs };
 	j.rows = attn_rows_per_task(be, nr);
 	cpu_prof(be, SKIPPER_PROF_ATTENTION);
 	skipper_threadpool_run(be->tp, attn_task, &j, be->n_kv * ((nr + j.rows - 1) / j.rows));
