@@ -655,8 +655,17 @@ static TGT void x_attn_scores(const float *q, int nq, const uint16_t *k, int n, 
 	_mm512_storeu_ps(kf + 16 * d, _mm512_setzero_ps());
 	int j = 0;
 	/* blocks of 16 keys while there are enough of them to fill one */
-	for (; n - j >= 8; j += 16)
-		scores_16(q, nq, k + (size_t)j * ks, n - j < 16 ? n - j : 16, ks, d, scale, s + j, ss, kf);
+	for (; n - j >= 8; j += 16) {
+		int nk = n - j < 16 ? n - j : 16;
+		/* the common head sizes as constants: the 16 keys' slots are then
+		 * one base register and fixed offsets, not 16 pointers */
+		if (d == 128)
+			scores_16(q, nq, k + (size_t)j * ks, nk, ks, 128, scale, s + j, ss, kf);
+		else if (d == 64)
+			scores_16(q, nq, k + (size_t)j * ks, nk, ks, 64, scale, s + j, ss, kf);
+		else
+			scores_16(q, nq, k + (size_t)j * ks, nk, ks, d, scale, s + j, ss, kf);
+	}
 	for (; j < n; j++)
 		for (int i = 0; i < nq; i += 4) {
 			const float *qi = q + (size_t)i * d;
