@@ -471,12 +471,14 @@ static int cpu_kv_read(struct skipper_backend *base, int layer, int slot, float 
 	if (layer < 0 || layer >= be->n_layer || slot < 0 || slot >= base->n_ctx)
 		return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: kv_read layer %d slot %d", layer,
 		                    slot);
-	for (int i = 0; i < be->kv_dim; i++) {
-		size_t off = cpu_kv_at(be, layer, i / be->hd, slot, base->n_ctx) + (size_t)(i % be->hd);
-		if (k)
-			k[i] = cpu_f16_to_f32(be->k_cache[off]);
-		if (v)
-			v[i] = cpu_f16_to_f32(be->v_cache[off]);
+	for (int g = 0; g < be->n_kv; g++) {
+		size_t off = cpu_kv_at(be, layer, g, slot, base->n_ctx);
+		for (int i = g * be->hd; i < (g + 1) * be->hd; i++, off++) {
+			if (k)
+				k[i] = cpu_f16_to_f32(be->k_cache[off]);
+			if (v)
+				v[i] = cpu_f16_to_f32(be->v_cache[off]);
+		}
 	}
 	return 0;
 }

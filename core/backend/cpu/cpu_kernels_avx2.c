@@ -514,36 +514,132 @@ static TGT INL void scores_g(const float *q, int G, const uint16_t *k, int d, fl
 		s[(size_t)g * ss] = hsum8(acc[g]) * scale;
 }
 
-static TGT void a_attn_scores(const float *q, int nq, const uint16_t *k, int n, int ks, int d, float scale,
-                              float *s, int ss)
+/* The 8 sums of a[0..7] in one vector, each in hsum8's order (lane i plus
+ * lane i + 4, then + 2, then + 1), so that a score is the same bits
+ * whichever path computed it. The pairing leaves the sum of a[2 L] in lane
+ * L and of a[2 L + 1] in lane 4 + L (L < 4): callers pass the keys in that
+ * order. */
+static TGT INL __m256 hsum8x8(const __m256 *a)
 {
-	/* keys in tiles that stay in L1 while every query meets them */
-	for (int j0 = 0; j0 < n; j0 += 64) {
-		int j1 = n - j0 < 64 ? n : j0 + 64;
-		for (int i = 0; i < nq; i += 4) {
-			const float *qi = q + (size_t)i * d;
-			float *si = s + (size_t)i * ss;
-			for (int j = j0; j < j1; j++) {
-				const uint16_t *kj = k + (size_t)j * ks;
-				switch (nq - i < 4 ? nq - i : 4) {
-				case 4: scores_g(qi, 4, kj, d, scale, si + j, ss); break;
-				case 3: scores_g(qi, 3, kj, d, scale, si + j, ss); break;
-				case 2: scores_g(qi, 2, kj, d, scale, si + j, ss); break;
-				default: scores_g(qi, 1, kj, d, scale, si + j, ss); break;
-				}
-			}
+	__m256 b[4], c[2];
+#pragma GCC unroll 4
+	for (int i = 0; i < 4; i++)
+		b[i] = _mm256_add_ps(_mm256_permute2f128_ps(a[2 * i], a[2 * i + 1], 0x20),
+		                     _mm256_permute2f128_ps(a[2 * i], a[2 * i + 1], 0x31));
+#pragma GCC unroll 2
+	for (int i = 0; i < 2; i++)
+		c[i] = _mm256_add_ps(_mm256_shuffle_ps(b[2 * i], b[2 * i + 1], 0x44),
+		                     _mm256_shuffle_ps(b[2 * i], b[2 * i + 1], 0xee));
+	return _mm256_add_ps(_mm256_shuffle_ps(c[0], c[1], 0x88), _mm256_shuffle_ps(c[0], c[1], 0xdd));
+}
+
+/* Scores of every query against nk <= 8 keys, the keys widened once into
+ * kf (in address order): per query 8 running sums, one reduction and one
+ * store instead of a horizontal sum and a store per key. */
+static TGT INL void scores_8(const float *q, int nq, const uint16_t *k, int nk, int ks, int d, float scale,
+                             float *s, int ss, float *kf)
+{
+	for (int key = 0; key < 8; key++) {
+		int j = key < 4 ? 2 * key : 2 * (key - 4) + 1; /* see hsum8x8 */
+		for (int e = 0; e < d; e += 8)
+			_mm256_storeu_ps(kf + (size_t)j * d + e,
+			                 key < nk ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + (size_t)key * ks + e)))
+			                          : _mm256_setzero_ps());
+	}
+	for (int g = 0; g < nq; g++) {
+		__m256 acc[8];
+#pragma GCC unroll 8
+		for (int j = 0; j < 8; j++)
+			acc[j] = _mm256_setzero_ps();
+		for (int e = 0; e < d; e += 8) {
+			__m256 qv = _mm256_loadu_ps(q + (size_t)g * d + e);
+#pragma GCC unroll 8
+			for (int j = 0; j < 8; j++)
+				acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kf + (size_t)j * d + e), acc[j]);
+		}
+		__m256 r = _mm256_mul_ps(hsum8x8(acc), _mm256_set1_ps(scale));
+		if (nk == 8) {
+			_mm256_storeu_ps(s + (size_t)g * ss, r);
+		} else {
+			float t[8];
+			_mm256_storeu_ps(t, r);
+			memcpy(s + (size_t)g * ss, t, (size_t)nk * sizeof *t);
 		}
 	}
 }
 
+static TGT void a_attn_scores(const float *q, int nq, const uint16_t *k, int n, int ks, int d, float scale,
+                              float *s, int ss)
+{
+	float kf[8 * CPU_MAX_HEAD_DIM];
+	int j = 0;
+	/* blocks of 8 keys while there are enough of them to fill one; the
+	 * common head sizes as constants (the slots at fixed offsets) */
+	for (; n - j >= 4; j += 8) {
+		int nk = n - j < 8 ? n - j : 8;
+		if (d == 128)
+			scores_8(q, nq, k + (size_t)j * ks, nk, ks, 128, scale, s + j, ss, kf);
+		else if (d == 64)
+			scores_8(q, nq, k + (size_t)j * ks, nk, ks, 64, scale, s + j, ss, kf);
+		else
+			scores_8(q, nq, k + (size_t)j * ks, nk, ks, d, scale, s + j, ss, kf);
+	}
+	for (; j < n; j++)
+		for (int i = 0; i < nq; i += 4) {
+			const float *qi = q + (size_t)i * d;
+			const uint16_t *kj = k + (size_t)j * ks;
+			float *si = s + (size_t)i * ss + j;
+			switch (nq - i < 4 ? nq - i : 4) {
+			case 4: scores_g(qi, 4, kj, d, scale, si, ss); break;
+			case 3: scores_g(qi, 3, kj, d, scale, si, ss); break;
+			case 2: scores_g(qi, 2, kj, d, scale, si, ss); break;
+			default: scores_g(qi, 1, kj, d, scale, si, ss); break;
+			}
+		}
+}
+
+/* 32 elements (e .. e + 31) of G <= 3 outputs d floats apart, held in
+ * registers over all n keys: one fused multiply-add per element and key,
+ * in key order, as through memory below. */
+static TGT INL void values_32(float *o, int d, int G, const float *p, int ps, const uint16_t *v, int n, int vs)
+{
+	__m256 acc[12];
+#pragma GCC unroll 12
+	for (int a = 0; a < G * 4; a++)
+		acc[a] = _mm256_loadu_ps(o + (size_t)(a / 4) * d + 8 * (a % 4));
+	for (int j = 0; j < n; j++)
+#pragma GCC unroll 4
+		for (int c = 0; c < 4; c++) {
+			__m256 vv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + (size_t)j * vs + 8 * c)));
+#pragma GCC unroll 3
+			for (int g = 0; g < G; g++)
+				acc[g * 4 + c] = _mm256_fmadd_ps(_mm256_set1_ps(p[(size_t)g * ps + j]), vv, acc[g * 4 + c]);
+		}
+#pragma GCC unroll 12
+	for (int a = 0; a < G * 4; a++)
+		_mm256_storeu_ps(o + (size_t)(a / 4) * d + 8 * (a % 4), acc[a]);
+}
+
 static TGT void a_attn_values(float *o, int nq, const float *p, int ps, const uint16_t *v, int n, int vs, int d)
 {
+	int e = 0;
+	for (; e + 32 <= d; e += 32)
+		for (int i = 0; i < nq; i += 3) {
+			float *oi = o + (size_t)i * d + e;
+			const float *pi = p + (size_t)i * ps;
+			switch (nq - i < 3 ? nq - i : 3) {
+			case 3: values_32(oi, d, 3, pi, ps, v + e, n, vs); break;
+			case 2: values_32(oi, d, 2, pi, ps, v + e, n, vs); break;
+			default: values_32(oi, d, 1, pi, ps, v + e, n, vs); break;
+			}
+		}
+	/* the rest of other head sizes: through memory */
 	for (int j = 0; j < n; j++) {
 		const uint16_t *vj = v + (size_t)j * vs;
-		for (int e = 0; e < d; e += 8) {
-			__m256 vv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + e)));
+		for (int f = e; f < d; f += 8) {
+			__m256 vv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + f)));
 			for (int i = 0; i < nq; i++) {
-				float *y = o + (size_t)i * d + e;
+				float *y = o + (size_t)i * d + f;
 				_mm256_storeu_ps(y, _mm256_fmadd_ps(_mm256_set1_ps(p[(size_t)i * ps + j]), vv, _mm256_loadu_ps(y)));
 			}
 		}
