@@ -188,10 +188,10 @@ struct skipper_forward {
  * kind of work, apart for one-row passes (decode and draft steps) and
  * passes of several rows (verification and prefill). */
 enum skipper_prof_kind {
-	SKIPPER_PROF_QKV,       /* Q/K/V projections */
-	SKIPPER_PROF_ATTN_OUT,  /* attention output projection */
-	SKIPPER_PROF_GATE_UP,   /* MLP gate and up projections */
-	SKIPPER_PROF_DOWN,      /* MLP down projection */
+	SKIPPER_PROF_QKV,       /* Q/K/V projections (CPU: with their biases) */
+	SKIPPER_PROF_ATTN_OUT,  /* attention output projection (CPU: and the residual add) */
+	SKIPPER_PROF_GATE_UP,   /* MLP gate and up projections (CPU: SiLU, the down projection's input quantised) */
+	SKIPPER_PROF_DOWN,      /* MLP down projection (CPU: and the residual add) */
 	SKIPPER_PROF_HEAD,      /* final norm and LM head */
 	SKIPPER_PROF_ATTENTION, /* attention over the cache */
 	SKIPPER_PROF_QUANT,     /* quantising activations for the integer kernels */

@@ -46,6 +46,8 @@ static void cpu_destroy(struct skipper_backend *base)
 	free(be->xn);
 	free(be->xq);
 	free(be->xqk);
+	free(be->xq_ff);
+	free(be->xqk_ff);
 	free(be->q);
 	free(be->k);
 	free(be->v);
@@ -222,6 +224,8 @@ int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipp
 	be->xn = malloc(C * be->xn_w * sizeof(float));
 	be->xq = malloc(C * (be->xn_w / 32) * sizeof(struct cpu_q8));
 	be->xqk = aligned_alloc(64, C * ((size_t)be->xn_w / 256 + 1) * sizeof(struct cpu_q8k));
+	be->xq_ff = malloc(C * (be->xn_w / 32) * sizeof(struct cpu_q8));
+	be->xqk_ff = aligned_alloc(64, C * ((size_t)be->xn_w / 256 + 1) * sizeof(struct cpu_q8k));
 	be->q = malloc(C * be->q_dim * sizeof(float));
 	be->k = malloc(C * be->kv_dim * sizeof(float));
 	be->v = malloc(C * be->kv_dim * sizeof(float));
@@ -243,9 +247,9 @@ int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipp
 	be->tp = skipper_threadpool_new(be->n_threads);
 	be->lw = calloc(L, sizeof *be->lw);
 	if (!be->lw || !be->rope_freq || !be->norm_attn || !be->norm_ffn || !be->norm_out || !be->k_cache ||
-	    !be->v_cache || !be->h || !be->xn || !be->xq || !be->xqk || !be->q || !be->k || !be->v || !be->att ||
-	    !be->proj || !be->gate || !be->up || !be->rope_cs || !be->logits || !be->scores || !be->att_q || !be->att_o ||
-	    !be->anc || !be->tp || grow_scratch(be, CPU_CHUNK, err)) {
+	    !be->v_cache || !be->h || !be->xn || !be->xq || !be->xqk || !be->xq_ff || !be->xqk_ff || !be->q || !be->k ||
+	    !be->v || !be->att || !be->proj || !be->gate || !be->up || !be->rope_cs || !be->logits || !be->scores ||
+	    !be->att_q || !be->att_o || !be->anc || !be->tp || grow_scratch(be, CPU_CHUNK, err)) {
 		cpu_destroy(&be->base);
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "cpu backend: out of memory (n_ctx %d)",
 		                    o->n_ctx);

@@ -64,6 +64,10 @@ struct cpu_backend {
 	float *xn;      /* [CHUNK][max(n_embd, n_ff)] normed input / MLP activation */
 	struct cpu_q8 *xq; /* [CHUNK][xn_w / 32] */
 	struct cpu_q8k *xqk; /* [CHUNK][xn_w / 256] (xn_w rounded up to 256) */
+	/* the MLP down projection's input, quantised by the gate/up tasks while
+	 * others still read xq / xqk: same shapes */
+	struct cpu_q8 *xq_ff;
+	struct cpu_q8k *xqk_ff;
 	float *q, *k, *v;  /* [CHUNK][q_dim], [CHUNK][kv_dim] x2 */
 	float *att;     /* [CHUNK][q_dim] */
 	float *proj;    /* [CHUNK][n_embd] output of wo / w_down */
@@ -148,11 +152,6 @@ void cpu_matmul(struct cpu_backend *be, const struct cpu_weight *w, const void *
  * stride to pass to cpu_matmul. */
 const void *cpu_prepare_act(struct cpu_backend *be, const struct cpu_weight *w,
                             const float *x, size_t xs, int nr, int64_t k, size_t *stride);
-
-/* y[i] = w[i] . x for n (<= 3) weights over the same nr rows of x (length
- * k, rows xs floats apart), converting x once per layout. */
-void cpu_matmul_same_x(struct cpu_backend *be, int n, const struct cpu_weight *const *w, float *const *y,
-                       const size_t *ys, const float *x, size_t xs, int nr, int64_t k);
 
 /* Fill rope_cs for nr rows at positions pos[]. */
 void cpu_rope_table(const struct cpu_backend *be, const int32_t *pos, int nr, float *cs);

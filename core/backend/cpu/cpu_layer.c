@@ -11,27 +11,69 @@
 
 #pragma GCC optimize("fp-contract=off")
 
-/* ---------- matmul job ---------- */
+/* ---------- matmul jobs ---------- */
 
-struct mm_job {
-	cpu_matmul_fn fn;
-	int64_t k;
-	const char *w;
-	size_t wrb;
-	int nc, tile;
-	const void *x;
+/* One pool job over the output columns of up to three matmuls, so that
+ * a layer's projections that read the same input wait for one barrier
+ * between them, not three. With `shared`, every part has the same
+ * columns and a task computes its columns of all of them (the MLP's gate
+ * and up); else a task computes a tile of one part. `after` then runs on
+ * the columns the task wrote: work that needs nothing else (biases,
+ * SiLU, the next matmul's quantisation, residual adds) runs on every
+ * thread instead of on one while the others wait. */
+struct mm_part {
+	const struct cpu_weight *w;
+	const void *x; /* activations in the layout the weight needs */
 	size_t xs;
-	int nr;
 	float *y;
 	size_t ys;
+};
+
+struct mm_job {
+	struct cpu_backend *be;
+	struct mm_part part[3];
+	int n_part, nr, shared, tile;
+	int first[4]; /* each part's first task */
+	void (*after)(const struct mm_job *j, int part, int c0, int nc);
+	const void *ctx; /* for after */
 };
 
 static void mm_task(void *p, int t, int thread)
 {
 	const struct mm_job *j = p;
-	int c0 = t * j->tile;
-	int nc = j->nc - c0 < j->tile ? j->nc - c0 : j->tile;
-	j->fn(j->k, j->w + (size_t)c0 * j->wrb, j->wrb, nc, j->x, j->xs, j->nr, j->y + c0, j->ys);
+	int i = 0;
+	while (!j->shared && t >= j->first[i + 1])
+		i++;
+	int c0 = (t - j->first[i]) * j->tile, nc = j->part[i].w->nc - c0;
+	if (nc > j->tile)
+		nc = j->tile;
+	for (int k = i; k < (j->shared ? j->n_part : i + 1); k++) {
+		const struct mm_part *m = &j->part[k];
+		m->w->fn(m->w->k, m->w->data + (size_t)c0 * m->w->row_bytes, m->w->row_bytes, nc, m->x, m->xs, j->nr,
+		         m->y + c0, m->ys);
+	}
+	if (j->after)
+		j->after(j, i, c0, nc);
+	(void)thread;
+}
+
+/* Run the job: tiles of a multiple of `align` columns (itself a multiple
+ * of CPU_PACK_ROWS, as packed layouts need), about 8 per thread over all
+ * parts so that a slow thread does not hold up the rest. The split never
+ * changes what a column computes. */
+static void mm_run(struct mm_job *j, int align)
+{
+	struct cpu_backend *be = j->be;
+	int total = 0;
+	for (int i = 0; i < (j->shared ? 1 : j->n_part); i++)
+		total += j->part[i].w->nc;
+	j->tile = (total / (be->n_threads * 8) + align / 2) / align * align;
+	if (j->tile < align)
+		j->tile = align;
+	j->first[0] = 0;
+	for (int i = 0; i < j->n_part; i++)
+		j->first[i + 1] = j->first[i] + (j->shared && i ? 0 : (j->part[i].w->nc + j->tile - 1) / j->tile);
+	skipper_threadpool_run(be->tp, mm_task, j, j->first[j->n_part]);
 }
 
 void cpu_weight_init(const struct cpu_backend *be, const struct skipper_weight *src, void *own_src,
@@ -64,69 +106,61 @@ void cpu_weight_free(struct cpu_weight *w)
 void cpu_matmul(struct cpu_backend *be, const struct cpu_weight *w, const void *x,
                 size_t x_stride, int nr, float *y, size_t ys)
 {
-	struct mm_job j = {
-		.fn = w->fn, .k = w->k, .w = w->data, .wrb = w->row_bytes, .nc = w->nc, .x = x, .xs = x_stride,
-		.nr = nr, .y = y, .ys = ys,
-	};
-	/* about 8 tasks per thread so a slow thread does not hold up the rest;
-	 * whole groups of CPU_PACK_ROWS columns, as packed layouts need */
-	int tile = j.nc / (be->n_threads * 8);
-	tile = (tile + CPU_PACK_ROWS - 1) / CPU_PACK_ROWS * CPU_PACK_ROWS;
-	if (tile < CPU_PACK_ROWS)
-		tile = CPU_PACK_ROWS;
-	j.tile = tile;
-	skipper_threadpool_run(be->tp, mm_task, &j, (j.nc + tile - 1) / tile);
+	struct mm_job j = { .be = be, .part = { { w, x, x_stride, y, ys } }, .n_part = 1, .nr = nr };
+	mm_run(&j, CPU_PACK_ROWS);
 }
 
-static const void *quantize_act(struct cpu_backend *be, int act, const float *x, size_t xs, int nr, int64_t k,
-                                size_t *stride);
+/* Row stride of the activations in layout act in a buffer of be's (rows
+ * of xn_w elements). */
+static size_t act_stride(const struct cpu_backend *be, int act)
+{
+	return act == CPU_ACT_Q8K ? (size_t)(be->xn_w / 256) * sizeof(struct cpu_q8k)
+	                          : (size_t)(be->xn_w / 32) * sizeof(struct cpu_q8);
+}
+
+/* Columns [c0, c0 + n) of nr rows of x (rows xs floats apart; c0 and n
+ * whole blocks of act's layout) into q, rows act_stride() apart. */
+static void quantize_cols(const struct cpu_backend *be, int act, const float *x, size_t xs, int nr, int c0, int n,
+                          void *q)
+{
+	size_t qs = act_stride(be, act);
+	for (int r = 0; r < nr; r++) {
+		char *qr = (char *)q + (size_t)r * qs;
+		if (act == CPU_ACT_Q8K)
+			be->K->quantize_q8k(x + (size_t)r * xs + c0, (struct cpu_q8k *)qr + c0 / 256, n);
+		else
+			be->K->quantize_q8(x + (size_t)r * xs + c0, (struct cpu_q8 *)qr + c0 / 32, n);
+	}
+}
 
 const void *cpu_prepare_act(struct cpu_backend *be, const struct cpu_weight *w,
                             const float *x, size_t xs, int nr, int64_t k, size_t *stride)
 {
 	int act = cpu_wact(w->kind), caller = be->prof_cat;
-	if (act != CPU_ACT_F32)
-		cpu_prof(be, SKIPPER_PROF_QUANT);
-	const void *q = quantize_act(be, act, x, xs, nr, k, stride);
+	if (act == CPU_ACT_F32) {
+		*stride = xs * sizeof(float);
+		return x;
+	}
+	void *q = act == CPU_ACT_Q8K ? (void *)be->xqk : (void *)be->xq;
+	cpu_prof(be, SKIPPER_PROF_QUANT);
+	quantize_cols(be, act, x, xs, nr, 0, (int)k, q);
 	cpu_prof(be, caller);
-	return q ? q : x;
+	*stride = act_stride(be, act);
+	return q;
 }
 
-static const void *quantize_act(struct cpu_backend *be, int act, const float *x, size_t xs, int nr, int64_t k,
-                                size_t *stride)
-{
-	switch (act) {
-	case CPU_ACT_Q8: {
-		size_t nb = (size_t)(be->xn_w / 32);
-		for (int r = 0; r < nr; r++)
-			be->K->quantize_q8(x + (size_t)r * xs, be->xq + (size_t)r * nb, k);
-		*stride = nb * sizeof(struct cpu_q8);
-		return be->xq;
-	}
-	case CPU_ACT_Q8K: {
-		size_t nb = (size_t)(be->xn_w / 256);
-		for (int r = 0; r < nr; r++)
-			be->K->quantize_q8k(x + (size_t)r * xs, be->xqk + (size_t)r * nb, k);
-		*stride = nb * sizeof(struct cpu_q8k);
-		return be->xqk;
-	}
-	}
-	*stride = xs * sizeof(float);
-	return NULL;
-}
-
-/* y = W . x for several weights that read the same rows x: the activation
- * rows are converted once per layout the weights need. */
-void cpu_matmul_same_x(struct cpu_backend *be, int n, const struct cpu_weight *const *w, float *const *y,
-                       const size_t *ys, const float *x, size_t xs, int nr, int64_t k)
+/* The job's parts: the weights w[0..n) over the same rows x, converted
+ * once per layout they need. */
+static void prepare_parts(struct cpu_backend *be, struct mm_job *j, const struct cpu_weight *const *w, float *const *y,
+                          const size_t *ys, const float *x, size_t xs, int64_t k)
 {
 	const void *xq[3] = { NULL, NULL, NULL };
 	size_t st[3];
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < j->n_part; i++) {
 		int a = cpu_wact(w[i]->kind);
 		if (!xq[a])
-			xq[a] = cpu_prepare_act(be, w[i], x, xs, nr, k, &st[a]);
-		cpu_matmul(be, w[i], xq[a], st[a], nr, y[i], ys[i]);
+			xq[a] = cpu_prepare_act(be, w[i], x, xs, j->nr, k, &st[a]);
+		j->part[i] = (struct mm_part){ w[i], xq[a], st[a], y[i], ys[i] };
 	}
 }
 
@@ -138,19 +172,40 @@ void cpu_rmsnorm_rows(const struct cpu_backend *be, const float *x, size_t xs, c
 	cpu_rmsnorm(x, xs, w, out, os, nr, be->n_embd, be->rms_eps);
 }
 
+/* One row normed, given its sum of squares: float squares, double sum in
+ * element order, float mean (llama.cpp's order). */
+static void rms_apply(const float *xr, double ss, const float *w, float *o, int d, float eps)
+{
+	float scale = 1.0f / sqrtf((float)(ss / d) + eps);
+	for (int i = 0; i < d; i++)
+		o[i] = (xr[i] * scale) * w[i];
+}
+
 void cpu_rmsnorm(const float *x, size_t xs, const float *w, float *out, size_t os, int nr, int d, float eps)
 {
-	for (int r = 0; r < nr; r++) {
+	int r = 0;
+	/* four rows at a time: each sum is one chain of dependent adds, and
+	 * four chains run side by side in the time of one (same bits) */
+	for (; r + 4 <= nr; r += 4) {
+		const float *x0 = x + (size_t)r * xs, *x1 = x0 + xs, *x2 = x1 + xs, *x3 = x2 + xs;
+		double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+		for (int i = 0; i < d; i++) {
+			s0 += (double)(x0[i] * x0[i]);
+			s1 += (double)(x1[i] * x1[i]);
+			s2 += (double)(x2[i] * x2[i]);
+			s3 += (double)(x3[i] * x3[i]);
+		}
+		rms_apply(x0, s0, w, out + (size_t)r * os, d, eps);
+		rms_apply(x1, s1, w, out + (size_t)(r + 1) * os, d, eps);
+		rms_apply(x2, s2, w, out + (size_t)(r + 2) * os, d, eps);
+		rms_apply(x3, s3, w, out + (size_t)(r + 3) * os, d, eps);
+	}
+	for (; r < nr; r++) {
 		const float *xr = x + (size_t)r * xs;
-		float *o = out + (size_t)r * os;
-		/* float squares, double sum, float mean: llama.cpp's order */
 		double ss = 0.0;
 		for (int i = 0; i < d; i++)
 			ss += (double)(xr[i] * xr[i]);
-		float mean = (float)(ss / d);
-		float scale = 1.0f / sqrtf(mean + eps);
-		for (int i = 0; i < d; i++)
-			o[i] = (xr[i] * scale) * w[i];
+		rms_apply(xr, ss, w, out + (size_t)r * os, d, eps);
 	}
 }
 
@@ -185,6 +240,43 @@ static void add_row(float *y, const float *b, int n)
 {
 	for (int i = 0; i < n; i++)
 		y[i] += b[i];
+}
+
+/* ---------- what a matmul task does after its columns ---------- */
+
+/* Q/K/V biases (qwen2) */
+static void add_bias(const struct mm_job *j, int part, int c0, int nc)
+{
+	const struct skipper_layer *L = j->ctx;
+	const float *bias = part == 0 ? L->bq.data : part == 1 ? L->bk.data : L->bv.data;
+	const struct mm_part *m = &j->part[part];
+	for (int r = 0; r < j->nr; r++)
+		add_row(m->y + (size_t)r * m->ys + c0, bias + c0, nc);
+}
+
+/* h += the projection (attention output, MLP down) */
+static void add_residual(const struct mm_job *j, int part, int c0, int nc)
+{
+	const struct mm_part *m = &j->part[part];
+	for (int r = 0; r < j->nr; r++)
+		add_row(j->be->h + (size_t)r * j->be->n_embd + c0, m->y + (size_t)r * m->ys + c0, nc);
+}
+
+/* gate = silu(gate) * up, then the down projection's input quantised
+ * (its blocks lie within the task's columns: mm_run's align) */
+static void silu_quantize(const struct mm_job *j, int part, int c0, int nc)
+{
+	struct cpu_backend *be = j->be;
+	const struct cpu_weight *down = j->ctx;
+	int nf = be->n_ff, act = cpu_wact(down->kind);
+	for (int r = 0; r < j->nr; r++) {
+		float *g = be->gate + (size_t)r * nf + c0;
+		be->K->silu_mul(g, be->up + (size_t)r * nf + c0, g, nc);
+	}
+	if (act != CPU_ACT_F32)
+		quantize_cols(be, act, be->gate, (size_t)nf, j->nr, c0, nc,
+		              act == CPU_ACT_Q8K ? (void *)be->xqk_ff : (void *)be->xq_ff);
+	(void)part;
 }
 
 /* ---------- attention ---------- */
@@ -326,18 +418,17 @@ void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer
 		const struct cpu_weight *w[3] = { &W->wq, &W->wk, &W->wv };
 		float *y[3] = { be->q, be->k, be->v };
 		size_t ys[3] = { (size_t)be->q_dim, (size_t)kvd, (size_t)kvd };
+		struct mm_job mj = { .be = be, .n_part = 3, .nr = nr, .after = L->bq.data ? add_bias : NULL, .ctx = L };
 		cpu_prof(be, SKIPPER_PROF_QKV);
-		cpu_matmul_same_x(be, 3, w, y, ys, be->xn, be->xn_w, nr, ne);
+		prepare_parts(be, &mj, w, y, ys, be->xn, be->xn_w, ne);
+		mm_run(&mj, CPU_PACK_ROWS);
 	}
 	cpu_prof(be, SKIPPER_PROF_ROWWISE);
-	for (int r = 0; r < nr; r++) {
-		float *q = be->q + (size_t)r * be->q_dim, *k = be->k + (size_t)r * kvd, *v = be->v + (size_t)r * kvd;
-		if (L->bq.data) /* qwen2 */
-			add_row(q, L->bq.data, be->q_dim), add_row(k, L->bk.data, kvd), add_row(v, L->bv.data, kvd);
-		if (L->q_norm.data) { /* qwen3: each head normed on its own */
-			cpu_rmsnorm(q, be->hd, L->q_norm.data, q, be->hd, be->n_head, be->hd, be->rms_eps);
-			cpu_rmsnorm(k, be->hd, L->k_norm.data, k, be->hd, be->n_kv, be->hd, be->rms_eps);
-		}
+	for (int r = 0; L->q_norm.data && r < nr; r++) {
+		/* qwen3: each head normed on its own */
+		float *q = be->q + (size_t)r * be->q_dim, *k = be->k + (size_t)r * kvd;
+		cpu_rmsnorm(q, be->hd, L->q_norm.data, q, be->hd, be->n_head, be->hd, be->rms_eps);
+		cpu_rmsnorm(k, be->hd, L->k_norm.data, k, be->hd, be->n_kv, be->hd, be->rms_eps);
 	}
 
 	if (b->kv_write) {
@@ -371,11 +462,9 @@ void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer
 
 	cpu_prof(be, SKIPPER_PROF_ATTN_OUT);
 	const void *x = cpu_prepare_act(be, &W->wo, be->att, be->q_dim, nr, be->q_dim, &xs);
-	cpu_matmul(be, &W->wo, x, xs, nr, be->proj, ne);
-	cpu_prof(be, SKIPPER_PROF_ROWWISE);
-	for (int r = 0; r < nr; r++)
-		for (int i = 0; i < ne; i++)
-			be->h[(size_t)r * ne + i] += be->proj[(size_t)r * ne + i];
+	struct mm_job mj = { .be = be, .part = { { &W->wo, x, xs, be->proj, (size_t)ne } }, .n_part = 1, .nr = nr,
+	                     .after = add_residual };
+	mm_run(&mj, CPU_PACK_ROWS);
 }
 
 /* ---------- MLP ---------- */
@@ -383,8 +472,7 @@ void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer
 void cpu_mlp_block(struct cpu_backend *be, int layer, int nr)
 {
 	const struct cpu_layer_weights *W = &be->lw[layer];
-	int ne = be->n_embd, nf = be->n_ff;
-	size_t xs;
+	int ne = be->n_embd, nf = be->n_ff, act = cpu_wact(W->down.kind);
 
 	cpu_prof(be, SKIPPER_PROF_ROWWISE);
 	cpu_rmsnorm_rows(be, be->h, ne, be->norm_ffn + (size_t)layer * ne, be->xn, be->xn_w, nr);
@@ -392,18 +480,17 @@ void cpu_mlp_block(struct cpu_backend *be, int layer, int nr)
 		const struct cpu_weight *w[2] = { &W->gate, &W->up };
 		float *y[2] = { be->gate, be->up };
 		size_t ys[2] = { (size_t)nf, (size_t)nf };
+		struct mm_job mj = { .be = be, .n_part = 2, .nr = nr, .shared = 1, .after = silu_quantize, .ctx = &W->down };
 		cpu_prof(be, SKIPPER_PROF_GATE_UP);
-		cpu_matmul_same_x(be, 2, w, y, ys, be->xn, be->xn_w, nr, ne);
+		prepare_parts(be, &mj, w, y, ys, be->xn, be->xn_w, ne);
+		mm_run(&mj, act == CPU_ACT_Q8K ? 256 : act == CPU_ACT_Q8 ? 32 : CPU_PACK_ROWS);
 	}
-	cpu_prof(be, SKIPPER_PROF_ROWWISE);
-
-	for (int r = 0; r < nr; r++)
-		be->K->silu_mul(be->gate + (size_t)r * nf, be->up + (size_t)r * nf, be->xn + (size_t)r * be->xn_w, nf);
 	cpu_prof(be, SKIPPER_PROF_DOWN);
-	const void *x = cpu_prepare_act(be, &W->down, be->xn, be->xn_w, nr, nf, &xs);
-	cpu_matmul(be, &W->down, x, xs, nr, be->proj, ne);
-	cpu_prof(be, SKIPPER_PROF_ROWWISE);
-	for (int r = 0; r < nr; r++)
-		for (int i = 0; i < ne; i++)
-			be->h[(size_t)r * ne + i] += be->proj[(size_t)r * ne + i];
+	struct mm_part d = { &W->down, be->gate, (size_t)nf * sizeof(float), be->proj, (size_t)ne };
+	if (act != CPU_ACT_F32) {
+		d.x = act == CPU_ACT_Q8K ? (const void *)be->xqk_ff : (const void *)be->xq_ff;
+		d.xs = act_stride(be, act);
+	}
+	struct mm_job mj = { .be = be, .part = { d }, .n_part = 1, .nr = nr, .after = add_residual };
+	mm_run(&mj, CPU_PACK_ROWS);
 }
