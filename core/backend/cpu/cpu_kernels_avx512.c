@@ -315,7 +315,7 @@ AVX512_MATMUL(mm_q4_K, B_Q4_K)
 AVX512_MATMUL(mm_q5_K, B_Q5_K)
 AVX512_MATMUL(mm_q6_K, B_Q6_K)
 
-/* ---- Q4_K, Q6_K and Q8_0 in the packed layouts of cpu_packed.h ---- */
+/* ---- Q4_K, Q6_K, Q5_0 and Q8_0 in the packed layouts of cpu_packed.h ---- */
 
 /* elements per packed block of a kind, and its bytes for 16 rows */
 static int x_pack_span(int kind, size_t *bytes)
@@ -324,6 +324,7 @@ static int x_pack_span(int kind, size_t *bytes)
 	case CPU_W_Q4_K: *bytes = PK_BLOCK; return 256;
 	case CPU_W_Q6_K: *bytes = P6_BLOCK; return 256;
 	case CPU_W_Q8_0: *bytes = P8_BLOCK; return 64;
+	case CPU_W_Q5_0: *bytes = P5_BLOCK; return 64;
 	default: *bytes = 0; return 0;
 	}
 }
@@ -371,12 +372,33 @@ static void pack_q8_0(const struct skipper_block_q8_0 *blk, int c, uint8_t *o)
 	}
 }
 
+/* blocks 2 p and 2 p + 1 of row c; row 0 comes first and starts the masks */
+static void pack_q5_0(const struct skipper_block_q5_0 *blk, int c, uint8_t *o)
+{
+	for (int h = 0; h < 2; h++) {
+		uint8_t *q = o + P5_Q + P5_HALF * h;
+		uint32_t qh;
+		memcpy(&qh, blk[h].qh, 4);
+		for (int s = 0; s < 8; s++) {
+			uint64_t m = 0;
+			if (c)
+				memcpy(&m, q + 8 * s, 8);
+			m |= (uint64_t)((qh >> (4 * s)) & 0xF) << (4 * c);
+			memcpy(q + 8 * s, &m, 8);
+		}
+		for (int g = 0; g < 4; g++)
+			memcpy(q + 64 + (g * 16 + c) * 4, blk[h].qs + 4 * g, 4);
+		memcpy(o + P5_D + 32 * h + 2 * c, &blk[h].d, 2);
+	}
+}
+
 static void x_pack(int kind, int64_t k, const void *w, size_t wrb, int nc, void *out)
 {
 	size_t bytes;
 	int64_t nb = k / x_pack_span(kind, &bytes);
 	size_t bb = kind == CPU_W_Q4_K   ? sizeof(struct skipper_block_q4_K)
 	            : kind == CPU_W_Q6_K ? sizeof(struct skipper_block_q6_K)
+	            : kind == CPU_W_Q5_0 ? 2 * sizeof(struct skipper_block_q5_0)
 	                                 : 2 * sizeof(struct skipper_block_q8_0);
 	uint8_t *o = out;
 	for (int c0 = 0; c0 < nc; c0 += CPU_PACK_ROWS)
@@ -387,6 +409,8 @@ static void x_pack(int kind, int64_t k, const void *w, size_t wrb, int nc, void 
 					pack_q4_K(blk, c, o);
 				else if (kind == CPU_W_Q6_K)
 					pack_q6_K(blk, c, o);
+				else if (kind == CPU_W_Q5_0)
+					pack_q5_0(blk, c, o);
 				else
 					pack_q8_0(blk, c, o);
 			}
@@ -493,27 +517,52 @@ static TGT INL void q6_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 		_mm512_storeu_ps(y + (size_t)r * ys, acc[r]);
 }
 
-/* 16 Q8_0 rows (one packed group) against R activation rows: per row and
- * 32-element block, the integer dot of q + 128 with the activations less
- * 128 times their sum (exact), times the two d, onto the row's sums in
- * block order. */
-static TGT INL void q8_0_packed_rows(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
-                                     size_t ys)
+/* Block h of a Q5_0 pair as 8 vectors of unsigned bytes, q + 16 * fifth
+ * bit: wq[s] = elements 4 s .. 4 s + 3 of the 16 rows. */
+static PK_TGT PK_INL void p5_unpack(const uint8_t *w, int h, __m512i wq[8])
 {
+	const uint8_t *q = w + P5_Q + P5_HALF * h;
+	const __m512i low = _mm512_set1_epi8(0x0F), fifth = _mm512_set1_epi8(0x10);
+#pragma GCC unroll 4
+	for (int g = 0; g < 4; g++) {
+		__m512i v = _mm512_loadu_si512((const void *)(q + 64 + 64 * g));
+		wq[g] = _mm512_and_si512(v, low);
+		wq[g + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+	}
+#pragma GCC unroll 8
+	for (int s = 0; s < 8; s++) {
+		uint64_t m;
+		memcpy(&m, q + 8 * s, 8);
+		wq[s] = _mm512_mask_add_epi8(wq[s], _cvtu64_mask64(m), wq[s], fifth);
+	}
+}
+
+/* 16 Q8_0 or Q5_0 rows (one packed group) against R activation rows: per
+ * row and 32-element block, the integer dot of the unsigned bytes (Q8_0: q
+ * + 128, Q5_0: q as stored, 0..31) with the activations less the offset
+ * (128 or 16) times their sum (exact), times the two d, onto the row's
+ * sums in block order. */
+static TGT INL void blk32_packed_rows(int q5, int64_t nb, const uint8_t *w, const char *x, size_t xs, int R,
+                                      float *y, size_t ys)
+{
+	const int bytes = q5 ? P5_BLOCK : P8_BLOCK, off = q5 ? 16 : 128;
 	__m512 acc[MAXR];
 #pragma GCC unroll 8
 	for (int r = 0; r < R; r++)
 		acc[r] = _mm512_setzero_ps();
-	for (int64_t b = 0; b < nb; b++, w += P8_BLOCK) {
+	for (int64_t b = 0; b < nb; b++, w += bytes) {
 		if (R >= PK_PREFETCH_ROWS)
-			pk_prefetch(w, P8_BLOCK);
+			pk_prefetch(w, bytes);
 #pragma GCC unroll 2
 		for (int h = 0; h < 2; h++) {
 			__m512i wq[8];
+			if (q5)
+				p5_unpack(w, h, wq);
+			else
 #pragma GCC unroll 8
-			for (int g = 0; g < 8; g++)
-				wq[g] = _mm512_loadu_si512((const void *)(w + P8_Q + 512 * h + 64 * g));
-			__m512 dv = pk_f16x16(w + P8_D + 32 * h);
+				for (int g = 0; g < 8; g++)
+					wq[g] = _mm512_loadu_si512((const void *)(w + P8_Q + 512 * h + 64 * g));
+			__m512 dv = pk_f16x16(w + (q5 ? P5_D : P8_D) + 32 * h);
 #pragma GCC unroll 8
 			for (int r = 0; r < R; r++) {
 				const struct cpu_q8 *xb = (const struct cpu_q8 *)(x + (size_t)r * xs) + 2 * b + h;
@@ -523,7 +572,7 @@ static TGT INL void q8_0_packed_rows(int64_t nb, const uint8_t *w, const char *x
 					d0 = _mm512_dpbusd_epi32(d0, wq[g], pk_bcast32(xb->qs + 4 * g));
 					d1 = _mm512_dpbusd_epi32(d1, wq[g + 4], pk_bcast32(xb->qs + 16 + 4 * g));
 				}
-				__m512i dot = _mm512_sub_epi32(_mm512_add_epi32(d0, d1), _mm512_set1_epi32(128 * xb->sum));
+				__m512i dot = _mm512_sub_epi32(_mm512_add_epi32(d0, d1), _mm512_set1_epi32(off * xb->sum));
 				acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dv, _mm512_set1_ps(xb->d)),
 				                         acc[r]);
 			}
@@ -532,6 +581,18 @@ static TGT INL void q8_0_packed_rows(int64_t nb, const uint8_t *w, const char *x
 #pragma GCC unroll 8
 	for (int r = 0; r < R; r++)
 		_mm512_storeu_ps(y + (size_t)r * ys, acc[r]);
+}
+
+static TGT INL void q8_0_packed_rows(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
+                                     size_t ys)
+{
+	blk32_packed_rows(0, nb, w, x, xs, R, y, ys);
+}
+
+static TGT INL void q5_0_packed_rows(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
+                                     size_t ys)
+{
+	blk32_packed_rows(1, nb, w, x, xs, R, y, ys);
 }
 
 /* w at a group of 16 rows, wrb = a group's bytes / 16; nc a multiple of 16;
@@ -560,6 +621,7 @@ static TGT INL void q8_0_packed_rows(int64_t nb, const uint8_t *w, const char *x
 PACKED_MATMUL(mm_q4_K_packed, q4_K_packed_rows, 256)
 PACKED_MATMUL(mm_q6_K_packed, q6_K_packed_rows, 256)
 PACKED_MATMUL(mm_q8_0_packed, q8_0_packed_rows, 64)
+PACKED_MATMUL(mm_q5_0_packed, q5_0_packed_rows, 64)
 
 /* ---- attention ---- */
 
@@ -837,6 +899,7 @@ void cpu_kernels_avx512_fill(struct cpu_kernels *t)
 	t->matmul_packed[CPU_W_Q4_K] = mm_q4_K_packed;
 	t->matmul_packed[CPU_W_Q6_K] = mm_q6_K_packed;
 	t->matmul_packed[CPU_W_Q8_0] = mm_q8_0_packed;
+	t->matmul_packed[CPU_W_Q5_0] = mm_q5_0_packed;
 }
 
 #endif

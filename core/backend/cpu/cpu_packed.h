@@ -29,7 +29,15 @@
  *                 each flipped by 0x80 (q + 128, an unsigned byte: the
  *                 128 comes off through the activations' block sum)
  *   [576, 1088)   block 2 p + 1, likewise
- * All three are read front to back, one cache line after the other, and a
+ * Q5_0, two 32-element blocks of a group of 16 rows (704 bytes, 11 lines;
+ * 704 as GGUF has them):
+ *   [0, 64)       d of blocks 2 p and 2 p + 1 of the 16 rows (fp16)
+ *   [64, 384)     block 2 p: [0, 64) eight 64-bit masks, bit 4 c + b of
+ *                 mask s = the fifth bit of element 4 s + b of row c; [64,
+ *                 320) word g * 16 + c = bytes qs[4 g, +4) of row c (low
+ *                 nibbles elements 4 g + b, high nibbles 16 + 4 g + b)
+ *   [384, 704)    block 2 p + 1, likewise
+ * All four are read front to back, one cache line after the other, and a
  * block is a whole number of lines, so no load splits a line. On an AMD
  * EPYC (Zen 4) a Q6_K layout read out of order within each block (ql
  * lines 0-3, 8-11, 4-7, ...) streamed at half the bandwidth of an
@@ -59,6 +67,11 @@
 #define P8_BLOCK 1088
 #define P8_D 0
 #define P8_Q 64
+
+#define P5_BLOCK 704
+#define P5_D 0
+#define P5_Q 64 /* block h of the pair at P5_Q + P5_HALF * h */
+#define P5_HALF 320
 
 #define P6_BLOCK 3392
 #define P6_D 0
