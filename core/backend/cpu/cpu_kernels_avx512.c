@@ -315,7 +315,7 @@ AVX512_MATMUL(mm_q4_K, B_Q4_K)
 AVX512_MATMUL(mm_q5_K, B_Q5_K)
 AVX512_MATMUL(mm_q6_K, B_Q6_K)
 
-/* ---- Q4_K, Q6_K, Q5_0 and Q8_0 in the packed layouts of cpu_packed.h ---- */
+/* ---- Q4_K, Q6_K, Q5_0, Q4_1 and Q8_0 in the packed layouts of cpu_packed.h ---- */
 
 /* elements per packed block of a kind, and its bytes for 16 rows */
 static int x_pack_span(int kind, size_t *bytes)
@@ -325,6 +325,7 @@ static int x_pack_span(int kind, size_t *bytes)
 	case CPU_W_Q6_K: *bytes = P6_BLOCK; return 256;
 	case CPU_W_Q8_0: *bytes = P8_BLOCK; return 64;
 	case CPU_W_Q5_0: *bytes = P5_BLOCK; return 64;
+	case CPU_W_Q4_1: *bytes = P41_BLOCK; return 64;
 	default: *bytes = 0; return 0;
 	}
 }
@@ -372,6 +373,17 @@ static void pack_q8_0(const struct skipper_block_q8_0 *blk, int c, uint8_t *o)
 	}
 }
 
+/* blocks 2 p and 2 p + 1 of row c */
+static void pack_q4_1(const struct skipper_block_q4_1 *blk, int c, uint8_t *o)
+{
+	for (int h = 0; h < 2; h++) {
+		for (int g = 0; g < 4; g++)
+			memcpy(o + P41_Q + 256 * h + (g * 16 + c) * 4, blk[h].qs + 4 * g, 4);
+		memcpy(o + P41_D + 32 * h + 2 * c, &blk[h].d, 2);
+		memcpy(o + P41_M + 32 * h + 2 * c, &blk[h].m, 2);
+	}
+}
+
 /* blocks 2 p and 2 p + 1 of row c; row 0 comes first and starts the masks */
 static void pack_q5_0(const struct skipper_block_q5_0 *blk, int c, uint8_t *o)
 {
@@ -399,6 +411,7 @@ static void x_pack(int kind, int64_t k, const void *w, size_t wrb, int nc, void 
 	size_t bb = kind == CPU_W_Q4_K   ? sizeof(struct skipper_block_q4_K)
 	            : kind == CPU_W_Q6_K ? sizeof(struct skipper_block_q6_K)
 	            : kind == CPU_W_Q5_0 ? 2 * sizeof(struct skipper_block_q5_0)
+	            : kind == CPU_W_Q4_1 ? 2 * sizeof(struct skipper_block_q4_1)
 	                                 : 2 * sizeof(struct skipper_block_q8_0);
 	uint8_t *o = out;
 	for (int c0 = 0; c0 < nc; c0 += CPU_PACK_ROWS)
@@ -411,6 +424,8 @@ static void x_pack(int kind, int64_t k, const void *w, size_t wrb, int nc, void 
 					pack_q6_K(blk, c, o);
 				else if (kind == CPU_W_Q5_0)
 					pack_q5_0(blk, c, o);
+				else if (kind == CPU_W_Q4_1)
+					pack_q4_1(blk, c, o);
 				else
 					pack_q8_0(blk, c, o);
 			}
@@ -517,35 +532,47 @@ static TGT INL void q6_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 		_mm512_storeu_ps(y + (size_t)r * ys, acc[r]);
 }
 
+/* The four words of 16 rows at q as 8 vectors of their nibbles: wq[g] the
+ * low ones (elements 4 g + b of a block), wq[g + 4] the high ones (16 + 4 g
+ * + b). */
+static PK_TGT PK_INL void pk_nibbles(const uint8_t *q, __m512i wq[8])
+{
+	const __m512i low = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 4
+	for (int g = 0; g < 4; g++) {
+		__m512i v = _mm512_loadu_si512((const void *)(q + 64 * g));
+		wq[g] = _mm512_and_si512(v, low);
+		wq[g + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+	}
+}
+
 /* Block h of a Q5_0 pair as 8 vectors of unsigned bytes, q + 16 * fifth
  * bit: wq[s] = elements 4 s .. 4 s + 3 of the 16 rows. */
 static PK_TGT PK_INL void p5_unpack(const uint8_t *w, int h, __m512i wq[8])
 {
 	const uint8_t *q = w + P5_Q + P5_HALF * h;
-	const __m512i low = _mm512_set1_epi8(0x0F), fifth = _mm512_set1_epi8(0x10);
-#pragma GCC unroll 4
-	for (int g = 0; g < 4; g++) {
-		__m512i v = _mm512_loadu_si512((const void *)(q + 64 + 64 * g));
-		wq[g] = _mm512_and_si512(v, low);
-		wq[g + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
-	}
+	pk_nibbles(q + 64, wq);
 #pragma GCC unroll 8
 	for (int s = 0; s < 8; s++) {
 		uint64_t m;
 		memcpy(&m, q + 8 * s, 8);
-		wq[s] = _mm512_mask_add_epi8(wq[s], _cvtu64_mask64(m), wq[s], fifth);
+		wq[s] = _mm512_mask_add_epi8(wq[s], _cvtu64_mask64(m), wq[s], _mm512_set1_epi8(0x10));
 	}
 }
 
-/* 16 Q8_0 or Q5_0 rows (one packed group) against R activation rows: per
- * row and 32-element block, the integer dot of the unsigned bytes (Q8_0: q
- * + 128, Q5_0: q as stored, 0..31) with the activations less the offset
- * (128 or 16) times their sum (exact), times the two d, onto the row's
- * sums in block order. */
-static TGT INL void blk32_packed_rows(int q5, int64_t nb, const uint8_t *w, const char *x, size_t xs, int R,
+enum { P32_Q8_0, P32_Q5_0, P32_Q4_1 };
+
+/* 16 Q8_0, Q5_0 or Q4_1 rows (one packed group) against R activation rows:
+ * per row and 32-element block, the integer dot of the unsigned bytes
+ * (Q8_0: q + 128, Q5_0 and Q4_1: q as stored) with the activations, less
+ * the offset (128, 16) times their sum (exact), times the two d, onto the
+ * row's sums in block order; Q4_1's m times the activations' d * sum
+ * after it. */
+static TGT INL void blk32_packed_rows(int kind, int64_t nb, const uint8_t *w, const char *x, size_t xs, int R,
                                       float *y, size_t ys)
 {
-	const int bytes = q5 ? P5_BLOCK : P8_BLOCK, off = q5 ? 16 : 128;
+	const int bytes = kind == P32_Q5_0 ? P5_BLOCK : kind == P32_Q4_1 ? P41_BLOCK : P8_BLOCK;
+	const int off = kind == P32_Q5_0 ? 16 : kind == P32_Q8_0 ? 128 : 0;
 	__m512 acc[MAXR];
 #pragma GCC unroll 8
 	for (int r = 0; r < R; r++)
@@ -556,13 +583,20 @@ static TGT INL void blk32_packed_rows(int q5, int64_t nb, const uint8_t *w, cons
 #pragma GCC unroll 2
 		for (int h = 0; h < 2; h++) {
 			__m512i wq[8];
-			if (q5)
+			__m512 dv, mv = _mm512_setzero_ps();
+			if (kind == P32_Q5_0) {
 				p5_unpack(w, h, wq);
-			else
+				dv = pk_f16x16(w + P5_D + 32 * h);
+			} else if (kind == P32_Q4_1) {
+				pk_nibbles(w + P41_Q + 256 * h, wq);
+				dv = pk_f16x16(w + P41_D + 32 * h);
+				mv = pk_f16x16(w + P41_M + 32 * h);
+			} else {
 #pragma GCC unroll 8
 				for (int g = 0; g < 8; g++)
 					wq[g] = _mm512_loadu_si512((const void *)(w + P8_Q + 512 * h + 64 * g));
-			__m512 dv = pk_f16x16(w + (q5 ? P5_D : P8_D) + 32 * h);
+				dv = pk_f16x16(w + P8_D + 32 * h);
+			}
 #pragma GCC unroll 8
 			for (int r = 0; r < R; r++) {
 				const struct cpu_q8 *xb = (const struct cpu_q8 *)(x + (size_t)r * xs) + 2 * b + h;
@@ -572,9 +606,13 @@ static TGT INL void blk32_packed_rows(int q5, int64_t nb, const uint8_t *w, cons
 					d0 = _mm512_dpbusd_epi32(d0, wq[g], pk_bcast32(xb->qs + 4 * g));
 					d1 = _mm512_dpbusd_epi32(d1, wq[g + 4], pk_bcast32(xb->qs + 16 + 4 * g));
 				}
-				__m512i dot = _mm512_sub_epi32(_mm512_add_epi32(d0, d1), _mm512_set1_epi32(off * xb->sum));
+				__m512i dot = _mm512_add_epi32(d0, d1);
+				if (off)
+					dot = _mm512_sub_epi32(dot, _mm512_set1_epi32(off * xb->sum));
 				acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dv, _mm512_set1_ps(xb->d)),
 				                         acc[r]);
+				if (kind == P32_Q4_1)
+					acc[r] = _mm512_fmadd_ps(mv, _mm512_set1_ps(xb->s), acc[r]);
 			}
 		}
 	}
@@ -583,17 +621,14 @@ static TGT INL void blk32_packed_rows(int q5, int64_t nb, const uint8_t *w, cons
 		_mm512_storeu_ps(y + (size_t)r * ys, acc[r]);
 }
 
-static TGT INL void q8_0_packed_rows(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
-                                     size_t ys)
-{
-	blk32_packed_rows(0, nb, w, x, xs, R, y, ys);
-}
-
-static TGT INL void q5_0_packed_rows(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
-                                     size_t ys)
-{
-	blk32_packed_rows(1, nb, w, x, xs, R, y, ys);
-}
+#define BLK32_ROWS(NAME, KIND)                                                                                   \
+	static TGT INL void NAME(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y, size_t ys) \
+	{                                                                                                            \
+		blk32_packed_rows(KIND, nb, w, x, xs, R, y, ys);                                                     \
+	}
+BLK32_ROWS(q8_0_packed_rows, P32_Q8_0)
+BLK32_ROWS(q5_0_packed_rows, P32_Q5_0)
+BLK32_ROWS(q4_1_packed_rows, P32_Q4_1)
 
 /* w at a group of 16 rows, wrb = a group's bytes / 16; nc a multiple of 16;
  * SPAN elements per packed block */
@@ -622,6 +657,7 @@ PACKED_MATMUL(mm_q4_K_packed, q4_K_packed_rows, 256)
 PACKED_MATMUL(mm_q6_K_packed, q6_K_packed_rows, 256)
 PACKED_MATMUL(mm_q8_0_packed, q8_0_packed_rows, 64)
 PACKED_MATMUL(mm_q5_0_packed, q5_0_packed_rows, 64)
+PACKED_MATMUL(mm_q4_1_packed, q4_1_packed_rows, 64)
 
 /* ---- attention ---- */
 
@@ -900,6 +936,7 @@ void cpu_kernels_avx512_fill(struct cpu_kernels *t)
 	t->matmul_packed[CPU_W_Q6_K] = mm_q6_K_packed;
 	t->matmul_packed[CPU_W_Q8_0] = mm_q8_0_packed;
 	t->matmul_packed[CPU_W_Q5_0] = mm_q5_0_packed;
+	t->matmul_packed[CPU_W_Q4_1] = mm_q4_1_packed;
 }
 
 #endif

@@ -37,7 +37,13 @@
  *                 320) word g * 16 + c = bytes qs[4 g, +4) of row c (low
  *                 nibbles elements 4 g + b, high nibbles 16 + 4 g + b)
  *   [384, 704)    block 2 p + 1, likewise
- * All four are read front to back, one cache line after the other, and a
+ * Q4_1, two 32-element blocks of a group of 16 rows (640 bytes, 10 lines;
+ * 640 as GGUF has them):
+ *   [0, 64)       d of blocks 2 p and 2 p + 1 of the 16 rows (fp16)
+ *   [64, 128)     m, likewise
+ *   [128, 384)    block 2 p: word g * 16 + c = bytes qs[4 g, +4) of row c
+ *   [384, 640)    block 2 p + 1, likewise
+ * All five are read front to back, one cache line after the other, and a
  * block is a whole number of lines, so no load splits a line. On an AMD
  * EPYC (Zen 4) a Q6_K layout read out of order within each block (ql
  * lines 0-3, 8-11, 4-7, ...) streamed at half the bandwidth of an
@@ -72,6 +78,11 @@
 #define P5_D 0
 #define P5_Q 64 /* block h of the pair at P5_Q + P5_HALF * h */
 #define P5_HALF 320
+
+#define P41_BLOCK 640
+#define P41_D 0
+#define P41_M 64
+#define P41_Q 128 /* block h of the pair at P41_Q + 256 * h */
 
 #define P6_BLOCK 3392
 #define P6_D 0
