@@ -58,7 +58,6 @@ static void mm_task(void *p, int t, int thread)
 	}
 	if (j->after)
 		j->after(j, i, c0, nc);
-	(void)thread;
 }
 
 /* Run the job: tiles of a multiple of `align` columns (itself a multiple
@@ -122,6 +121,15 @@ static size_t act_stride(const struct cpu_backend *be, int act)
 	                          : (size_t)(be->xn_w / 32) * sizeof(struct cpu_q8);
 }
 
+/* The buffer of be's that holds quantised activations in layout act: the
+ * MLP down projection's input (ff) or any other matmul's. */
+static void *act_buffer(const struct cpu_backend *be, int act, int ff)
+{
+	if (act == CPU_ACT_Q8K)
+		return ff ? (void *)be->xqk_ff : (void *)be->xqk;
+	return ff ? (void *)be->xq_ff : (void *)be->xq;
+}
+
 /* Columns [c0, c0 + n) of nr rows of x (rows xs floats apart; c0 and n
  * whole blocks of act's layout) into q, rows act_stride() apart. */
 static void quantize_cols(const struct cpu_backend *be, int act, const float *x, size_t xs, int nr, int c0, int n,
@@ -145,7 +153,7 @@ const void *cpu_prepare_act(struct cpu_backend *be, const struct cpu_weight *w,
 		*stride = xs * sizeof(float);
 		return x;
 	}
-	void *q = act == CPU_ACT_Q8K ? (void *)be->xqk : (void *)be->xq;
+	void *q = act_buffer(be, act, 0);
 	cpu_prof(be, SKIPPER_PROF_QUANT);
 	quantize_cols(be, act, x, xs, nr, 0, (int)k, q);
 	cpu_prof(be, caller);
@@ -278,9 +286,7 @@ static void silu_quantize(const struct mm_job *j, int part, int c0, int nc)
 		be->K->silu_mul(g, be->up + (size_t)r * nf + c0, g, nc);
 	}
 	if (act != CPU_ACT_F32)
-		quantize_cols(be, act, be->gate, (size_t)nf, j->nr, c0, nc,
-		              act == CPU_ACT_Q8K ? (void *)be->xqk_ff : (void *)be->xq_ff);
-	(void)part;
+		quantize_cols(be, act, be->gate, (size_t)nf, j->nr, c0, nc, act_buffer(be, act, 1));
 }
 
 /* ---------- attention ---------- */
@@ -492,7 +498,7 @@ void cpu_mlp_block(struct cpu_backend *be, int layer, int nr)
 	cpu_prof(be, SKIPPER_PROF_DOWN);
 	struct mm_part d = { &W->down, be->gate, (size_t)nf * sizeof(float), be->proj, (size_t)ne };
 	if (act != CPU_ACT_F32) {
-		d.x = act == CPU_ACT_Q8K ? (const void *)be->xqk_ff : (const void *)be->xq_ff;
+		d.x = act_buffer(be, act, 1);
 		d.xs = act_stride(be, act);
 	}
 	struct mm_job mj = { .be = be, .part = { d }, .n_part = 1, .nr = nr, .after = add_residual };
