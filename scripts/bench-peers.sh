@@ -33,6 +33,10 @@ DIR/summary.csv, DIR/chart.svg and the raw logs under DIR/raw/.
   --threads N            CPU threads, both engines (default 2)
   --warmup N             untimed runs of the first N prompts of each category
                          by every configuration before measuring (default 1)
+  --reps N               measure every prompt N times: the whole run (warm-up
+                         included) repeated N times over, the figures totals
+                         over all rounds; more rounds average out a machine
+                         whose speed drifts (default 1)
   --ctx N                context size, both engines (default 4096)
   --draft-vocab N        skipper's draft passes compute the LM head over the N
                          most frequent tokens ([generate] draft_vocab; the
@@ -87,15 +91,15 @@ command_line="scripts/bench-peers.sh"
 for a in "$@"; do command_line="$command_line $(quote "$a")"; done
 
 data="$(cd "$root/.." && pwd)/shared/data/spec_bench/question.jsonl,$root/scripts/data/code-edit.jsonl"
-categories="" per_cat=3 tokens=128 threads=2 warmup=1 ctx=4096 draft_vocab=0
+categories="" per_cat=3 tokens=128 threads=2 warmup=1 reps=1 ctx=4096 draft_vocab=0
 model=qwen2.5-coder-1.5b draft=qwen2.5-coder-0.5b
 policies=$all_policies peers=plain,lookup,speculative
 llama_bin="${LLAMA_BIN:-}" out=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	-h | --help) usage; exit 0 ;;
-	--data | --categories | --per-category | --tokens | --threads | --warmup | --ctx | --draft-vocab | --model | \
-		--draft-model | --policies | --peers | --llama-bin | --out)
+	--data | --categories | --per-category | --tokens | --threads | --warmup | --reps | --ctx | --draft-vocab | \
+		--model | --draft-model | --policies | --peers | --llama-bin | --out)
 		[ $# -ge 2 ] || usage_error "$1 needs a value"
 		case $1 in
 		--data) data=$2 ;;
@@ -104,6 +108,7 @@ while [ $# -gt 0 ]; do
 		--tokens) count "$1" "$2" 1; tokens=$2 ;;
 		--threads) count "$1" "$2" 1; threads=$2 ;;
 		--warmup) count "$1" "$2" 0; warmup=$2 ;;
+		--reps) count "$1" "$2" 1; reps=$2 ;;
 		--ctx) count "$1" "$2" 64; ctx=$2 ;;
 		--draft-vocab) count "$1" "$2" 0; draft_vocab=$2 ;;
 		--model) model=$2 ;;
@@ -429,43 +434,50 @@ def report(out):
     peer_name = {"plain": "llama.cpp plain", "lookup": "llama.cpp lookup",
                  "speculative": f"llama.cpp speculative ({meta['draft_name']} → {meta['model_name']})"}
     configs = [f"skipper {x}" for x in labels] + [peer_name[p] for p in peers]
+    reps = int(meta.get("reps", "1"))
     runs, mismatches, warnings, prompt_tokens = [], [], [], {}
-    for c in plan["categories"]:
-        path = f"{out}/raw/skipper-{c['id']}.jsonl"
-        ids = {p["id"] for p in c["prompts"]}
-        with open(path) as f:
-            for line in f:
-                j = json.loads(line)
-                st = j["stats"]
-                if j["id"] not in ids or j["policy"] not in labels:
-                    fail(f"{path}: unexpected row {j['id']} {j['policy']}")
-                n = st["generated_tokens"]
-                runs.append({"category": c["category"], "prompt": j["id"], "config": f"skipper {j['policy']}",
-                             "prompt_tokens": st["prompt_tokens"], "generated": n, "tokens": max(n - 1, 0),
-                             "seconds": st["seconds"] - st["prefill_seconds"], "drafted": st["drafted"],
-                             "accepted": st["accepted"], "matches_none": j["matches_baseline"]})
-                prompt_tokens[j["id"]] = st["prompt_tokens"]
-                if not j["matches_baseline"]:
-                    mismatches.append((j["policy"], c["category"], j["id"]))
-        for p in c["prompts"]:
-            for tool in peers:
-                r = llama_run(f"{out}/raw/{c['id']}-{p['file']}-{tool}.log", tool)
-                r.update({"category": c["category"], "prompt": p["id"], "config": peer_name[tool], "matches_none": ""})
-                runs.append(r)
-                if p["id"] in prompt_tokens and r["prompt_tokens"] != prompt_tokens[p["id"]]:
-                    warnings.append(f"prompt {p['id']} ({c['category']}): llama-{'completion' if tool == 'plain' else tool} "
-                                    f"read {r['prompt_tokens']} prompt tokens, skipper {prompt_tokens[p['id']]}")
-    for c in plan["categories"]:
-        for p in c["prompts"]:
-            for cfg in configs:
-                if not any(r["prompt"] == p["id"] and r["config"] == cfg and r["category"] == c["category"] for r in runs):
-                    fail(f"no result for {cfg} on prompt {p['id']} ({c['category']})")
+    for rep in range(1, reps + 1):
+        raw = f"{out}/raw" if rep == 1 else f"{out}/raw/rep-{rep}"
+        for c in plan["categories"]:
+            path = f"{raw}/skipper-{c['id']}.jsonl"
+            ids = {p["id"] for p in c["prompts"]}
+            with open(path) as f:
+                for line in f:
+                    j = json.loads(line)
+                    st = j["stats"]
+                    if j["id"] not in ids or j["policy"] not in labels:
+                        fail(f"{path}: unexpected row {j['id']} {j['policy']}")
+                    n = st["generated_tokens"]
+                    runs.append({"round": rep, "category": c["category"], "prompt": j["id"],
+                                 "config": f"skipper {j['policy']}", "prompt_tokens": st["prompt_tokens"],
+                                 "generated": n, "tokens": max(n - 1, 0),
+                                 "seconds": st["seconds"] - st["prefill_seconds"], "drafted": st["drafted"],
+                                 "accepted": st["accepted"], "matches_none": j["matches_baseline"]})
+                    prompt_tokens[j["id"]] = st["prompt_tokens"]
+                    if not j["matches_baseline"]:
+                        mismatches.append((j["policy"], c["category"], j["id"]))
+            for p in c["prompts"]:
+                for tool in peers:
+                    r = llama_run(f"{raw}/{c['id']}-{p['file']}-{tool}.log", tool)
+                    r.update({"round": rep, "category": c["category"], "prompt": p["id"], "config": peer_name[tool],
+                              "matches_none": ""})
+                    runs.append(r)
+                    if p["id"] in prompt_tokens and r["prompt_tokens"] != prompt_tokens[p["id"]]:
+                        warnings.append(f"prompt {p['id']} ({c['category']}): llama-{'completion' if tool == 'plain' else tool} "
+                                        f"read {r['prompt_tokens']} prompt tokens, skipper {prompt_tokens[p['id']]}")
+        for c in plan["categories"]:
+            for p in c["prompts"]:
+                for cfg in configs:
+                    if not any(r["round"] == rep and r["prompt"] == p["id"] and r["config"] == cfg and
+                               r["category"] == c["category"] for r in runs):
+                        fail(f"no result for {cfg} on prompt {p['id']} ({c['category']}), round {rep}")
     cols = cats + ["overall"]
+    rounds = [f"round {r}" for r in range(1, reps + 1)] if reps > 1 else []
     agg = {}
     for r in runs:
-        for col in (r["category"], "overall"):
+        for col in (r["category"], "overall", f"round {r['round']}"):
             a = agg.setdefault((r["config"], col), {"prompts": 0, "tokens": 0, "seconds": 0.0, "drafted": 0, "accepted": 0})
-            a["prompts"] += 1
+            a["prompts"] += r["round"] == 1
             for k in ("tokens", "seconds", "drafted", "accepted"):
                 a[k] += r[k]
     rate = lambda cfg, col: agg[(cfg, col)]["tokens"] / agg[(cfg, col)]["seconds"] if agg.get((cfg, col), {}).get("seconds") else None
@@ -477,10 +489,11 @@ def report(out):
 
     with open(f"{out}/runs.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["category", "prompt_id", "configuration", "prompt_tokens", "generated_tokens", "decode_tokens",
-                    "decode_seconds", "decode_tokens_per_s", "drafted", "accepted", "matches_none"])
+        w.writerow(["round", "category", "prompt_id", "configuration", "prompt_tokens", "generated_tokens",
+                    "decode_tokens", "decode_seconds", "decode_tokens_per_s", "drafted", "accepted", "matches_none"])
         for r in runs:
-            w.writerow([r["category"], r["prompt"], r["config"], r["prompt_tokens"], r["generated"], r["tokens"],
+            w.writerow([r["round"], r["category"], r["prompt"], r["config"], r["prompt_tokens"], r["generated"],
+                        r["tokens"],
                         f"{r['seconds']:.6f}", f"{r['tokens'] / r['seconds']:.3f}" if r["seconds"] > 0 else "",
                         r["drafted"], r["accepted"], r["matches_none"]])
     with open(f"{out}/summary.csv", "w", newline="") as f:
@@ -494,7 +507,7 @@ def report(out):
                 w.writerow([cfg, col, a["prompts"], a["tokens"], f"{a['seconds']:.6f}", fmt(rate(cfg, col), 3),
                             fmt(ratio(cfg, col, base), 4), fmt(ratio(cfg, col, lplain), 4), a["drafted"], a["accepted"]])
 
-    def table(cell):
+    def table(cell, cols=cols):
         t = ["| configuration | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
         for cfg in configs:
             t.append(f"| {cfg} | " + " | ".join(cell(cfg, col) for col in cols) + " |")
@@ -525,14 +538,19 @@ def report(out):
           f"{meta.get('draft_vocab', '0')} (0: the whole); warm-up: the first {meta['warmup']} "
           "prompt(s) of each category once per configuration, not timed",
           "- order: per category, `skipper bench` (every skipper configuration, interleaved prompt by prompt), "
-          "then llama.cpp plain, lookup, speculative prompt by prompt, then the next category",
+          "then llama.cpp plain, lookup, speculative prompt by prompt, then the next category" +
+          (f"; all of it (warm-up included) {reps} times over" if reps > 1 else ""),
           "- measure: decode tokens/s = tokens after the first (which the prompt pass yields) / time after the prompt pass, "
-          "summed over the prompts of the column (total tokens / total seconds). skipper: its own statistics; "
+          "summed over the prompts of the column" + (f" and the {reps} rounds" if reps > 1 else "") +
+          " (total tokens / total seconds). skipper: its own statistics; "
           "llama-lookup and llama-speculative: their `decoded N tokens in T seconds` timer (N - 1 tokens counted); "
           "llama-completion: libllama's `eval time` (one-token decode calls; its sampling time is not in it)",
           "", "## Decode tokens/s (speedup vs skipper none in the same run)", ""] + main
     if lplain:
         md += ["", "## Speedup vs llama.cpp plain", ""] + table(lambda cfg, col: x(ratio(cfg, col, lplain)))
+    if rounds:
+        md += ["", "## Overall, round by round: decode tokens/s (speedup vs skipper none in the same round)", ""]
+        md += table(speed_cell, rounds)
     md += ["", "## Acceptance: accepted / drafted tokens", ""] + table(alpha_cell)
     md += ["", "## Notes", ""]
     if mismatches:
@@ -557,8 +575,8 @@ def report(out):
                         f"{meta['ncpu']} CPUs, {meta['threads']} threads used): other jobs distort the figures")
         md.append(f"- WARNING: {warnings[-1]}")
     md += [f"- llama.cpp commands: `{meta['llama_cmd']}`" if peers else "",
-           "- files: runs.csv (one row per prompt and configuration), summary.csv, chart.svg (no chart when only "
-           "skipper none ran), raw/ (skipper bench JSONL "
+           "- files: runs.csv (one row per round, prompt and configuration), summary.csv, chart.svg (no chart when only "
+           "skipper none ran), raw/ (round 1; round r in raw/rep-r/: skipper bench JSONL "
            "and tables; llama.cpp's standard error in CAT-PROMPT-TOOL.log, its text in .out; prompts/ holds the "
            "prompts as llama.cpp read them)", ""]
     with open(f"{out}/results.md", "w") as f:
@@ -662,45 +680,53 @@ llama() { # TOOL PROMPT_FILE LOG: its standard error in LOG, the text in LOG wit
 }
 llama_cmd="llama-completion|llama-lookup|llama-speculative -m $(basename "$model_path") -f PROMPT.txt -n $tokens --temp 0 -t $threads -tb $threads -c $ctx --no-escape; llama-completion also -no-cnv; llama-speculative also -md $(basename "${draft_path:-none}") -td $threads -tbd $threads"
 
-# --- the run: per category, skipper then llama.cpp ----------------------------
+# --- the run: per category, skipper then llama.cpp; N rounds of it -----------
+# Round 1 writes raw/, round r > 1 raw/rep-r/ (the same names).
 n_cat=$(echo "$cat_ids" | wc -w)
-i=0
 mismatch=""
-for c in $cat_ids; do
-	i=$((i + 1))
-	name=$(python3 -c 'import json, sys; print(next(c["category"] for c in json.load(open(sys.argv[1]))["categories"] if c["id"] == sys.argv[2]))' "$out/prompts/plan.json" "$c")
-	list=$(cat "$out/prompts/$c.list")
-	n=$(echo "$list" | wc -w)
-	say "[$i/$n_cat] $name: skipper bench, $(echo "$policies_run" | tr ',' '\n' | wc -l) configurations x $n prompts ($(($(date +%s) - start)) s)"
-	status=0
-	sk --data "$out/prompts/$c.jsonl" --policies "$items" --max-tokens "$tokens" --warmup "$warmup" \
-		--out "$out/raw/skipper-$c" >"$out/raw/skipper-$c.table" 2>"$out/raw/skipper-$c.err" || status=$?
-	if [ "$status" != 0 ]; then
-		if [ "$status" = 1 ] && grep -q '"matches_baseline":false' "$out/raw/skipper-$c.jsonl" 2>/dev/null; then
-			say "[$i/$n_cat] $name: a skipper configuration's output differs from none's (listed at the end)"
-			mismatch=1
-		else
-			tail -n 20 "$out/raw/skipper-$c.err" >&2
-			die "skipper bench failed with status $status on category $name (above)"
+for r in $(seq "$reps"); do
+	raw="$out/raw"
+	[ "$r" = 1 ] || { raw="$out/raw/rep-$r"; mkdir "$raw"; }
+	round=""
+	[ "$reps" = 1 ] || round="round $r/$reps, "
+	i=0
+	for c in $cat_ids; do
+		i=$((i + 1))
+		name=$(python3 -c 'import json, sys; print(next(c["category"] for c in json.load(open(sys.argv[1]))["categories"] if c["id"] == sys.argv[2]))' "$out/prompts/plan.json" "$c")
+		list=$(cat "$out/prompts/$c.list")
+		n=$(echo "$list" | wc -w)
+		tag="[$round$i/$n_cat] $name"
+		say "$tag: skipper bench, $(echo "$policies_run" | tr ',' '\n' | wc -l) configurations x $n prompts ($(($(date +%s) - start)) s)"
+		status=0
+		sk --data "$out/prompts/$c.jsonl" --policies "$items" --max-tokens "$tokens" --warmup "$warmup" \
+			--out "$raw/skipper-$c" >"$raw/skipper-$c.table" 2>"$raw/skipper-$c.err" || status=$?
+		if [ "$status" != 0 ]; then
+			if [ "$status" = 1 ] && grep -q '"matches_baseline":false' "$raw/skipper-$c.jsonl" 2>/dev/null; then
+				say "$tag: a skipper configuration's output differs from none's (listed at the end)"
+				mismatch=1
+			else
+				tail -n 20 "$raw/skipper-$c.err" >&2
+				die "skipper bench failed with status $status on category $name (above)"
+			fi
 		fi
-	fi
-	[ -n "$peer_list" ] || continue
-	w=0
-	for p in $list; do
-		[ "$w" -lt "$warmup" ] || break
-		w=$((w + 1))
-		say "[$i/$n_cat] $name: llama.cpp warm-up, prompt $w"
-		for t in $(echo "$peer_list" | tr ',' ' '); do
-			llama "$t" "$out/prompts/$p.txt" "$out/raw/warmup.log"
+		[ -n "$peer_list" ] || continue
+		w=0
+		for p in $list; do
+			[ "$w" -lt "$warmup" ] || break
+			w=$((w + 1))
+			say "$tag: llama.cpp warm-up, prompt $w"
+			for t in $(echo "$peer_list" | tr ',' ' '); do
+				llama "$t" "$out/prompts/$p.txt" "$raw/warmup.log"
+			done
 		done
-	done
-	rm -f "$out/raw/warmup.log" "$out/raw/warmup.out"
-	k=0
-	for p in $list; do
-		k=$((k + 1))
-		say "[$i/$n_cat] $name: llama.cpp prompt $k/$n ($(echo "$peer_list" | tr ',' ' '))"
-		for t in $(echo "$peer_list" | tr ',' ' '); do
-			llama "$t" "$out/prompts/$p.txt" "$out/raw/$c-$p-$t.log"
+		rm -f "$raw/warmup.log" "$raw/warmup.out"
+		k=0
+		for p in $list; do
+			k=$((k + 1))
+			say "$tag: llama.cpp prompt $k/$n ($(echo "$peer_list" | tr ',' ' '))"
+			for t in $(echo "$peer_list" | tr ',' ' '); do
+				llama "$t" "$out/prompts/$p.txt" "$raw/$c-$p-$t.log"
+			done
 		done
 	done
 done
@@ -738,6 +764,7 @@ stem() { if [ -f "$1" ]; then basename "$2" .gguf; else printf '%s' "$1"; fi; }
 	printf 'ctx\t%s\n' "$ctx"
 	printf 'draft_vocab\t%s\n' "$draft_vocab"
 	printf 'warmup\t%s\n' "$warmup"
+	printf 'reps\t%s\n' "$reps"
 	printf 'policies\t%s\n' "$policies_run"
 	printf 'peers\t%s\n' "$peer_list"
 	printf 'notes\t%s\n' "$notes"
