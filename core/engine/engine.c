@@ -372,12 +372,14 @@ static int guard_open(const struct skipper_engine *e, struct guard *g)
  * statistics, so its guard only has to catch a systematic loss (a cost
  * curve that no longer holds) and judges it from 16 rounds on, over about
  * its last 20: over fewer, the variance of a few rejected proposals and
- * of this machine's memory speed reads as a loss. On the Spec-Bench RAG
+ * of the machine's memory speed (on a shared VM, rounds of one size
+ * differ by a fifth within seconds) reads as a loss. On the Spec-Bench RAG
  * prompts (Qwen2.5-Coder-1.5B) a window of 4 paused lookup four times a
  * prompt and took its gain from 1.20x to 1.0x, replayed on the real token
  * streams; on the RAG, coding and writing prompts, where lookup gains
  * 5-20 %, a window of 10 from 8 rounds on still paused it 39 times in 27
- * runs, this one 15 times, unguarded lookup being no slower. */
+ * runs (AMD EPYC, 2 threads), this one 15 times, unguarded lookup being
+ * no slower. */
 static void guard_record(struct skipper_engine *e, struct guard *g, double tok, double sec,
                          struct skipper_run_stats *st)
 {
