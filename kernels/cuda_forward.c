@@ -170,7 +170,7 @@ static int check_forward(struct cuda_backend *be, const struct skipper_forward *
 	}
 	if (fw->n_out < 0 || (fw->n_out > 0 && !fw->out_rows) || fw->top_k < 0 ||
 	    fw->top_k > CUDA_MAX_TOPK || fw->top_k > be->n_vocab ||
-	    (fw->n_out > 0 && fw->top_k > 0 && (!fw->top_ids || !fw->top_probs)))
+	    (fw->n_out > 0 && fw->top_k > 0 && !fw->top_ids))
 		return cuda_failf(err, SKIPPER_ERR_ARG, "cuda backend: bad head request (top_k %d)",
 		                  fw->top_k);
 	for (int i = 0; i < fw->n_out; i++)
@@ -263,7 +263,8 @@ static int enqueue_chunk(struct cuda_backend *be, const struct skipper_forward *
 		if (caps && (rc = capture(be, fw, sub ? 2 * l + 1 : l, r0, nr, err)))
 			return rc;
 	}
-	return cuda_head(be, CUDA_P_HEAD(be->prm_d, CUDA_CHUNK), m, fw->top_k, 1, want_logits, err);
+	return cuda_head(be, CUDA_P_HEAD(be->prm_d, CUDA_CHUNK), m, fw->top_k, fw->top_probs != NULL, want_logits,
+	                 err);
 }
 
 /* Copy the head results of the last pass (m rows, out indices be->hidx) to
@@ -275,7 +276,8 @@ static void scatter_head(struct cuda_backend *be, const struct skipper_forward *
 		int o = be->hidx[j];
 		if (k > 0) {
 			memcpy(fw->top_ids + (size_t)o * k, be->top_ids_h + (size_t)j * k, k * 4);
-			memcpy(fw->top_probs + (size_t)o * k, be->top_probs_h + (size_t)j * k, k * 4);
+			if (fw->top_probs)
+				memcpy(fw->top_probs + (size_t)o * k, be->top_probs_h + (size_t)j * k, k * 4);
 		}
 		if (fw->logits)
 			memcpy(fw->logits + (size_t)o * nv, be->logits_h + (size_t)j * nv, nv * 4);
@@ -438,7 +440,7 @@ int cuda_be_forward(struct skipper_backend *base, const struct skipper_forward *
 			CU_TRY(cudaMemcpyAsync(be->prm_d, be->prm_h, CUDA_PARAMS_INTS(CUDA_CHUNK) * 4,
 			                       cudaMemcpyHostToDevice, be->st),
 			       "copy parameters");
-			if ((rc = cuda_head(be, CUDA_P_HEAD(be->prm_d, CUDA_CHUNK), m, fw->top_k, 1,
+			if ((rc = cuda_head(be, CUDA_P_HEAD(be->prm_d, CUDA_CHUNK), m, fw->top_k, fw->top_probs != NULL,
 			                    fw->logits != NULL, err)))
 				return rc;
 		}

@@ -47,10 +47,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	int32_t last = np - 1, id;
-	float p;
 	struct skipper_forward fw = {
 		.n = np, .tokens = prompt, .n_past = 0, .kv_write = 1, .n_out = 1, .out_rows = &last,
-		.top_k = 1, .top_ids = &id, .top_probs = &p,
+		.top_k = 1, .top_ids = &id,
 	};
 	double t0 = now();
 	if (be->ops->forward(be, &fw, &err)) {
@@ -65,7 +64,7 @@ int main(int argc, char **argv)
 		printf(" %d", tok);
 		struct skipper_forward f1 = {
 			.n = 1, .tokens = &tok, .n_past = np + i, .kv_write = 1, .n_out = 1,
-			.out_rows = &row0, .top_k = 1, .top_ids = &id, .top_probs = &p,
+			.out_rows = &row0, .top_k = 1, .top_ids = &id,
 		};
 		if (be->ops->forward(be, &f1, &err)) {
 			fprintf(stderr, "%s\n", err.msg);

@@ -40,8 +40,9 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Forward n rows (KV written) with the top-1 of every row (all = 1, n <=
- * MAXN: a verify pass) or of the last row only (a prefill); skip masks
- * and the subset head as a draft step asks for them (NULL, 0: none). */
+ * MAXN: a verify pass) or of the last row only (a prefill), ids alone as
+ * the engine asks for them; skip masks, the subset head and the top-1's
+ * probability as a draft step asks for them (NULL, 0: none, a plain pass). */
 static int forward(struct skipper_backend *be, const int32_t *tok, int n, int n_past, int all, int32_t *ids,
                    const uint8_t *skip, int subset)
 {
@@ -51,8 +52,8 @@ static int forward(struct skipper_backend *be, const int32_t *tok, int n, int n_
 	for (int i = 0; i < (all ? n : 1); i++)
 		rows[i] = all ? i : n - 1;
 	struct skipper_forward fw = { .n = n, .tokens = tok, .n_past = n_past, .kv_write = 1, .n_out = all ? n : 1,
-	                              .out_rows = rows, .top_k = 1, .top_ids = ids, .top_probs = probs,
-	                              .skip_attn = skip, .skip_mlp = skip, .head_subset = subset };
+	                              .out_rows = rows, .top_k = 1, .top_ids = ids,
+	                              .top_probs = skip || subset ? probs : NULL, .skip_attn = skip, .skip_mlp = skip, .head_subset = subset };
 	if (be->ops->forward(be, &fw, &err)) {
 		fprintf(stderr, "bench-verify: forward of %d rows: %s\n", n, err.msg);
 		return -1;

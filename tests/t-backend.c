@@ -20,6 +20,7 @@
 
 #include "backend/cpu/cpu_kernels.h"
 void cpu_topk(const struct cpu_kernels *K, float *logits, int n_vocab, int k, int32_t *ids, float *probs);
+int32_t cpu_argmax(const float *logits, int n_vocab);
 
 static struct skipper_backend *mk(const struct skipper_model *m, int threads)
 {
@@ -287,6 +288,22 @@ static void test_model(const char *label, const struct tm_opts *o)
 		for (int o2 = 0; o2 < 2 && good; o2++)
 			good &= topk_consistent(got + (size_t)o2 * V, V, ids + o2 * 10, pr + o2 * 10, 10, 1e-5);
 		ok(good, "%s: top-k descending, probabilities = softmax, nothing better left out", label);
+		/* ids alone (greedy verification): the same ids, top-1 and top-10 */
+		int32_t ids2[2 * 10], top1[2];
+		float *got2 = malloc(sizeof(float) * V * 2);
+		fw.top_probs = NULL;
+		fw.top_ids = ids2;
+		fw.logits = got2;
+		fwd(b, tok, P, 0, NULL, NULL, 1, NULL, NULL, NULL);
+		rc = b->ops->forward(b, &fw, &err);
+		fw.top_k = 1;
+		fw.top_ids = top1;
+		fwd(b, tok, P, 0, NULL, NULL, 1, NULL, NULL, NULL);
+		rc = rc ? rc : b->ops->forward(b, &fw, &err);
+		ok(rc == 0 && memcmp(ids, ids2, sizeof ids) == 0 && top1[0] == ids[0] && top1[1] == ids[10] &&
+		   memcmp(got, got2, sizeof(float) * V * 2) == 0,
+		   "%s: top-k without probabilities: the same ids and logits", label);
+		free(got2);
 	}
 
 	/* 10. errors */
@@ -318,7 +335,7 @@ static void test_topk_ties(void)
 	for (size_t t = 0; t < sizeof isa / sizeof *isa; t++) {
 		const struct cpu_kernels *K = cpu_kernels_for(isa[t]);
 		if (!K) {
-			tap_skip(3, "top-k: this CPU lacks the instruction set");
+			tap_skip(4, "top-k: this CPU lacks the instruction set");
 			continue;
 		}
 		/* 40 logits so the vector paths see full vectors and a tail */
@@ -337,7 +354,48 @@ static void test_topk_ties(void)
 		ok(p[0] == p[3] && p[0] > p[4] && p[4] > p[5], "top-k %s: equal logits give equal probabilities", isa[t]);
 		ok(fabs(p[0] - 1.0 / z) < 1e-6 / z && fabs(p[4] - exp(-1.0) / z) < 1e-6 / z,
 		   "top-k %s: probabilities are the softmax (%.9g, want %.9g)", isa[t], p[0], 1.0 / z);
+		/* without probabilities: the same ids, the logits left as they were */
+		float l2[40] = { 1, 5, 3, 5, 2, 5, 0, 3, -1, 4, 5, 3 }, keep[40];
+		int32_t ids2[6], one;
+		for (int i = 12; i < 40; i++)
+			l2[i] = -2.0f - 0.25f * (float)i;
+		memcpy(keep, l2, sizeof keep);
+		cpu_topk(K, l2, 40, 6, ids2, NULL);
+		cpu_topk(K, l2, 40, 1, &one, NULL);
+		ok(memcmp(ids2, want, sizeof want) == 0 && one == 1 && memcmp(l2, keep, sizeof keep) == 0,
+		   "top-k %s: ids alone, logits untouched (top-1 %d)", isa[t], one);
 	}
+}
+
+/* cpu_argmax (two vector passes) against the scan it replaces, which keeps
+ * l[best] unless a later logit is greater: ties, NaNs, -inf, every length
+ * around the 8- and 64-wide blocks. */
+static void test_argmax(void)
+{
+	float l[300];
+	uint32_t s = 12345;
+	int bad = 0, tries = 0;
+	for (int it = 0; it < 20000; it++) {
+		int n = 1 + it % 300;
+		for (int i = 0; i < n; i++) {
+			s = s * 1103515245u + 12345u;
+			l[i] = (float)((int)(s >> 16) % 7 - 3);
+		}
+		if (it % 5 == 0)
+			l[(s >> 8) % (uint32_t)n] = NAN;
+		if (it % 11 == 0)
+			l[0] = NAN;
+		if (it % 13 == 0)
+			for (int i = 0; i < n; i++)
+				l[i] = -INFINITY;
+		int32_t best = 0;
+		for (int i = 1; i < n; i++)
+			if (l[i] > l[best])
+				best = i;
+		bad += cpu_argmax(l, n) != best;
+		tries++;
+	}
+	ok(bad == 0, "cpu_argmax == the scan on %d arrays with ties, NaNs and -inf (%d differ)", tries, bad);
 }
 
 int main(void)
@@ -355,6 +413,7 @@ int main(void)
 	const char *isa = getenv("SKIPPER_CPU_ISA");
 	diag("kernels: %s", isa && *isa ? isa : "native");
 	test_topk_ties();
+	test_argmax();
 	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
 		struct tm_opts o = { .type = types[i].type, .arch = types[i].arch, .tied = (int)(i % 2), .n_layer = 3,
 		                     .seed = 11 + i, .rope_style = SKIPPER_ROPE_PAIRS };

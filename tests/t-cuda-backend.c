@@ -440,6 +440,13 @@ static void test_model(const char *label, const struct tm_opts *o)
 		for (int k = 0; k < 2 && good; k++)
 			good &= topk_consistent(got + (size_t)k * V, V, ids + k * 10, pr + k * 10, 10, 1e-4);
 		ok(good, "%s: top-k descending, probabilities = softmax of the logits, nothing better left out", label);
+		/* ids alone (greedy verification): the same ids */
+		int32_t ids2[2 * 10];
+		fw.top_probs = NULL;
+		fw.top_ids = ids2;
+		fw.logits = NULL;
+		ok(b->ops->forward(b, &fw, &err) == 0 && memcmp(ids, ids2, sizeof ids) == 0,
+		   "%s: top-k without probabilities: the same ids", label);
 	}
 
 	{

@@ -28,8 +28,9 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* One pass of n rows with the given masks, every row's top-1 computed as
- * a verification needs (head_subset: the draft head's); *seconds gets its
- * time. */
+ * a verification needs it (the id alone), or with head_subset as a draft
+ * step does (the draft head's, with its probability, which the exit rules
+ * read); *seconds gets its time. */
 static int one_pass(struct skipper_engine *e, int n, const uint8_t *skip_attn, const uint8_t *skip_mlp,
                     int head_subset, double *seconds, struct skipper_error *err)
 {
@@ -42,7 +43,8 @@ static int one_pass(struct skipper_engine *e, int n, const uint8_t *skip_attn, c
 	}
 	struct skipper_forward fw = { .n = n, .tokens = tok, .n_past = COST_CTX, .kv_write = 0,
 	                              .skip_attn = skip_attn, .skip_mlp = skip_mlp, .n_out = n, .out_rows = rows,
-	                              .top_k = 1, .top_ids = ids, .top_probs = probs, .head_subset = head_subset };
+	                              .top_k = 1, .top_ids = ids, .top_probs = head_subset ? probs : NULL,
+	                              .head_subset = head_subset };
 	double t0 = engine_now();
 	int rc = e->be->ops->forward(e->be, &fw, err);
 	*seconds = engine_now() - t0;

@@ -32,7 +32,6 @@ struct skipper_engine {
 	int32_t b_tok[MAX_NODES + 1], b_pos[MAX_NODES + 1], b_parent[MAX_NODES + 1], b_rows[MAX_NODES + 1];
 	int32_t b_depth[MAX_NODES + 1];
 	int32_t v_top[MAX_NODES + 1];
-	float v_top_p[MAX_NODES + 1];
 	float *logits;        /* [MAX_NODES + 1][n_vocab] */
 	float *p, *q;         /* [n_vocab] work distributions */
 	struct skipper_prob_id *scratch;

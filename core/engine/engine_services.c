@@ -14,7 +14,6 @@ int skipper_engine_score_mask(void *engine, const uint8_t *skip_attn, const uint
 {
 	struct skipper_backend *be = skipper_engine_backend(engine);
 	int32_t *rows;
-	float *probs;
 	int rc;
 
 	if (n <= 0)
@@ -23,22 +22,17 @@ int skipper_engine_score_mask(void *engine, const uint8_t *skip_attn, const uint
 		return skipper_fail(err, SKIPPER_ERR_ARG, "score_mask: start_pos %d outside the committed prefix (%d)",
 		                    start_pos, skipper_engine_committed(engine));
 	rows = malloc((size_t)n * sizeof *rows);
-	probs = malloc((size_t)n * sizeof *probs);
-	if (!rows || !probs) {
-		free(rows);
-		free(probs);
+	if (!rows)
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
-	}
 	for (int i = 0; i < n; i++)
 		rows[i] = i;
 	{
 		struct skipper_forward fw = { .n = n, .tokens = tokens, .n_past = start_pos, .kv_write = 0,
 		                              .skip_attn = skip_attn, .skip_mlp = skip_mlp, .n_out = n,
-		                              .out_rows = rows, .top_k = 1, .top_ids = argmax_out, .top_probs = probs };
+		                              .out_rows = rows, .top_k = 1, .top_ids = argmax_out };
 		rc = be->ops->forward(be, &fw, err);
 	}
 	free(rows);
-	free(probs);
 	return rc;
 }
 

@@ -98,7 +98,7 @@ int engine_prefill(struct skipper_engine *e, const int32_t *prompt, int n_prompt
 		int32_t last = n_prompt - 1 - split, n = n_prompt - split, lastl = e->n_layer - 1, *rows = e->b_rows;
 		struct skipper_forward fw = {
 			.n = n, .tokens = prompt + split, .n_past = split, .kv_write = 1, .n_out = 1, .out_rows = &last,
-			.top_k = 1, .top_ids = &e->v_top[0], .top_probs = &e->v_top_p[0], .logits = greedy ? NULL : e->logits,
+			.top_k = 1, .top_ids = &e->v_top[0], .logits = greedy ? NULL : e->logits,
 		};
 		if (e->cap) {
 			for (int i = 0; i < n_rows; i++)

@@ -166,7 +166,8 @@ struct skipper_forward {
 	const int32_t *out_rows;      /* [n_out] batch row indices */
 	int top_k;                    /* 0..64: top ids/probs of softmax(raw logits) */
 	int32_t *top_ids;             /* [n_out][top_k], descending prob, ties by lower id */
-	float *top_probs;             /* [n_out][top_k] */
+	float *top_probs;             /* [n_out][top_k], or NULL: the ids alone (no softmax
+	                                 normaliser: greedy verification) */
 	float *logits;                /* [n_out][n_vocab] raw logits, or NULL */
 	int head_subset;              /* 1: the head covers only the ids given to set_head_subset
 	                                 (top-k among them, ids as vocabulary ids; logits

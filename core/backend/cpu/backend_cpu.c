@@ -292,7 +292,7 @@ static int check_forward(struct cpu_backend *be, const struct skipper_forward *f
 	}
 	if (fw->n_out < 0 || (fw->n_out > 0 && !fw->out_rows) || fw->top_k < 0 ||
 	    fw->top_k > CPU_MAX_TOPK || fw->top_k > be->n_vocab ||
-	    (fw->n_out > 0 && fw->top_k > 0 && (!fw->top_ids || !fw->top_probs)))
+	    (fw->n_out > 0 && fw->top_k > 0 && !fw->top_ids))
 		return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: bad head request (top_k %d)",
 		                    fw->top_k);
 	for (int i = 0; i < fw->n_out; i++)
@@ -358,7 +358,8 @@ static void rows_task(void *p, int j, int thread)
 		memcpy(fw->logits + (size_t)o * J->nl, lg, J->nl * sizeof(float));
 	if (fw->top_k > 0) {
 		int32_t *ids = fw->top_ids + (size_t)o * fw->top_k;
-		cpu_topk(J->be->K, lg, (int)J->nl, fw->top_k, ids, fw->top_probs + (size_t)o * fw->top_k);
+		cpu_topk(J->be->K, lg, (int)J->nl, fw->top_k, ids,
+		         fw->top_probs ? fw->top_probs + (size_t)o * fw->top_k : NULL);
 		for (int k = 0; J->subset && k < fw->top_k; k++)
 			ids[k] = J->be->sub_ids[ids[k]];
 	}

@@ -156,10 +156,14 @@ const void *cpu_prepare_act(struct cpu_backend *be, const struct cpu_weight *w,
 /* Fill rope_cs for nr rows at positions pos[]. */
 void cpu_rope_table(const struct cpu_backend *be, const int32_t *pos, int nr, float *cs);
 
-/* Top-k of softmax(logits[n_vocab]), descending, ties by lower id; the
- * logits are overwritten (with exp(logit - max)). */
+/* Top-k of softmax(logits[n_vocab]), descending, ties by lower id; with
+ * probs, the logits are overwritten (with exp(logit - max)); probs NULL:
+ * the ids alone, logits untouched. */
 void cpu_topk(const struct cpu_kernels *K, float *logits, int n_vocab, int k, int32_t *ids, float *probs);
+/* The first id of the largest logit (a NaN never wins, but at id 0). */
 int32_t cpu_argmax(const float *logits, int n_vocab);
+/* The largest of x[0..n) (-inf when n = 0; NaNs are passed over). */
+float cpu_max(const float *x, int n);
 
 /* Final norm + LM head (or the draft head, subset = 1) on nr (<=
  * CPU_HEAD_CHUNK) rows of hidden states: be->logits gets nr rows of n_vocab

@@ -320,24 +320,6 @@ static int ancestors(const struct cpu_batch *b, int gi, int32_t *anc)
 	return na;
 }
 
-/* The largest of x[0..n): eight running maxima, so that the compiler keeps
- * them in a vector (fmaxf is a library call here, one per score). */
-static float row_max(const float *x, int n)
-{
-	float m[8];
-	int k = 0;
-	for (int l = 0; l < 8; l++)
-		m[l] = -INFINITY;
-	for (; k + 8 <= n; k += 8)
-		for (int l = 0; l < 8; l++)
-			m[l] = x[k + l] > m[l] ? x[k + l] : m[l];
-	for (; k < n; k++)
-		m[0] = x[k] > m[0] ? x[k] : m[0];
-	for (int l = 1; l < 8; l++)
-		m[0] = m[l] > m[0] ? m[l] : m[0];
-	return m[0];
-}
-
 /* One K/V head for a block of batch rows: every query head of the group of
  * every row meets the cached keys in one pass (each key read once for
  * them all), then its own ancestors and itself; keys in a fixed order:
@@ -379,7 +361,7 @@ static void attn_task(void *p, int t, int thread)
 				K->attn_scores(q, group, kb + (size_t)(a < na ? anc[a] : gi) * hd, 1, hd, hd, be->attn_scale,
 				               s + a, n_ctx);
 		for (int hh = 0; hh < group; hh++) {
-			float *x = sc + (size_t)(rl * group + hh) * n_ctx, mx = row_max(x, nk);
+			float *x = sc + (size_t)(rl * group + hh) * n_ctx, mx = cpu_max(x, nk);
 			float inv = (float)(1.0 / K->exp_sum(x, nk, mx));
 			for (int k = 0; k < nk; k++)
 				x[k] *= inv;
