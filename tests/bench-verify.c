@@ -53,7 +53,8 @@ static int forward(struct skipper_backend *be, const int32_t *tok, int n, int n_
 		rows[i] = all ? i : n - 1;
 	struct skipper_forward fw = { .n = n, .tokens = tok, .n_past = n_past, .kv_write = 1, .n_out = all ? n : 1,
 	                              .out_rows = rows, .top_k = 1, .top_ids = ids,
-	                              .top_probs = skip || subset ? probs : NULL, .skip_attn = skip, .skip_mlp = skip, .head_subset = subset };
+	                              .top_probs = skip || subset ? probs : NULL, .skip_attn = skip, .skip_mlp = skip,
+	                              .head_subset = subset };
 	if (be->ops->forward(be, &fw, &err)) {
 		fprintf(stderr, "bench-verify: forward of %d rows: %s\n", n, err.msg);
 		return -1;

@@ -878,8 +878,7 @@ static TGT double x_exp_sum(float *x, int n, float m)
  * vCPUs, 2 us for a 1536-element row against 0.35 us of arithmetic).
  * Asking for all of them first (for writing, the destination) overlaps
  * those transfers. */
-static __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c,prfchw"))) void
-x_quantize_q8k(const float *x, struct cpu_q8k *q, int64_t k)
+static TGT void x_quantize_q8k(const float *x, struct cpu_q8k *q, int64_t k)
 {
 	const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
 	for (int64_t i = 0; i < k / 256 * (int64_t)sizeof *q; i += 64)

@@ -60,7 +60,8 @@
 
 #include "cpu_kernels.h"
 
-#define PK_TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
+/* prfchw: every AVX-512 CPU has PREFETCHW (lines asked for before writing) */
+#define PK_TGT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c,prfchw")))
 #define PK_INL __attribute__((always_inline)) inline
 
 #define PK_BLOCK 2368
