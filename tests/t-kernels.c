@@ -291,6 +291,30 @@ static void test_silu(const char *isa, const struct cpu_kernels *kt)
 	ok(finite && err < 1e-5, "%s: silu(g) * u as in double, |g| up to 120 (relative error %.1e)", isa, err);
 }
 
+/* Attention's probabilities are normalised and rounded to f16 in one
+ * call: each element must be the f16 nearest to the float product, the
+ * product rounded first (what the scalar loop it replaced gave), on
+ * lengths with and without a vector tail; a scale of 1 rounds alone. */
+static void test_round_f16(const char *isa, const struct cpu_kernels *kt)
+{
+	enum { N = 77 };
+	float x[N], y[N];
+	int same = 1;
+	for (int i = 0; i < N; i++)
+		x[i] = i < 6 ? (float[]){ 0, -0.0f, 65504, 70000, 6e-8f, 1e-9f }[i] : 4 * frand();
+	for (int n = 1; n <= N; n += 19)
+		for (int k = 0; k < 3; k++) {
+			float sc = (float[]){ 1.0f, 0.3f, 1.0f / 3 }[k];
+			memcpy(y, x, sizeof x);
+			kt->round_f16(y, n, sc);
+			for (int i = 0; i < N; i++) {
+				float want = i < n ? cpu_f16_to_f32(cpu_f32_to_f16(x[i] * sc)) : x[i];
+				same &= !memcmp(&want, &y[i], sizeof want);
+			}
+		}
+	ok(same, "%s: round_f16 gives the f16 nearest to each float product x * s, nothing past n", isa);
+}
+
 int main(void)
 {
 	static const char *const isas[] = { "generic", "avx2", "avx512" };
@@ -299,12 +323,13 @@ int main(void)
 	for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
 		const struct cpu_kernels *kt = cpu_kernels_for(isas[i]);
 		if (!kt) {
-			tap_skip(2 + 2 * (int)(sizeof types / sizeof types[0]) + 8, "this CPU has no such instruction set");
+			tap_skip(3 + 2 * (int)(sizeof types / sizeof types[0]) + 8, "this CPU has no such instruction set");
 			diag("%s: not supported by this CPU", isas[i]);
 			continue;
 		}
 		test_q8k(isas[i], kt);
 		test_silu(isas[i], kt);
+		test_round_f16(isas[i], kt);
 		for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
 			test_type(isas[i], kt, types[t]);
 		for (int h = 0; h < 4; h++)

@@ -86,8 +86,11 @@ struct cpu_kernels {
 	/* x[i] = exp(x[i] - m) for i < n (x[i] <= m); returns their sum. */
 	double (*exp_sum)(float *x, int n, float m);
 	void (*f32_to_f16)(const float *x, uint16_t *y, int n);
-	/* x[i] = nearest f16 value of x[i] (exact IEEE rounding on both paths) */
-	void (*round_f16)(float *x, int n);
+	/* x[i] = nearest f16 value of the float product x[i] * s (exact IEEE
+	 * rounding on every path); attention's probabilities are normalised
+	 * and rounded in one pass, a scalar loop of its own cost more than
+	 * the exponentials. */
+	void (*round_f16)(float *x, int n, float s);
 	/* Weight kinds this table runs from a layout of its own (NULL: none).
 	 * pack_size: bytes of that layout for nc weight rows of length k, 0
 	 * when this kind (or this shape: nc must be a multiple of

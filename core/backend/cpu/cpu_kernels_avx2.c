@@ -727,14 +727,15 @@ static TGT void a_f32_to_f16(const float *x, uint16_t *y, int n)
 		y[i] = (uint16_t)_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
 }
 
-static TGT void a_round_f16(float *x, int n)
+static TGT void a_round_f16(float *x, int n, float s)
 {
+	const __m256 sv = _mm256_set1_ps(s);
 	int i = 0;
 	for (; i + 8 <= n; i += 8)
-		_mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i),
+		_mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(x + i), sv),
 		                                                        _MM_FROUND_TO_NEAREST_INT)));
 	for (; i < n; i++)
-		x[i] = _cvtsh_ss(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT));
+		x[i] = _cvtsh_ss(_cvtss_sh(x[i] * s, _MM_FROUND_TO_NEAREST_INT));
 }
 
 const struct cpu_kernels cpu_kernels_avx2 = {

@@ -291,10 +291,10 @@ static void g_f32_to_f16(const float *x, uint16_t *y, int n)
 		y[i] = cpu_f32_to_f16(x[i]);
 }
 
-static void g_round_f16(float *x, int n)
+static void g_round_f16(float *x, int n, float s)
 {
 	for (int i = 0; i < n; i++)
-		x[i] = cpu_f16_to_f32(cpu_f32_to_f16(x[i]));
+		x[i] = cpu_f16_to_f32(cpu_f32_to_f16(x[i] * s));
 }
 
 const struct cpu_kernels cpu_kernels_generic = {

@@ -347,7 +347,7 @@ static void attn_task(void *p, int t, int thread)
 	for (int rl = 0; rl < nrl; rl++) {
 		memcpy(qs + (size_t)rl * group * hd, be->q + (size_t)(rl0 + rl) * be->q_dim + (size_t)g * group * hd,
 		       (size_t)group * hd * sizeof *qs);
-		K->round_f16(qs + (size_t)rl * group * hd, group * hd);
+		K->round_f16(qs + (size_t)rl * group * hd, group * hd, 1.0f);
 	}
 	K->attn_scores(qs, nq, kc, n_past, hd, hd, be->attn_scale, sc, n_ctx);
 	for (int rl = 0; rl < nrl; rl++) {
@@ -362,10 +362,7 @@ static void attn_task(void *p, int t, int thread)
 				               s + a, n_ctx);
 		for (int hh = 0; hh < group; hh++) {
 			float *x = sc + (size_t)(rl * group + hh) * n_ctx, mx = cpu_max(x, nk);
-			float inv = (float)(1.0 / K->exp_sum(x, nk, mx));
-			for (int k = 0; k < nk; k++)
-				x[k] *= inv;
-			K->round_f16(x, nk);
+			K->round_f16(x, nk, (float)(1.0 / K->exp_sum(x, nk, mx)));
 		}
 	}
 	memset(os, 0, (size_t)nq * hd * sizeof *os);
