@@ -15,6 +15,7 @@ import sys
 
 # the engine's limits (core/engine/lookup.h, engine.h)
 MAX_NGRAM = 4
+CONTEXT = 64
 NGRAM_MAX_CTX = 4
 
 
@@ -104,18 +105,27 @@ def read_runs(paths):
 
 
 def context_proposals(hist, every, max_out):
-    """The continuation after the most recent earlier occurrence of the
-    longest suffix (1..MAX_NGRAM tokens) that occurred before, as lookup
-    proposes it; with every, the continuations after all its occurrences."""
+    """The continuation after the earlier occurrence of the longest suffix
+    (1..MAX_NGRAM tokens) that occurred before whose preceding tokens agree
+    longest with the suffix's (up to CONTEXT; the most recent on a tie), as
+    lookup proposes it; with every, the continuations after all its
+    occurrences."""
     n = len(hist)
     for g in range(min(MAX_NGRAM, n - 1), 0, -1):
         key = hist[n - g:]
-        found = []
+        found, best = [], -1
         for j in range(n - g - 1, -1, -1):
-            if hist[j:j + g] == key:
-                found.append(hist[j + g:j + g + max_out])
-                if not every:
-                    break
+            if hist[j:j + g] != key:
+                continue
+            cont = hist[j + g:j + g + max_out]
+            if every:
+                found.append(cont)
+                continue
+            agree = 0
+            while agree < CONTEXT and j - 1 - agree >= 0 and hist[j - 1 - agree] == hist[n - g - 1 - agree]:
+                agree += 1
+            if agree > best:
+                found, best = [cont], agree
         if found:
             return found
     return []

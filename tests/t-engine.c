@@ -14,6 +14,7 @@
 
 #include "backend/backend.h"
 #include "engine/engine.h"
+#include "engine/lookup.h"
 #include "model/model.h"
 #include "policy/policy_host.h"
 #include "model/quant.h"
@@ -391,6 +392,28 @@ static void ngrams_set(struct skipper_engine *eng, const int32_t *ctx, int n_ctx
 	}
 	if (skipper_engine_set_ngrams(eng, c4, cn, next, pp, n < 512 ? n : 512, &err))
 		BAIL(err.msg);
+}
+
+/* Which earlier occurrence lookup copies: the longest suffix n-gram
+ * first; of its occurrences, the one whose preceding tokens agree longest,
+ * the most recent among equals; at most max_out tokens, never past the
+ * history's end. */
+static void lookup_choice(void)
+{
+	/* "1 2 3 4" after 9 (then 5 6 8) and after 8 (then 7 7 0); the
+	 * history ends "9 1 2 3 4" */
+	static const int32_t ctx[] = { 9, 1, 2, 3, 4, 5, 6, 8, 1, 2, 3, 4, 7, 7, 0, 9, 1, 2, 3, 4 };
+	/* "7" after 5 (then 3) and after 6 (then 4); the history ends "2 7" */
+	static const int32_t tie[] = { 5, 7, 3, 6, 7, 4, 2, 7 };
+	int32_t out[8];
+	int g, k = lookup_propose(ctx, 20, 1, 4, 3, out, &g);
+	ok(k == 3 && g == 4 && out[0] == 5 && out[1] == 6 && out[2] == 8,
+	   "lookup copies the occurrence whose earlier context agrees (%d tokens from %d, n-gram %d)", k, out[0], g);
+	k = lookup_propose(tie, 8, 1, 4, 8, out, &g);
+	ok(k == 3 && g == 1 && out[0] == 4 && out[1] == 2 && out[2] == 7,
+	   "lookup copies the most recent of occurrences whose contexts agree equally, up to the history's end "
+	   "(%d tokens from %d)",
+	   k, out[0]);
 }
 
 static void lookup_lossless(const int32_t *prompt, int n_prompt)
@@ -946,6 +969,7 @@ int main(void)
 	static const int dtypes[] = { SKIPPER_F32, SKIPPER_Q4_1 };
 
 	close(fd);
+	lookup_choice();
 	for (int d = 0; d < 2; d++) {
 		skipper_test_model_defaults(&o);
 		o.dtype = dtypes[d];

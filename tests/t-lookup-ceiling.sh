@@ -8,7 +8,7 @@
 set -u
 t=$(mktemp -d "${TMPDIR:-/tmp}/t-lookup-ceiling.XXXXXX") || exit 1
 trap 'rm -rf "$t"' EXIT
-echo "1..7"
+echo "1..8"
 lc() { "$PYTHON3" "$top_srcdir/scripts/lookup-ceiling.py" "$@"; }
 
 # verify(n) = 1 + (n - 1) / 2, extrapolated past 3 rows
@@ -47,9 +47,16 @@ fails() { # N DESCRIPTION PATTERN ARGS...
 	elif [ -s "$t/out" ] || ! grep -q "$pat" "$t/err"; then sed 's/^/# /' "$t/err"; echo "not ok $n - $what"
 	else echo "ok $n - $what"; fi
 }
+# context: "1 2 3 4" occurs twice, after 9 (then 5 6) and after 8 (then 7 7);
+#   the prompt ends "9 1 2 3" and the output writes 4 5 6: the occurrence
+#   whose context agrees (9) is copied, not the most recent one
+printf '{"id":"4","category":"context","policy":"none","prompt_ids":[9,1,2,3,4,5,6,8,1,2,3,4,7,7,0,9,1,2,3],"output_ids":[4,5,6,100]}\n' >"$t/ctx.jsonl"
+lc --costs "$t/c.costs" "$t/ctx.jsonl" >"$t/out" 2>"$t/err"
+check 6 "of two occurrences, the one whose earlier context agrees is copied" "| context | 3 | - | 1.50x | 1.50x |"
+
 printf '{"id":"1","category":"x","policy":"none","prompt_ids":[1]}\n' >"$t/bad.jsonl"
-fails 6 "a record without output_ids names file and line" "bad.jsonl:1: not a skipper bench record" \
+fails 7 "a record without output_ids names file and line" "bad.jsonl:1: not a skipper bench record" \
 	--costs "$t/c.costs" "$t/bad.jsonl"
 printf 'verify 2 1.5\n' >"$t/bad.costs"
-fails 7 "a curve that does not start at 1 row is refused" "bad.costs: no verify curve" \
+fails 8 "a curve that does not start at 1 row is refused" "bad.costs: no verify curve" \
 	--costs "$t/bad.costs" "$t/run.jsonl"

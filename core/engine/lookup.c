@@ -4,6 +4,16 @@
 
 #include "lookup.h"
 
+/* How far the context before hist[j] and before hist[n - g] agree beyond
+ * the g tokens both end with, up to LOOKUP_CONTEXT. */
+static int agree_before(const int32_t *hist, int n, int g, int j)
+{
+	int l = 0;
+	while (l < LOOKUP_CONTEXT && j - 1 - l >= 0 && hist[j - 1 - l] == hist[n - g - 1 - l])
+		l++;
+	return l;
+}
+
 int lookup_propose(const int32_t *hist, int n, int min_ngram, int max_ngram, int max_out, int32_t *out,
                    int *ngram)
 {
@@ -11,14 +21,23 @@ int lookup_propose(const int32_t *hist, int n, int min_ngram, int max_ngram, int
 		max_ngram = LOOKUP_MAX_NGRAM;
 	for (int g = max_ngram < n - 1 ? max_ngram : n - 1; g >= min_ngram && g >= 1; g--) {
 		const int32_t *key = hist + n - g;
-		/* most recent earlier occurrence: it has at least one token after it */
-		for (int j = n - g - 1; j >= 0; j--) {
+		int best = -1, best_l = -1;
+		/* every earlier occurrence with at least one token after it; the
+		 * one whose context agrees longest wins, the most recent on a tie */
+		for (int j = n - g - 1; j >= 0 && best_l < LOOKUP_CONTEXT; j--) {
 			if (hist[j] != key[0] || memcmp(hist + j, key, (size_t)g * sizeof *key) != 0)
 				continue;
-			int k = n - (j + g);
+			int l = agree_before(hist, n, g, j);
+			if (l > best_l) {
+				best = j;
+				best_l = l;
+			}
+		}
+		if (best >= 0) {
+			int k = n - (best + g);
 			if (k > max_out)
 				k = max_out;
-			memcpy(out, hist + j + g, (size_t)k * sizeof *out);
+			memcpy(out, hist + best + g, (size_t)k * sizeof *out);
 			*ngram = g;
 			return k;
 		}

@@ -1,6 +1,6 @@
 /* Context-lookup drafts (prompt lookup decoding): the tokens that followed
- * the most recent earlier occurrence of the longest suffix n-gram of the
- * prompt and output. No model pass at all; the engine verifies them like
+ * an earlier occurrence of the longest suffix n-gram of the prompt and
+ * output, the one whose preceding context matches longest. No model pass at all; the engine verifies them like
  * any draft. Internal to core/engine/. */
 #ifndef SKIPPER_LOOKUP_H
 #define SKIPPER_LOOKUP_H
@@ -8,11 +8,19 @@
 #include <stdint.h>
 
 #define LOOKUP_MAX_NGRAM 8
+/* tokens of context compared beyond the n-gram when choosing among its
+ * occurrences */
+#define LOOKUP_CONTEXT 64
 
 /* Up to max_out tokens into out: the continuation of the longest suffix
- * of hist[0..n) of length min_ngram..max_ngram that occurs earlier in hist
- * (its most recent occurrence). Returns how many, 0 when nothing matches;
- * *ngram gets the matched length. */
+ * of hist[0..n) of length min_ngram..max_ngram that occurs earlier in hist.
+ * Of its occurrences, the one preceded by the longest run of tokens equal
+ * to those before the suffix (up to LOOKUP_CONTEXT), the most recent among
+ * equals: where a prompt repeats a phrase, the copy being followed is the
+ * one whose context matches (replayed on the 1.5B's Spec-Bench outputs,
+ * code edits +3 %, overall +0.4 % against the most recent occurrence).
+ * Returns how many, 0 when nothing matches; *ngram gets the matched
+ * length (the acceptance statistics are kept per length). */
 int lookup_propose(const int32_t *hist, int n, int min_ngram, int max_ngram, int max_out, int32_t *out,
                    int *ngram);
 
