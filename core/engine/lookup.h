@@ -1,7 +1,8 @@
 /* Context-lookup drafts (prompt lookup decoding): the tokens that followed
  * an earlier occurrence of the longest suffix n-gram of the prompt and
- * output, the one whose preceding context matches longest. No model pass at all; the engine verifies them like
- * any draft. Internal to core/engine/. */
+ * output, the one whose preceding context matches longest. No model pass
+ * at all; the engine verifies them like any draft. Internal to
+ * core/engine/. */
 #ifndef SKIPPER_LOOKUP_H
 #define SKIPPER_LOOKUP_H
 
