@@ -18,9 +18,7 @@
 #define P 5   /* committed prompt */
 #define NB 16 /* batch */
 
-#include "backend/cpu/cpu_kernels.h"
-void cpu_topk(const struct cpu_kernels *K, float *logits, int n_vocab, int k, int32_t *ids, float *probs);
-int32_t cpu_argmax(const float *logits, int n_vocab);
+#include "backend/cpu/cpu_backend.h"
 
 static struct skipper_backend *mk(const struct skipper_model *m, int threads)
 {
