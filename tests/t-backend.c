@@ -4,9 +4,11 @@
 #include "build-config.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
 #include "error.h"
@@ -394,6 +396,72 @@ static void test_argmax(void)
 	ok(bad == 0, "cpu_argmax == the scan on %d arrays with ties, NaNs and -inf (%d differ)", tries, bad);
 }
 
+/* The flags of the mapping that holds p, from /proc/self/smaps ("" when
+ * not found): "hg" is MADV_HUGEPAGE. */
+static void vma_flags(const void *p, char *flags, size_t n)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	int in = 0;
+	*flags = 0;
+	while (f && fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
+			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+		else if (in && !strncmp(line, "VmFlags:", 8)) {
+			line[strcspn(line, "\n")] = 0;
+			snprintf(flags, n, "%.255s", line + 8);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+/* A weight copy of 2 MiB or more starts on a 2 MiB boundary and asks for
+ * transparent huge pages; SKIPPER_CPU_HUGEPAGES=0 leaves it on small pages;
+ * the logits are the same either way. */
+static void test_huge_pages(void)
+{
+	/* gate: 2304 x 1024 Q8_0, 2.5 MB */
+	struct tm_opts o = { .type = SKIPPER_Q8_0, .n_layer = 1, .seed = 5, .rope_style = SKIPPER_ROPE_PAIRS,
+	                     .n_embd = 1024, .n_ff = 2304, .n_head = 16, .n_head_kv = 4, .head_dim = 64 };
+	struct tm_model *tm = tm_build(&o);
+	int V = tm->m.hp.n_vocab;
+	struct skipper_backend *be[2];
+	float *lg[2] = { malloc(sizeof(float) * V), malloc(sizeof(float) * V) };
+	char flags[2][260];
+	int32_t tok = 7, thp = access("/sys/kernel/mm/transparent_hugepage", F_OK) == 0;
+
+	for (int i = 0; i < 2; i++) {
+		if (i)
+			setenv("SKIPPER_CPU_HUGEPAGES", "0", 1);
+		be[i] = mk(&tm->m, 1);
+		vma_flags(((struct cpu_backend *)be[i])->lw[0].gate.data, flags[i], sizeof flags[i]);
+		fwd(be[i], &tok, 1, 0, NULL, NULL, 1, NULL, NULL, lg[i]);
+	}
+	unsetenv("SKIPPER_CPU_HUGEPAGES");
+	const struct cpu_weight *gate = &((struct cpu_backend *)be[0])->lw[0].gate;
+	if (!gate->own) {
+		tap_skip(3, "these kernels run the file's layout: no weight copies");
+	} else {
+		ok(((uintptr_t)gate->data & (((uintptr_t)2 << 20) - 1)) == 0,
+		   "huge pages: a 2.5 MB weight copy starts on a 2 MiB boundary");
+		if (thp) {
+			ok(strstr(flags[0], " hg") != NULL, "huge pages: asked for (VmFlags:%s)", flags[0]);
+			ok(strstr(flags[1], " hg") == NULL, "huge pages: not with SKIPPER_CPU_HUGEPAGES=0");
+		} else {
+			tap_skip(2, "no transparent huge pages in this kernel");
+		}
+	}
+	ok(memcmp(lg[0], lg[1], sizeof(float) * V) == 0, "huge pages: the same logits without them");
+	for (int i = 0; i < 2; i++) {
+		be[i]->ops->destroy(be[i]);
+		free(lg[i]);
+	}
+	tm_free(tm);
+}
+
 int main(void)
 {
 	static const struct {
@@ -410,6 +478,7 @@ int main(void)
 	diag("kernels: %s", isa && *isa ? isa : "native");
 	test_topk_ties();
 	test_argmax();
+	test_huge_pages();
 	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
 		struct tm_opts o = { .type = types[i].type, .arch = types[i].arch, .tied = (int)(i % 2), .n_layer = 3,
 		                     .seed = 11 + i, .rope_style = SKIPPER_ROPE_PAIRS };

@@ -190,6 +190,8 @@ int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipp
 	be->base.model = m;
 	be->base.n_ctx = o->n_ctx;
 	be->K = cpu_kernels_select();
+	const char *hp_env = getenv("SKIPPER_CPU_HUGEPAGES");
+	be->huge_pages = !(hp_env && !strcmp(hp_env, "0"));
 	be->n_threads = o->n_threads > 0 ? o->n_threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
 	if (be->n_threads < 1)
 		be->n_threads = 1;

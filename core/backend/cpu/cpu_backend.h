@@ -43,6 +43,7 @@ struct cpu_backend {
 	const struct cpu_kernels *K;
 	struct skipper_threadpool *tp;
 	int n_threads;
+	int huge_pages;               /* weight copies on transparent huge pages (cpu_weight_init) */
 
 	int n_embd, n_head, n_kv, hd, q_dim, kv_dim, n_ff, n_layer, n_vocab, rope_dim;
 	float rms_eps, attn_scale;

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "cpu_backend.h"
 
@@ -79,13 +80,36 @@ static void mm_run(struct mm_job *j, int align)
 	skipper_threadpool_run(be->tp, mm_task, j, j->first[j->n_part]);
 }
 
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* Room for a weight copy of sz bytes; free() releases it. With huge, a copy
+ * of 2 MiB or more starts on a 2 MiB boundary and asks for transparent huge
+ * pages over its whole 2 MiB stretches (the tail stays on small pages, so
+ * no memory is wasted). A decode step streams every weight once: on 4 KiB
+ * pages it takes a TLB miss every 4 KiB, and the hardware prefetcher stops
+ * at each page's end. The 1.5B decoded about 7 % faster with them
+ * (tests/bench-decode, the two alternated on an AMD EPYC). */
+static void *weight_alloc(size_t sz, int huge)
+{
+	sz = (sz + 63) & ~(size_t)63;
+	if (!huge || sz < HUGE_PAGE)
+		return aligned_alloc(64, sz);
+	void *p;
+	if (posix_memalign(&p, HUGE_PAGE, sz))
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	madvise(p, sz & ~(HUGE_PAGE - 1), MADV_HUGEPAGE); /* a hint: a kernel without THP just says no */
+#endif
+	return p;
+}
+
 void cpu_weight_init(const struct cpu_backend *be, const struct skipper_weight *src, void *own_src,
                      struct cpu_weight *out)
 {
 	const struct cpu_kernels *K = be->K;
 	int kind = cpu_wkind(src->type);
 	size_t sz = K->pack_size && K->matmul_packed[kind] ? K->pack_size(kind, src->ne0, (int)src->ne1) : 0;
-	void *buf = sz ? aligned_alloc(64, (sz + 63) & ~(size_t)63) : NULL;
+	void *buf = sz ? weight_alloc(sz, be->huge_pages) : NULL;
 
 	*out = (struct cpu_weight){ .data = src->data, .row_bytes = src->row_bytes, .k = src->ne0, .nc = (int)src->ne1,
 	                            .kind = kind, .fn = K->matmul[kind], .own = own_src };
