@@ -431,7 +431,8 @@ static void test_huge_pages(void)
 	struct skipper_backend *be[2];
 	float *lg[2] = { malloc(sizeof(float) * V), malloc(sizeof(float) * V) };
 	char flags[2][260];
-	int32_t tok = 7, thp = access("/sys/kernel/mm/transparent_hugepage", F_OK) == 0;
+	int32_t tok = 7;
+	int thp = access("/sys/kernel/mm/transparent_hugepage", F_OK) == 0;
 
 	for (int i = 0; i < 2; i++) {
 		if (i)

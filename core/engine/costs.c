@@ -108,14 +108,7 @@ static void monotone(struct skipper_costs *c)
 }
 
 /* A pass over a + b rows never needs to cost more than a pass over a rows
- * and one over b rows: the backend could run them one after the other. A
- * point above that was timed while something else ran (a test suite on
- * the other core once left a curve whose 6 rows cost 16.5 steps, cached for
- * good), so it is lowered to the bound, before the pooling (which would
- * spread it). Then a point below the one before it (noise where passes cost
- * about the same: a GPU's first rows are nearly free, and a curve measured
- * on an H200 decreased) is raised to it, so that drafting never sees a
- * longer draft as cheaper than a shorter one. */
+ * and one over b rows: the backend could run them one after the other. */
 static void subadditive(struct skipper_costs *c)
 {
 	for (int n = 2; n <= c->n_max; n++)
@@ -123,6 +116,14 @@ static void subadditive(struct skipper_costs *c)
 			c->verify[n] = fmin(c->verify[n], c->verify[a] + c->verify[n - a]);
 }
 
+/* A point above that bound was timed while something else ran (a test
+ * suite on the other core once left a curve whose 6 rows cost 16.5 steps,
+ * cached for good), so it is lowered to it before the pooling, which would
+ * spread it. Points out of order (noise where passes cost about the same:
+ * a GPU's first rows are nearly free, and a curve measured on an H200
+ * decreased) are pooled; the last raise only mends what lowering a point
+ * again undid, so drafting never sees a longer draft as cheaper than a
+ * shorter one. */
 static void bound_curve(struct skipper_costs *c)
 {
 	subadditive(c);
@@ -130,6 +131,12 @@ static void bound_curve(struct skipper_costs *c)
 	subadditive(c);
 	for (int n = 2; n <= c->n_max; n++)
 		c->verify[n] = fmax(c->verify[n], c->verify[n - 1]);
+}
+
+/* Pairs timed per row count: fewer for the long passes, which vary less. */
+static int curve_reps(int n)
+{
+	return n <= 8 ? COST_REPS : 5;
 }
 
 static int measure(struct skipper_engine *e, struct skipper_costs *c, struct skipper_error *err)
@@ -177,7 +184,7 @@ static int measure(struct skipper_engine *e, struct skipper_costs *c, struct ski
 	for (int k = 0; k < COST_REPS && !rc; k++)
 		for (int i = 1; i < n_sizes && !rc; i++) {
 			double step;
-			if (k >= (sizes[i] <= 8 ? COST_REPS : 5) || (rc = one_pass(e, 1, NULL, NULL, 0, &step, err)) ||
+			if (k >= curve_reps(sizes[i]) || (rc = one_pass(e, 1, NULL, NULL, 0, &step, err)) ||
 			    (rc = one_pass(e, sizes[i], NULL, NULL, 0, &r, err)))
 				continue;
 			ratio[i][k] = r / step;
@@ -185,7 +192,7 @@ static int measure(struct skipper_engine *e, struct skipper_costs *c, struct ski
 	int prev = 1;
 	for (int i = 1; i < n_sizes && !rc; i++) {
 		int n = sizes[i];
-		c->verify[n] = median(ratio[i], n <= 8 ? COST_REPS : 5);
+		c->verify[n] = median(ratio[i], curve_reps(n));
 		for (int m = prev + 1; m < n; m++)
 			c->verify[m] = c->verify[prev] + (c->verify[n] - c->verify[prev]) * (m - prev) / (n - prev);
 		prev = n;

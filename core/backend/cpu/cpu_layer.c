@@ -87,8 +87,8 @@ static void mm_run(struct mm_job *j, int align)
  * pages over its whole 2 MiB stretches (the tail stays on small pages, so
  * no memory is wasted). A decode step streams every weight once: on 4 KiB
  * pages it takes a TLB miss every 4 KiB, and the hardware prefetcher stops
- * at each page's end. The 1.5B decoded about 7 % faster with them
- * (tests/bench-decode, the two alternated on an AMD EPYC). */
+ * at each page's end. The 1.5B decoded about 6 % faster with them
+ * (tests/bench-decode, the two alternated 18 times on an AMD EPYC). */
 static void *weight_alloc(size_t sz, int huge)
 {
 	sz = (sz + 63) & ~(size_t)63;
