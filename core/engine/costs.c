@@ -176,30 +176,24 @@ static int measure(struct skipper_engine *e, struct skipper_costs *c, struct ski
 	/* one pair (a step, then the pass) per size in turn, round after
 	 * round: a burst of load then lands on every size alike instead of on
 	 * the one size being timed, which bent the curve's shape */
-	double (*ratio)[COST_REPS] = calloc(sizeof sizes / sizeof sizes[0], sizeof *ratio);
-	if (!ratio) {
-		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
-		goto out;
-	}
+	double ratio[sizeof sizes / sizeof sizes[0]][COST_REPS];
 	for (int k = 0; k < COST_REPS && !rc; k++)
 		for (int i = 1; i < n_sizes && !rc; i++) {
 			double step;
-			if (k >= curve_reps(sizes[i]) || (rc = one_pass(e, 1, NULL, NULL, 0, &step, err)) ||
-			    (rc = one_pass(e, sizes[i], NULL, NULL, 0, &r, err)))
-				continue;
-			ratio[i][k] = r / step;
+			if (k < curve_reps(sizes[i]) && !(rc = one_pass(e, 1, NULL, NULL, 0, &step, err)) &&
+			    !(rc = one_pass(e, sizes[i], NULL, NULL, 0, &r, err)))
+				ratio[i][k] = r / step;
 		}
+	if (rc)
+		goto out;
 	int prev = 1;
-	for (int i = 1; i < n_sizes && !rc; i++) {
+	for (int i = 1; i < n_sizes; i++) {
 		int n = sizes[i];
 		c->verify[n] = median(ratio[i], curve_reps(n));
 		for (int m = prev + 1; m < n; m++)
 			c->verify[m] = c->verify[prev] + (c->verify[n] - c->verify[prev]) * (m - prev) / (n - prev);
 		prev = n;
 	}
-	free(ratio);
-	if (rc)
-		goto out;
 	c->n_max = prev;
 	bound_curve(c);
 out:
