@@ -434,9 +434,8 @@ static void x_pack(int kind, int64_t k, const void *w, size_t wrb, int nc, void 
 /* 16 weight rows (one packed group) against R activation rows. Per row and
  * super-block: the integer dot of each sub-block (exact), times its scale
  * in float, in sub-block order; the mins' term; times the row's d.
- * The packed blocks are read in address order, which the hardware
- * prefetchers follow while a pass is memory-bound (one or two rows);
- * longer passes ask for the lines ahead themselves (pk_prefetch). */
+ * The packed blocks are read in address order, and each asks for the
+ * lines 7 KB ahead (pk_prefetch). */
 static TGT INL void q4_K_packed_rows(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
                                      size_t ys)
 {
@@ -445,8 +444,7 @@ static TGT INL void q4_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 	for (int r = 0; r < R; r++)
 		acc[r] = _mm512_setzero_ps();
 	for (int64_t b = 0; b < nb; b++, w += PK_BLOCK) {
-		if (R >= PK_PREFETCH_ROWS)
-			pk_prefetch(w, PK_BLOCK);
+		pk_prefetch(w, PK_BLOCK);
 		__m512 tmp[MAXR], dv = pk_f16x16(w + PK_D);
 #pragma GCC unroll 8
 		for (int r = 0; r < R; r++)
@@ -493,8 +491,7 @@ static TGT INL void q6_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 	for (int r = 0; r < R; r++)
 		acc[r] = _mm512_setzero_ps();
 	for (int64_t b = 0; b < nb; b++, w += P6_BLOCK) {
-		if (R >= PK_PREFETCH_ROWS)
-			pk_prefetch(w, P6_BLOCK);
+		pk_prefetch(w, P6_BLOCK);
 		__m512 tmp[MAXR], dv = pk_f16x16(w + P6_D);
 #pragma GCC unroll 8
 		for (int r = 0; r < R; r++)
@@ -578,8 +575,7 @@ static TGT INL void blk32_packed_rows(int kind, int64_t nb, const uint8_t *w, co
 	for (int r = 0; r < R; r++)
 		acc[r] = _mm512_setzero_ps();
 	for (int64_t b = 0; b < nb; b++, w += bytes) {
-		if (R >= PK_PREFETCH_ROWS)
-			pk_prefetch(w, bytes);
+		pk_prefetch(w, bytes);
 #pragma GCC unroll 2
 		for (int h = 0; h < 2; h++) {
 			__m512i wq[8];

@@ -106,22 +106,26 @@ static inline int p6_qh_line(int u)
 	return 12 * (2 * h + e) + 4 + g;
 }
 
-/* Passes of 3 rows or more are compute-bound, and on an AMD EPYC (Zen 4)
- * the hardware prefetchers then fall behind: read from memory, such a
- * pass ran at half its speed with the weights in the caches (Q4_K, 8
- * rows: 7.0 GB/s of weights against 13.1 in tests/bench-kernels). Asking
- * for every line of the block PK_AHEAD blocks on, into L2, brings it to
- * 11.3. Passes of one or two rows stream at the memory's rate without
- * it, and one row lost a fifth with it (the prefetches compete with the
- * demand loads); into L1 (T0) it did not help at all. The last blocks
- * of a matrix ask for lines past its end: a prefetch never faults. */
-#define PK_PREFETCH_ROWS 3
-#define PK_AHEAD 3
+/* Every packed pass asks for each block's lines PK_AHEAD bytes on, into
+ * L2, as it starts the block. On an AMD EPYC (Zen 4) the hardware
+ * prefetchers alone fall behind: a compute-bound pass (3 rows or more)
+ * read from memory ran at half its in-cache speed (Q4_K, 8 rows: 7.0 GB/s
+ * of weights against 13.1 in tests/bench-kernels; 11.3 with these
+ * prefetches), and with both threads streaming, so did the memory-bound
+ * passes of one and two rows. Asking for them too took the decode step
+ * (tests/bench-decode, 2 threads, runs in turns) 15-19 % faster on the
+ * 1.5B, 6 % on the 0.5B and 8 % on SmolLM2, and a pass of 2 rows on the
+ * 1.5B from 1.17-1.20 steps to 1.02-1.10. The distance is in bytes, not
+ * blocks: 7 KB (3 Q4_K blocks) did as well as or better than 4 and 12 KB
+ * on all three models; the small blocks (Q4_1, 640 bytes) need 11 of it.
+ * Into L1 (T0) it did not help at all. The last blocks of a matrix ask
+ * for lines past its end: a prefetch never faults. */
+#define PK_AHEAD 7168
 
 static PK_TGT PK_INL void pk_prefetch(const uint8_t *block, int bytes)
 {
 	for (int o = 0; o < bytes; o += 64)
-		_mm_prefetch((const char *)block + (size_t)PK_AHEAD * (size_t)bytes + o, _MM_HINT_T1);
+		_mm_prefetch((const char *)block + PK_AHEAD + o, _MM_HINT_T1);
 }
 
 static PK_TGT PK_INL const struct cpu_q8k *pk_xrow(const char *x, size_t xs, int r, int64_t b)
