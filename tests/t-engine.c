@@ -432,7 +432,9 @@ static void lookup_lossless(const int32_t *prompt, int n_prompt)
 	if (generate(&ar, rep, n, &gp, &ref, &st))
 		BAIL("AR generation failed");
 	/* corpus n-grams: the pairs of the output itself (v = 4, 5: mostly
-	 * right) or each token followed by the next id (v = 6: mostly wrong) */
+	 * right), each token followed by the next id (v = 6: mostly wrong),
+	 * or every other pair so (v = 7: rounds alternate between the
+	 * context's copies and the corpus's) */
 	int32_t ctx[512], next[512];
 	int n_pairs = 0;
 	ctx[n_pairs] = rep[n - 1];
@@ -441,21 +443,21 @@ static void lookup_lossless(const int32_t *prompt, int n_prompt)
 		ctx[n_pairs] = ref.t[i - 1];
 		next[n_pairs] = ref.t[i];
 	}
-	for (int v = 0; v < 7; v++) {
+	for (int v = 0; v < 8; v++) {
 		static const char *what[] = { " alone", " + chain draft", " + chain draft", " + tree draft",
 			                      " + corpus n-grams", " + corpus n-grams + tree draft",
-			                      " + wrong corpus n-grams" };
+			                      " + wrong corpus n-grams", " + corpus n-grams half wrong" };
 		struct tp_state p = { .n_layer = L, .k = v == 1 ? 2 : 4, .width = v == 3 || v == 5 ? 3 : 1 };
 		mask_set(p.attn, v == 2 ? "1" : "0110", L);
 		mask_set(p.mlp, "0100", L);
 		next_lookup = 1;
-		run_open(&ssd, v == 0 || v == 4 || v == 6 ? NULL : &p);
+		run_open(&ssd, v == 0 || v == 4 || v >= 6 ? NULL : &p);
 		next_lookup = 0;
 		if (v >= 4) {
 			int32_t wrong[512];
 			for (int i = 0; i < n_pairs; i++)
-				wrong[i] = (ctx[i] + 1) % model->hp.n_vocab;
-			ngrams_set(ssd.eng, ctx, 1, v == 6 ? wrong : next, n_pairs, 0.9f);
+				wrong[i] = v == 7 && i % 2 ? next[i] : (ctx[i] + 1) % model->hp.n_vocab;
+			ngrams_set(ssd.eng, ctx, 1, v >= 6 ? wrong : next, n_pairs, 0.9f);
 		}
 		if (generate(&ssd, rep, n, &gp, &got, &st) == 0) {
 			ok(got.n == ref.n && !memcmp(got.t, ref.t, ref.n * sizeof *ref.t),
