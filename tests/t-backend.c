@@ -418,19 +418,20 @@ static void vma_flags(const void *p, char *flags, size_t n)
 		fclose(f);
 }
 
-/* A weight copy of 2 MiB or more starts on a 2 MiB boundary and asks for
- * transparent huge pages; SKIPPER_CPU_HUGEPAGES=0 leaves it on small pages;
- * the logits are the same either way. */
+/* The weight copies lie in one block that starts on a 2 MiB boundary and
+ * asks for transparent huge pages, the copies of under 2 MiB included;
+ * SKIPPER_CPU_HUGEPAGES=0 leaves them on small pages; the logits are the
+ * same either way. */
 static void test_huge_pages(void)
 {
-	/* gate: 2304 x 1024 Q8_0, 2.5 MB */
+	/* gate: 2304 x 1024 Q8_0, 2.5 MB; wq: 1024 x 1024, 1.1 MB */
 	struct tm_opts o = { .type = SKIPPER_Q8_0, .n_layer = 1, .seed = 5, .rope_style = SKIPPER_ROPE_PAIRS,
 	                     .n_embd = 1024, .n_ff = 2304, .n_head = 16, .n_head_kv = 4, .head_dim = 64 };
 	struct tm_model *tm = tm_build(&o);
 	int V = tm->m.hp.n_vocab;
 	struct skipper_backend *be[2];
 	float *lg[2] = { malloc(sizeof(float) * V), malloc(sizeof(float) * V) };
-	char flags[2][260];
+	char flags[2][260], wq_flags[260];
 	int32_t tok = 7;
 	int thp = access("/sys/kernel/mm/transparent_hugepage", F_OK) == 0;
 
@@ -439,20 +440,25 @@ static void test_huge_pages(void)
 			setenv("SKIPPER_CPU_HUGEPAGES", "0", 1);
 		be[i] = mk(&tm->m, 1);
 		vma_flags(((struct cpu_backend *)be[i])->lw[0].gate.data, flags[i], sizeof flags[i]);
+		if (!i)
+			vma_flags(((struct cpu_backend *)be[i])->lw[0].wq.data, wq_flags, sizeof wq_flags);
 		fwd(be[i], &tok, 1, 0, NULL, NULL, 1, NULL, NULL, lg[i]);
 	}
 	unsetenv("SKIPPER_CPU_HUGEPAGES");
-	const struct cpu_weight *gate = &((struct cpu_backend *)be[0])->lw[0].gate;
-	if (!gate->own) {
-		tap_skip(3, "these kernels run the file's layout: no weight copies");
+	const struct cpu_backend *cb = (const struct cpu_backend *)be[0];
+	if (!cb->weights) {
+		tap_skip(5, "these kernels run the file's layout: no weight copies");
 	} else {
-		ok(((uintptr_t)gate->data & (((uintptr_t)2 << 20) - 1)) == 0,
-		   "huge pages: a 2.5 MB weight copy starts on a 2 MiB boundary");
+		const char *w0 = cb->weights, *wq = cb->lw[0].wq.data, *gate = cb->lw[0].gate.data;
+		ok(((uintptr_t)w0 & (((uintptr_t)2 << 20) - 1)) == 0, "huge pages: the weight copies start on a 2 MiB boundary");
+		ok(wq == w0 && gate > wq && !cb->lw[0].gate.own && cb->head.data > gate,
+		   "huge pages: the copies in one block, in the order a step reads them");
 		if (thp) {
 			ok(strstr(flags[0], " hg") != NULL, "huge pages: asked for (VmFlags:%s)", flags[0]);
+			ok(strstr(wq_flags, " hg") != NULL, "huge pages: for a copy of 1.1 MB too (VmFlags:%s)", wq_flags);
 			ok(strstr(flags[1], " hg") == NULL, "huge pages: not with SKIPPER_CPU_HUGEPAGES=0");
 		} else {
-			tap_skip(2, "no transparent huge pages in this kernel");
+			tap_skip(3, "no transparent huge pages in this kernel");
 		}
 	}
 	ok(memcmp(lg[0], lg[1], sizeof(float) * V) == 0, "huge pages: the same logits without them");

@@ -69,6 +69,7 @@ static void cpu_destroy(struct skipper_backend *base)
 	free(be->lw);
 	cpu_weight_free(&be->head);
 	cpu_weight_free(&be->sub_head);
+	free(be->weights);
 	free(be->sub_ids);
 	free(be);
 }
@@ -149,24 +150,64 @@ static int grow_scratch(struct cpu_backend *be, int n, struct skipper_error *err
  * the embeddings: they come back as needed). */
 #define W_PER_LAYER 7
 
-static void weight_task(void *p, int t, int thread)
+/* Weight t of the model in the order a decode step reads them: each
+ * layer's (wq, wk, wv, wo, gate, up, down), then the output head. */
+static void weight_at(struct cpu_backend *be, int t, const struct skipper_weight **src, struct cpu_weight **out)
 {
-	struct cpu_backend *be = p;
 	const struct skipper_model *m = be->base.model;
-	const struct skipper_weight *src = &m->output;
-	struct cpu_weight *out = &be->head;
-	(void)thread;
+	*src = &m->output;
+	*out = &be->head;
 	if (t < be->n_layer * W_PER_LAYER) {
 		const struct skipper_layer *L = &m->layers[t / W_PER_LAYER];
 		struct cpu_layer_weights *W = &be->lw[t / W_PER_LAYER];
 		const struct skipper_weight *s[W_PER_LAYER] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down };
 		struct cpu_weight *o[W_PER_LAYER] = { &W->wq, &W->wk, &W->wv, &W->wo, &W->gate, &W->up, &W->down };
-		src = s[t % W_PER_LAYER];
-		out = o[t % W_PER_LAYER];
+		*src = s[t % W_PER_LAYER];
+		*out = o[t % W_PER_LAYER];
 	}
-	cpu_weight_init(be, src, NULL, out);
-	if (out->own)
-		skipper_gguf_release(m->gguf, src->data, (uint64_t)src->row_bytes * (uint64_t)src->ne1);
+}
+
+struct weight_job {
+	struct cpu_backend *be;
+	size_t *at; /* weight t's copy at be->weights + at[t] */
+};
+
+static void weight_task(void *p, int t, int thread)
+{
+	const struct weight_job *j = p;
+	const struct skipper_weight *src;
+	struct cpu_weight *out;
+	(void)thread;
+	weight_at(j->be, t, &src, &out);
+	cpu_weight_init(j->be, src, NULL, j->be->weights ? (char *)j->be->weights + j->at[t] : NULL, out);
+	if (out->data != src->data)
+		skipper_gguf_release(j->be->base.model->gguf, src->data, (uint64_t)src->row_bytes * (uint64_t)src->ne1);
+}
+
+/* Every weight copy into one block, laid out in the order a step reads
+ * them: the small ones (a layer's attention projections, 1-2 MB on a
+ * 1.5B model) then lie on huge pages too instead of each on small pages
+ * of its own, and so do the tails of the large ones. Without the memory
+ * for one block, each copy gets its own. */
+static int load_weights(struct cpu_backend *be)
+{
+	int n = be->n_layer * W_PER_LAYER + 1;
+	struct weight_job j = { be, malloc(sizeof(size_t) * (size_t)n) };
+	if (!j.at)
+		return -1;
+	size_t total = 0;
+	for (int t = 0; t < n; t++) {
+		const struct skipper_weight *src;
+		struct cpu_weight *out;
+		weight_at(be, t, &src, &out);
+		j.at[t] = total;
+		total += cpu_weight_size(be, src);
+	}
+	if (total)
+		be->weights = cpu_weight_alloc(total, be->huge_pages);
+	skipper_threadpool_run(be->tp, weight_task, &j, n);
+	free(j.at);
+	return 0;
 }
 
 static const struct skipper_backend_ops cpu_ops;
@@ -264,7 +305,10 @@ int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipp
 		               be->norm_ffn + l * ne, (int64_t)ne);
 	}
 	skipper_dequant_row(m->out_norm.type, m->out_norm.data, be->norm_out, (int64_t)ne);
-	skipper_threadpool_run(be->tp, weight_task, be, be->n_layer * W_PER_LAYER + 1);
+	if (load_weights(be)) {
+		cpu_destroy(&be->base);
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "cpu backend: out of memory");
+	}
 	*out = &be->base;
 	return 0;
 }
@@ -609,7 +653,7 @@ static int cpu_set_head_subset(struct skipper_backend *base, const int32_t *ids,
 	struct skipper_weight sub = *out;
 	sub.ne1 = n;
 	sub.data = data;
-	cpu_weight_init(be, &sub, data, &be->sub_head);
+	cpu_weight_init(be, &sub, data, NULL, &be->sub_head);
 	be->sub_ids = copy;
 	return 0;
 }

@@ -43,7 +43,8 @@ struct cpu_backend {
 	const struct cpu_kernels *K;
 	struct skipper_threadpool *tp;
 	int n_threads;
-	int huge_pages;               /* weight copies on transparent huge pages (cpu_weight_init) */
+	int huge_pages;               /* weight copies on transparent huge pages (cpu_weight_alloc) */
+	void *weights;                /* the model's weight copies, in the order a step reads them, or NULL */
 
 	int n_embd, n_head, n_kv, hd, q_dim, kv_dim, n_ff, n_layer, n_vocab, rope_dim;
 	float rms_eps, attn_scale;
@@ -135,11 +136,20 @@ void cpu_rmsnorm_rows(const struct cpu_backend *be, const float *x, size_t xs, c
 /* The same for rows of width d with epsilon eps (in place is fine). */
 void cpu_rmsnorm(const float *x, size_t xs, const float *w, float *out, size_t os, int nr, int d, float eps);
 
-/* *out = src as this backend's kernels run it: packed into a buffer of
- * its own (out->own, freed by cpu_weight_free) when the table has a
- * layout for it, else src's rows in place (out->own = own_src, which the
- * caller hands over: NULL when src belongs to the model). */
-void cpu_weight_init(const struct cpu_backend *be, const struct skipper_weight *src, void *own_src,
+/* Bytes of the copy cpu_weight_init makes of src (a multiple of 64), 0
+ * when this table runs src's own layout. */
+size_t cpu_weight_size(const struct cpu_backend *be, const struct skipper_weight *src);
+
+/* Room for weight copies of sz bytes (huge: on transparent huge pages where
+ * it is 2 MiB or more); the caller owns it (free()). NULL when out of memory. */
+void *cpu_weight_alloc(size_t sz, int huge);
+
+/* *out = src as this backend's kernels run it: packed when the table has a
+ * layout for it, into dst (cpu_weight_size bytes that the caller owns) or,
+ * dst NULL, into a buffer of its own (out->own, freed by cpu_weight_free);
+ * else src's rows in place (out->own = own_src, which the caller hands
+ * over: NULL when src belongs to the model). */
+void cpu_weight_init(const struct cpu_backend *be, const struct skipper_weight *src, void *own_src, void *dst,
                      struct cpu_weight *out);
 void cpu_weight_free(struct cpu_weight *w);
 

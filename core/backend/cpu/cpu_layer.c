@@ -82,14 +82,14 @@ static void mm_run(struct mm_job *j, int align)
 
 #define HUGE_PAGE ((size_t)2 << 20)
 
-/* Room for a weight copy of sz bytes; free() releases it. With huge, a copy
+/* Room for weight copies of sz bytes; free() releases it. With huge, room
  * of 2 MiB or more starts on a 2 MiB boundary and asks for transparent huge
  * pages over its whole 2 MiB stretches (the tail stays on small pages, so
  * no memory is wasted). A decode step streams every weight once: on 4 KiB
  * pages it takes a TLB miss every 4 KiB, and the hardware prefetcher stops
  * at each page's end. The 1.5B decoded about 6 % faster with them
  * (tests/bench-decode, the two alternated 18 times on an AMD EPYC). */
-static void *weight_alloc(size_t sz, int huge)
+void *cpu_weight_alloc(size_t sz, int huge)
 {
 	sz = (sz + 63) & ~(size_t)63;
 	if (!huge || sz < HUGE_PAGE)
@@ -103,13 +103,21 @@ static void *weight_alloc(size_t sz, int huge)
 	return p;
 }
 
-void cpu_weight_init(const struct cpu_backend *be, const struct skipper_weight *src, void *own_src,
-                     struct cpu_weight *out)
+size_t cpu_weight_size(const struct cpu_backend *be, const struct skipper_weight *src)
 {
 	const struct cpu_kernels *K = be->K;
 	int kind = cpu_wkind(src->type);
 	size_t sz = K->pack_size && K->matmul_packed[kind] ? K->pack_size(kind, src->ne0, (int)src->ne1) : 0;
-	void *buf = sz ? weight_alloc(sz, be->huge_pages) : NULL;
+	return (sz + 63) & ~(size_t)63;
+}
+
+void cpu_weight_init(const struct cpu_backend *be, const struct skipper_weight *src, void *own_src, void *dst,
+                     struct cpu_weight *out)
+{
+	const struct cpu_kernels *K = be->K;
+	int kind = cpu_wkind(src->type);
+	size_t sz = cpu_weight_size(be, src);
+	void *buf = !sz ? NULL : dst ? dst : cpu_weight_alloc(sz, be->huge_pages);
 
 	*out = (struct cpu_weight){ .data = src->data, .row_bytes = src->row_bytes, .k = src->ne0, .nc = (int)src->ne1,
 	                            .kind = kind, .fn = K->matmul[kind], .own = own_src };
@@ -119,8 +127,8 @@ void cpu_weight_init(const struct cpu_backend *be, const struct skipper_weight *
 	K->pack(kind, src->ne0, src->data, src->row_bytes, (int)src->ne1, buf);
 	free(own_src);
 	out->data = buf;
-	out->own = buf;
-	out->row_bytes = sz / (size_t)out->nc;
+	out->own = buf == dst ? NULL : buf;
+	out->row_bytes = K->pack_size(kind, src->ne0, (int)src->ne1) / (size_t)out->nc;
 	out->fn = K->matmul_packed[kind];
 }
 
