@@ -447,7 +447,7 @@ static void test_huge_pages(void)
 	unsetenv("SKIPPER_CPU_HUGEPAGES");
 	const struct cpu_backend *cb = (const struct cpu_backend *)be[0];
 	if (!cb->weights) {
-		tap_skip(5, "these kernels run the file's layout: no weight copies");
+		tap_skip(5, "no weight copies were made");
 	} else {
 		const char *w0 = cb->weights, *wq = cb->lw[0].wq.data, *gate = cb->lw[0].gate.data;
 		ok(((uintptr_t)w0 & (((uintptr_t)2 << 20) - 1)) == 0, "huge pages: the weight copies start on a 2 MiB boundary");

@@ -136,19 +136,20 @@ void cpu_rmsnorm_rows(const struct cpu_backend *be, const float *x, size_t xs, c
 /* The same for rows of width d with epsilon eps (in place is fine). */
 void cpu_rmsnorm(const float *x, size_t xs, const float *w, float *out, size_t os, int nr, int d, float eps);
 
-/* Bytes of the copy cpu_weight_init makes of src (a multiple of 64), 0
- * when this table runs src's own layout. */
+/* Bytes of the copy cpu_weight_init makes of src (a multiple of 64): its
+ * packed layout where the table has one, else with huge pages the file's
+ * layout as it is; 0 when the kernels read src where it lies. */
 size_t cpu_weight_size(const struct cpu_backend *be, const struct skipper_weight *src);
 
 /* Room for weight copies of sz bytes (huge: on transparent huge pages where
  * it is 2 MiB or more); the caller owns it (free()). NULL when out of memory. */
 void *cpu_weight_alloc(size_t sz, int huge);
 
-/* *out = src as this backend's kernels run it: packed when the table has a
- * layout for it, into dst (cpu_weight_size bytes that the caller owns) or,
- * dst NULL, into a buffer of its own (out->own, freed by cpu_weight_free);
- * else src's rows in place (out->own = own_src, which the caller hands
- * over: NULL when src belongs to the model). */
+/* *out = src as this backend's kernels run it: copied (cpu_weight_size)
+ * into dst (cpu_weight_size bytes that the caller owns) or, dst NULL, into
+ * a buffer of its own (out->own, freed by cpu_weight_free); else src's rows
+ * in place (out->own = own_src, which the caller hands over: NULL when src
+ * belongs to the model). */
 void cpu_weight_init(const struct cpu_backend *be, const struct skipper_weight *src, void *own_src, void *dst,
                      struct cpu_weight *out);
 void cpu_weight_free(struct cpu_weight *w);

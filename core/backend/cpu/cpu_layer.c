@@ -103,11 +103,19 @@ void *cpu_weight_alloc(size_t sz, int huge)
 	return p;
 }
 
+/* bytes of src in the table's own layout of its kind, 0 when it has none */
+static size_t packed_size(const struct cpu_kernels *K, const struct skipper_weight *src)
+{
+	int kind = cpu_wkind(src->type);
+	return K->pack_size && K->matmul_packed[kind] ? K->pack_size(kind, src->ne0, (int)src->ne1) : 0;
+}
+
 size_t cpu_weight_size(const struct cpu_backend *be, const struct skipper_weight *src)
 {
-	const struct cpu_kernels *K = be->K;
-	int kind = cpu_wkind(src->type);
-	size_t sz = K->pack_size && K->matmul_packed[kind] ? K->pack_size(kind, src->ne0, (int)src->ne1) : 0;
+	size_t sz = packed_size(be->K, src);
+	/* the file's layout copied as it is: only to put it on huge pages */
+	if (!sz && be->huge_pages)
+		sz = src->row_bytes * (size_t)src->ne1;
 	return (sz + 63) & ~(size_t)63;
 }
 
@@ -116,20 +124,24 @@ void cpu_weight_init(const struct cpu_backend *be, const struct skipper_weight *
 {
 	const struct cpu_kernels *K = be->K;
 	int kind = cpu_wkind(src->type);
-	size_t sz = cpu_weight_size(be, src);
+	size_t sz = cpu_weight_size(be, src), packed = packed_size(K, src);
 	void *buf = !sz ? NULL : dst ? dst : cpu_weight_alloc(sz, be->huge_pages);
 
 	*out = (struct cpu_weight){ .data = src->data, .row_bytes = src->row_bytes, .k = src->ne0, .nc = (int)src->ne1,
 	                            .kind = kind, .fn = K->matmul[kind], .own = own_src };
-	/* without the memory for a copy, the GGUF layout still works */
+	/* without the memory for a copy, the file's layout in place still works */
 	if (!buf)
 		return;
-	K->pack(kind, src->ne0, src->data, src->row_bytes, (int)src->ne1, buf);
+	if (packed) {
+		K->pack(kind, src->ne0, src->data, src->row_bytes, (int)src->ne1, buf);
+		out->row_bytes = packed / (size_t)out->nc;
+		out->fn = K->matmul_packed[kind];
+	} else {
+		memcpy(buf, src->data, src->row_bytes * (size_t)src->ne1);
+	}
 	free(own_src);
 	out->data = buf;
 	out->own = buf == dst ? NULL : buf;
-	out->row_bytes = K->pack_size(kind, src->ne0, (int)src->ne1) / (size_t)out->nc;
-	out->fn = K->matmul_packed[kind];
 }
 
 void cpu_weight_free(struct cpu_weight *w)
