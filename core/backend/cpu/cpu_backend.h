@@ -145,11 +145,11 @@ size_t cpu_weight_size(const struct cpu_backend *be, const struct skipper_weight
  * it is 2 MiB or more); the caller owns it (free()). NULL when out of memory. */
 void *cpu_weight_alloc(size_t sz, int huge);
 
-/* *out = src as this backend's kernels run it: copied (cpu_weight_size)
- * into dst (cpu_weight_size bytes that the caller owns) or, dst NULL, into
- * a buffer of its own (out->own, freed by cpu_weight_free); else src's rows
- * in place (out->own = own_src, which the caller hands over: NULL when src
- * belongs to the model). */
+/* *out = src as this backend's kernels run it. Where cpu_weight_size is
+ * not 0, a copy: into dst (that many bytes, which the caller owns) or, dst
+ * NULL, into a buffer of its own (out->own, freed by cpu_weight_free).
+ * Else src's rows in place (out->own = own_src, which the caller hands
+ * over: NULL when src belongs to the model). */
 void cpu_weight_init(const struct cpu_backend *be, const struct skipper_weight *src, void *own_src, void *dst,
                      struct cpu_weight *out);
 void cpu_weight_free(struct cpu_weight *w);
