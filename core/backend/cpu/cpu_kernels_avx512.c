@@ -435,7 +435,7 @@ static void x_pack(int kind, int64_t k, const void *w, size_t wrb, int nc, void 
  * super-block: the integer dot of each sub-block (exact), times its scale
  * in float, in sub-block order; the mins' term; times the row's d.
  * The packed blocks are read in address order, and each asks for the
- * lines 7 KB ahead (pk_prefetch). */
+ * lines PK_AHEAD bytes on (pk_prefetch). */
 static TGT INL void q4_K_packed_rows(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
                                      size_t ys)
 {
