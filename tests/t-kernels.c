@@ -158,6 +158,15 @@ static void test_type(const char *isa, const struct cpu_kernels *kt, int type)
 			               sizeof(float) * CPU_PACK_ROWS) == 0;
 		ok(same, "%s %s packed: bit-identical outputs for 1..%d rows per call and any split into groups", isa, tn,
 		   NR);
+		/* a layout two tables run: the same arithmetic, so the same bits */
+		const struct cpu_kernels *wide = strcmp(isa, "avx2") ? NULL : cpu_kernels_for("avx512");
+		if (wide && wide->pack_size(kind, K, np) == psz) {
+			wide->matmul_packed[kind](K, pk, prb, np, xq, xs, NR, y2, NC);
+			same = 1;
+			for (int r = 0; r < NR; r++)
+				same &= memcmp(y2 + (size_t)r * NC, y1 + (size_t)r * NC, sizeof(float) * np) == 0;
+			ok(same, "avx2 %s packed: the same bits as avx512's over the same layout", tn);
+		}
 		free(pk);
 		free(y2);
 	}

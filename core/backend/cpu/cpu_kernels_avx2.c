@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cpu_kernels.h"
+#include "cpu_packed.h"
 #include "model/quant.h"
 
 #pragma GCC optimize("fp-contract=off")
@@ -738,6 +739,212 @@ static TGT void a_round_f16(float *x, int n, float s)
 		x[i] = _cvtsh_ss(_cvtss_sh(x[i] * s, _MM_FROUND_TO_NEAREST_INT));
 }
 
+/* ---- Q4_K and Q6_K in the packed layouts of cpu_packed.h ----
+ *
+ * Each 64-byte line holds 4 elements of 16 rows; a ymm takes the 8 rows of
+ * one half. vpmaddubsw sums two u8 x s8 products into a saturating int16,
+ * so the integer dots stay exact only while those sums cannot pass 32767:
+ * Q4_K's nibbles are shifted down to 0..15 (8 such sums, 32 elements, at
+ * most 30480 before widening), Q6_K's values 0..63 widen after 2 sums
+ * (32004). The float arithmetic per row and lane is the AVX-512 kernels'
+ * (scale, order, fused multiply-adds), so both tables give the same bits.
+ * The row loop is a template for 1..4 rows, as in the GGUF layout's. */
+
+static TGT INL __m256i pk2_bcast32(const void *p)
+{
+	int32_t v;
+	memcpy(&v, p, 4);
+	return _mm256_set1_epi32(v);
+}
+
+static TGT INL __m256 pk2_f16x8(const uint8_t *p)
+{
+	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+/* 8 bytes at p, unsigned or signed, as 8 int32 lanes */
+static TGT INL __m256i pk2_u8x8(const uint8_t *p)
+{
+	return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+}
+
+static TGT INL __m256i pk2_i8x8(const uint8_t *p)
+{
+	return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p));
+}
+
+/* int16 pairs summed into int32 lanes */
+static TGT INL __m256i pk2_widen(__m256i s)
+{
+	return _mm256_madd_epi16(s, _mm256_set1_epi16(1));
+}
+
+/* a row's half super-block done: tmp less scale * (pairs . sums: the 16-bit
+ * pairs of mins or scales against the row's pairs of sums), times the row's
+ * d, onto its 8 outputs y (pk_close's arithmetic) */
+static TGT INL void pk2_close(const __m256i *pairs, int n, const int16_t *sums, __m256 scale,
+                              const struct cpu_q8k *xb, __m256 tmp, float *y)
+{
+	__m256i ms = _mm256_setzero_si256();
+	for (int i = 0; i < n; i++)
+		ms = _mm256_add_epi32(ms, _mm256_madd_epi16(pairs[i], pk2_bcast32(sums + 2 * i)));
+	tmp = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms), scale, tmp);
+	_mm256_storeu_ps(y, _mm256_fmadd_ps(tmp, _mm256_set1_ps(xb->d), _mm256_loadu_ps(y)));
+}
+
+static TGT INL const struct cpu_q8k *pk2_xrow(const char *x, size_t xs, int r, int64_t b)
+{
+	return (const struct cpu_q8k *)(x + (size_t)r * xs) + b;
+}
+
+static TGT INL void pk2_zero(float *y, size_t ys, int R)
+{
+	for (int r = 0; r < R; r++) {
+		_mm256_storeu_ps(y + (size_t)r * ys, _mm256_setzero_ps());
+		_mm256_storeu_ps(y + (size_t)r * ys + 8, _mm256_setzero_ps());
+	}
+}
+
+/* 16 Q4_K rows (one packed group) against R <= 4 activation rows, a super-
+ * block at a time, each half of 8 rows closed on its own */
+static TGT INL void q4_K_packed_rows(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
+                                     size_t ys)
+{
+	const __m256i low = _mm256_set1_epi8(0x0F);
+	pk2_zero(y, ys, R);
+	for (int64_t b = 0; b < nb; b++, w += PK_BLOCK) {
+		pk_prefetch(w, PK_BLOCK);
+		for (int h = 0; h < 2; h++) {
+			__m256 tmp[4], dv = pk2_f16x8(w + PK_D + 16 * h);
+#pragma GCC unroll 4
+			for (int r = 0; r < R; r++)
+				tmp[r] = _mm256_setzero_ps();
+#pragma GCC unroll 8
+			for (int j = 0; j < 8; j++) {
+				const uint8_t *q = w + PK_QS + (j / 2) * 512 + 32 * h;
+				__m256i wq[8];
+#pragma GCC unroll 8
+				for (int g = 0; g < 8; g++) {
+					__m256i v = _mm256_loadu_si256((const __m256i *)(q + 64 * g));
+					wq[g] = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v, low);
+				}
+				__m256 sc = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(pk2_u8x8(w + PK_SC + 16 * j + 8 * h)));
+#pragma GCC unroll 4
+				for (int r = 0; r < R; r++) {
+					const int8_t *xq = pk2_xrow(x, xs, r, b)->qs + 32 * j;
+					__m256i s = _mm256_maddubs_epi16(wq[0], pk2_bcast32(xq));
+#pragma GCC unroll 7
+					for (int g = 1; g < 8; g++)
+						s = _mm256_add_epi16(s, _mm256_maddubs_epi16(wq[g], pk2_bcast32(xq + 4 * g)));
+					tmp[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pk2_widen(s)), sc, tmp[r]);
+				}
+			}
+			__m256i mp[4];
+			for (int i = 0; i < 4; i++)
+				mp[i] = _mm256_or_si256(pk2_u8x8(w + PK_MIN + 32 * i + 8 * h),
+				                        _mm256_slli_epi32(pk2_u8x8(w + PK_MIN + 32 * i + 16 + 8 * h), 16));
+			__m256 mv = pk2_f16x8(w + PK_DMIN + 16 * h);
+#pragma GCC unroll 4
+			for (int r = 0; r < R; r++) {
+				const struct cpu_q8k *xb = pk2_xrow(x, xs, r, b);
+				pk2_close(mp, 4, xb->bsum32, mv, xb, tmp[r], y + (size_t)r * ys + 8 * h);
+			}
+		}
+	}
+}
+
+/* 16 Q6_K rows against R <= 4 activation rows: pk_q6_step's values and
+ * order, per half */
+static TGT INL void q6_K_packed_rows(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
+                                     size_t ys)
+{
+	const __m256i low = _mm256_set1_epi8(0x0F), high = _mm256_set1_epi8((char)0xF0), m33 = _mm256_set1_epi8(0x33);
+	pk2_zero(y, ys, R);
+	for (int64_t b = 0; b < nb; b++, w += P6_BLOCK) {
+		pk_prefetch(w, P6_BLOCK);
+		for (int h = 0; h < 2; h++) {
+			__m256 tmp[4], dv = pk2_f16x8(w + P6_D + 16 * h);
+#pragma GCC unroll 4
+			for (int r = 0; r < R; r++)
+				tmp[r] = _mm256_setzero_ps();
+#pragma GCC unroll 8
+			for (int step = 0; step < 8; step++) {
+				int hh = step / 4, e = step / 2 % 2, st = step % 2;
+				int sa = 8 * hh + 2 * st + e, sb = 8 * hh + 2 * (st + 2) + e;
+				__m256i va[4], vb[4];
+#pragma GCC unroll 4
+				for (int g = 0; g < 4; g++) {
+					const uint8_t *lq = w + P6_Q + 32 * h;
+					__m256i ql = _mm256_loadu_si256((const __m256i *)(lq + p6_ql_line(16 * hh + 8 * st + 4 * e + g) * 64));
+					__m256i qh = _mm256_loadu_si256((const __m256i *)(lq + p6_qh_line(8 * hh + 4 * e + g) * 64));
+					qh = _mm256_and_si256(st ? _mm256_srli_epi16(qh, 2) : qh, m33);
+					va[g] = _mm256_or_si256(_mm256_and_si256(ql, low),
+					                        _mm256_and_si256(_mm256_slli_epi16(qh, 4), high));
+					vb[g] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql, 4), low),
+					                        _mm256_and_si256(qh, high));
+				}
+				__m256 sca = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(pk2_i8x8(w + P6_SC + 16 * sa + 8 * h)));
+				__m256 scb = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(pk2_i8x8(w + P6_SC + 16 * sb + 8 * h)));
+#pragma GCC unroll 4
+				for (int r = 0; r < R; r++) {
+					const int8_t *xa = pk2_xrow(x, xs, r, b)->qs + 16 * sa;
+					const int8_t *xb = pk2_xrow(x, xs, r, b)->qs + 16 * sb;
+					__m256i da = _mm256_add_epi32(
+						pk2_widen(_mm256_add_epi16(_mm256_maddubs_epi16(va[0], pk2_bcast32(xa)),
+						                           _mm256_maddubs_epi16(va[1], pk2_bcast32(xa + 4)))),
+						pk2_widen(_mm256_add_epi16(_mm256_maddubs_epi16(va[2], pk2_bcast32(xa + 8)),
+						                           _mm256_maddubs_epi16(va[3], pk2_bcast32(xa + 12)))));
+					__m256i db = _mm256_add_epi32(
+						pk2_widen(_mm256_add_epi16(_mm256_maddubs_epi16(vb[0], pk2_bcast32(xb)),
+						                           _mm256_maddubs_epi16(vb[1], pk2_bcast32(xb + 4)))),
+						pk2_widen(_mm256_add_epi16(_mm256_maddubs_epi16(vb[2], pk2_bcast32(xb + 8)),
+						                           _mm256_maddubs_epi16(vb[3], pk2_bcast32(xb + 12)))));
+					tmp[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(da), sca, tmp[r]);
+					tmp[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(db), scb, tmp[r]);
+				}
+			}
+			__m256i sp[8];
+			for (int j = 0; j < 8; j++)
+				sp[j] = _mm256_or_si256(
+					_mm256_and_si256(pk2_i8x8(w + P6_SC + 32 * j + 8 * h), _mm256_set1_epi32(0xFFFF)),
+					_mm256_slli_epi32(pk2_i8x8(w + P6_SC + 32 * j + 16 + 8 * h), 16));
+			__m256 d32 = _mm256_mul_ps(dv, _mm256_set1_ps(32.0f));
+#pragma GCC unroll 4
+			for (int r = 0; r < R; r++) {
+				const struct cpu_q8k *xb = pk2_xrow(x, xs, r, b);
+				pk2_close(sp, 8, xb->bsums, d32, xb, tmp[r], y + (size_t)r * ys + 8 * h);
+			}
+		}
+	}
+}
+
+/* w at a group of 16 rows, wrb = a group's bytes / 16; nc a multiple of 16 */
+#define AVX2_PACKED_MATMUL(NAME, ROWS)                                                                       \
+	static TGT void NAME(int64_t k, const void *w, size_t wrb, int nc, const void *x, size_t xs, int nr, \
+	                     float *y, size_t ys)                                                            \
+	{                                                                                                    \
+		for (int c = 0; c < nc; c += CPU_PACK_ROWS) {                                                \
+			const uint8_t *wr = (const uint8_t *)w + (size_t)c * wrb;                            \
+			int r = 0;                                                                           \
+			for (; r + 4 <= nr; r += 4)                                                          \
+				ROWS(k / 256, wr, XR, xs, 4, YR, ys);                                        \
+			switch (nr - r) {                                                                    \
+			case 3: ROWS(k / 256, wr, XR, xs, 3, YR, ys); break;                                 \
+			case 2: ROWS(k / 256, wr, XR, xs, 2, YR, ys); break;                                 \
+			case 1: ROWS(k / 256, wr, XR, xs, 1, YR, ys); break;                                 \
+			}                                                                                    \
+		}                                                                                            \
+	}
+
+AVX2_PACKED_MATMUL(mm_q4_K_packed, q4_K_packed_rows)
+AVX2_PACKED_MATMUL(mm_q6_K_packed, q6_K_packed_rows)
+
+/* the kinds this table runs packed */
+static size_t a_pack_size(int kind, int64_t k, int nc)
+{
+	return kind == CPU_W_Q4_K || kind == CPU_W_Q6_K ? cpu_pack_size(kind, k, nc) : 0;
+}
+
 const struct cpu_kernels cpu_kernels_avx2 = {
 	.name = "avx2",
 	.matmul = {
@@ -754,6 +961,9 @@ const struct cpu_kernels cpu_kernels_avx2 = {
 	.exp_sum = a_exp_sum,
 	.f32_to_f16 = a_f32_to_f16,
 	.round_f16 = a_round_f16,
+	.pack_size = a_pack_size,
+	.pack = cpu_pack,
+	.matmul_packed = { [CPU_W_Q4_K] = mm_q4_K_packed, [CPU_W_Q6_K] = mm_q6_K_packed },
 };
 
 #endif

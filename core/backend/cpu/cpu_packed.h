@@ -1,9 +1,10 @@
-/* The packed weight layouts of the AVX-512 table (cpu_kernels.pack) and the
- * pieces of their kernels: unpacking a sub-block's weights, its scales,
- * and the per-row closing arithmetic. Kept apart from the kernels so that
- * another way of forming the integer dot products (AMX tiles were tried:
- * see HACKING.md) can reuse the rest and give the same bits. Included by
- * cpu_kernels_avx512.c.
+/* The packed weight layouts (cpu_kernels.pack; written by cpu_pack.c) and
+ * the AVX-512 pieces of their kernels: unpacking a sub-block's weights,
+ * its scales, and the per-row closing arithmetic. Kept apart from the
+ * kernels so that another way of forming the integer dot products (AMX
+ * tiles were tried: see HACKING.md) can reuse the rest and give the same
+ * bits. The AVX2 table runs Q4_K and Q6_K from the same layouts, each
+ * 64-byte line as two halves of 8 rows.
  *
  * Q4_K, one super-block of a group of 16 rows (2368 bytes, 37 cache lines;
  * 2304 as GGUF has them):
@@ -90,6 +91,14 @@
 #define P6_SC 64
 #define P6_Q 320
 
+/* Bytes of kind's packed layout for nc weight rows of length k; 0 for a
+ * kind with none, or a shape it cannot take (k a whole number of blocks,
+ * nc of CPU_PACK_ROWS). */
+size_t cpu_pack_size(int kind, int64_t k, int nc);
+/* Write that layout of nc rows at w, wrb bytes apart, to out (the caller's
+ * cpu_pack_size bytes). */
+void cpu_pack(int kind, int64_t k, const void *w, size_t wrb, int nc, void *out);
+
 /* The line of a Q6_K block that holds ql word t (bytes ql[4 t, +4)) and qh
  * word u of the 16 rows: per half h and element range e, the ql words of
  * quarters 0/2 (st = 0), the qh words they share, then the ql words of
@@ -122,7 +131,8 @@ static inline int p6_qh_line(int u)
  * for lines past its end: a prefetch never faults. */
 #define PK_AHEAD 7168
 
-static PK_TGT PK_INL void pk_prefetch(const uint8_t *block, int bytes)
+/* plain SSE: both tables' kernels inline it */
+static PK_INL void pk_prefetch(const uint8_t *block, int bytes)
 {
 	for (int o = 0; o < bytes; o += 64)
 		_mm_prefetch((const char *)block + PK_AHEAD + o, _MM_HINT_T1);
