@@ -2,7 +2,9 @@
  * run time (cpu_kernels_select). The multi-row matmul bodies are one inline
  * template instantiated for 1..4 activation rows: each row owns its
  * accumulators and sees the same instruction sequence in every instance, so a
- * row's result does not depend on how many rows share the weight pass. */
+ * row's result does not depend on how many rows share the weight pass.
+ * Q4_K, Q6_K, Q8_0, Q5_0 and Q4_1 run from the packed layouts of
+ * cpu_packed.h (the AVX-512 table's), 8 rows per vector. */
 #include "build-config.h"
 
 #ifdef SKIPPER_X86_64
@@ -739,15 +741,17 @@ static TGT void a_round_f16(float *x, int n, float s)
 		x[i] = _cvtsh_ss(_cvtss_sh(x[i] * s, _MM_FROUND_TO_NEAREST_INT));
 }
 
-/* ---- Q4_K and Q6_K in the packed layouts of cpu_packed.h ----
+/* ---- the packed layouts of cpu_packed.h ----
  *
  * Each 64-byte line holds 4 elements of 16 rows; a ymm takes the 8 rows of
  * one half. vpmaddubsw sums two u8 x s8 products into a saturating int16,
  * so the integer dots stay exact only while those sums cannot pass 32767:
  * Q4_K's nibbles are shifted down to 0..15 (8 such sums, 32 elements, at
  * most 30480 before widening), Q6_K's values 0..63 widen after 2 sums
- * (32004). The float arithmetic per row and lane is the AVX-512 kernels'
- * (scale, order, fused multiply-adds), so both tables give the same bits.
+ * (32004), Q5_0's 0..31 after 4 (31496), and Q8_0's signed bytes meet the
+ * activations through vpsignb, widening every sum (32512). The float
+ * arithmetic per row and lane is the AVX-512 kernels' (scale, order, fused
+ * multiply-adds), so both tables give the same bits.
  * The row loop is a template for 1..4 rows, as in the GGUF layout's. */
 
 static TGT INL __m256i pk2_bcast32(const void *p)
@@ -918,8 +922,115 @@ static TGT INL void q6_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 	}
 }
 
+enum { P2_Q8_0, P2_Q5_0, P2_Q4_1 };
+
+/* A Q5_0 word's fifth bits, 4 per row of the half (bit 4 c + b: element b
+ * of row c), as the byte 0x10 where set */
+static TGT INL __m256i p5_bits(const uint8_t *mask)
+{
+	const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2,
+	                                        3, 3, 3, 3, 3, 3, 3, 3);
+	const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+	__m256i v = _mm256_shuffle_epi8(pk2_bcast32(mask), spread);
+	return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit), _mm256_set1_epi8(0x10));
+}
+
+/* 16 Q8_0, Q5_0 or Q4_1 rows against R <= 4 activation rows, one half of 8
+ * rows over all of k, then the other: per row and 32-element block the
+ * AVX-512 kernel's integer dot (Q8_0's signed bytes through vpsignb, so no
+ * offset to take off; Q5_0's values 0..31 widened after 4 sums), then its
+ * float arithmetic */
+static TGT INL void blk32_packed_rows(int kind, int64_t nb, const uint8_t *w0, const char *x, size_t xs, int R,
+                                      float *y, size_t ys)
+{
+	const int bytes = kind == P2_Q5_0 ? P5_BLOCK : kind == P2_Q4_1 ? P41_BLOCK : P8_BLOCK;
+	const __m256i low = _mm256_set1_epi8(0x0F);
+	for (int half = 0; half < 2; half++) {
+		__m256 acc[4];
+#pragma GCC unroll 4
+		for (int r = 0; r < R; r++)
+			acc[r] = _mm256_setzero_ps();
+		const uint8_t *w = w0;
+		for (int64_t b = 0; b < nb; b++, w += bytes) {
+			if (!half)
+				pk_prefetch(w, bytes);
+#pragma GCC unroll 2
+			for (int h = 0; h < 2; h++) {
+				__m256i wq[8];
+				__m256 dv, mv = _mm256_setzero_ps();
+				if (kind == P2_Q8_0) {
+#pragma GCC unroll 8
+					for (int g = 0; g < 8; g++)
+						wq[g] = _mm256_xor_si256(
+							_mm256_loadu_si256((const __m256i *)(w + P8_Q + 512 * h + 64 * g + 32 * half)),
+							_mm256_set1_epi8((char)0x80));
+					dv = pk2_f16x8(w + P8_D + 32 * h + 16 * half);
+				} else {
+					const uint8_t *q = kind == P2_Q5_0 ? w + P5_Q + P5_HALF * h + 64 : w + P41_Q + 256 * h;
+#pragma GCC unroll 4
+					for (int g = 0; g < 4; g++) {
+						__m256i v = _mm256_loadu_si256((const __m256i *)(q + 64 * g + 32 * half));
+						wq[g] = _mm256_and_si256(v, low);
+						wq[g + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+					}
+					if (kind == P2_Q5_0) {
+#pragma GCC unroll 8
+						for (int g = 0; g < 8; g++)
+							wq[g] = _mm256_add_epi8(wq[g], p5_bits(q - 64 + 8 * g + 4 * half));
+						dv = pk2_f16x8(w + P5_D + 32 * h + 16 * half);
+					} else {
+						dv = pk2_f16x8(w + P41_D + 32 * h + 16 * half);
+						mv = pk2_f16x8(w + P41_M + 32 * h + 16 * half);
+					}
+				}
+#pragma GCC unroll 4
+				for (int r = 0; r < R; r++) {
+					const struct cpu_q8 *xb = (const struct cpu_q8 *)(x + (size_t)r * xs) + 2 * b + h;
+					__m256i dot;
+					if (kind == P2_Q8_0) {
+						dot = _mm256_setzero_si256();
+#pragma GCC unroll 8
+						for (int g = 0; g < 8; g++) {
+							__m256i sx = _mm256_sign_epi8(pk2_bcast32(xb->qs + 4 * g), wq[g]);
+							dot = _mm256_add_epi32(dot, pk2_widen(_mm256_maddubs_epi16(_mm256_abs_epi8(wq[g]), sx)));
+						}
+					} else {
+						__m256i s0 = _mm256_maddubs_epi16(wq[0], pk2_bcast32(xb->qs));
+						__m256i s1 = _mm256_maddubs_epi16(wq[4], pk2_bcast32(xb->qs + 16));
+#pragma GCC unroll 3
+						for (int g = 1; g < 4; g++) {
+							s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(wq[g], pk2_bcast32(xb->qs + 4 * g)));
+							s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(wq[g + 4],
+							                                              pk2_bcast32(xb->qs + 16 + 4 * g)));
+						}
+						dot = _mm256_add_epi32(pk2_widen(s0), pk2_widen(s1));
+						if (kind == P2_Q5_0)
+							dot = _mm256_sub_epi32(dot, _mm256_set1_epi32(16 * xb->sum));
+					}
+					acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dv, _mm256_set1_ps(xb->d)),
+					                         acc[r]);
+					if (kind == P2_Q4_1)
+						acc[r] = _mm256_fmadd_ps(mv, _mm256_set1_ps(xb->s), acc[r]);
+				}
+			}
+		}
+#pragma GCC unroll 4
+		for (int r = 0; r < R; r++)
+			_mm256_storeu_ps(y + (size_t)r * ys + 8 * half, acc[r]);
+	}
+}
+
+#define BLK32_ROWS(NAME, KIND)                                                                                   \
+	static TGT INL void NAME(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y, size_t ys) \
+	{                                                                                                            \
+		blk32_packed_rows(KIND, nb, w, x, xs, R, y, ys);                                                     \
+	}
+BLK32_ROWS(q8_0_packed_rows, P2_Q8_0)
+BLK32_ROWS(q5_0_packed_rows, P2_Q5_0)
+BLK32_ROWS(q4_1_packed_rows, P2_Q4_1)
+
 /* w at a group of 16 rows, wrb = a group's bytes / 16; nc a multiple of 16 */
-#define AVX2_PACKED_MATMUL(NAME, ROWS)                                                                       \
+#define AVX2_PACKED_MATMUL(NAME, ROWS, SPAN)                                                                    \
 	static TGT void NAME(int64_t k, const void *w, size_t wrb, int nc, const void *x, size_t xs, int nr, \
 	                     float *y, size_t ys)                                                            \
 	{                                                                                                    \
@@ -927,23 +1038,20 @@ static TGT INL void q6_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 			const uint8_t *wr = (const uint8_t *)w + (size_t)c * wrb;                            \
 			int r = 0;                                                                           \
 			for (; r + 4 <= nr; r += 4)                                                          \
-				ROWS(k / 256, wr, XR, xs, 4, YR, ys);                                        \
+				ROWS(k / SPAN, wr, XR, xs, 4, YR, ys);                                        \
 			switch (nr - r) {                                                                    \
-			case 3: ROWS(k / 256, wr, XR, xs, 3, YR, ys); break;                                 \
-			case 2: ROWS(k / 256, wr, XR, xs, 2, YR, ys); break;                                 \
-			case 1: ROWS(k / 256, wr, XR, xs, 1, YR, ys); break;                                 \
+			case 3: ROWS(k / SPAN, wr, XR, xs, 3, YR, ys); break;                                 \
+			case 2: ROWS(k / SPAN, wr, XR, xs, 2, YR, ys); break;                                 \
+			case 1: ROWS(k / SPAN, wr, XR, xs, 1, YR, ys); break;                                 \
 			}                                                                                    \
 		}                                                                                            \
 	}
 
-AVX2_PACKED_MATMUL(mm_q4_K_packed, q4_K_packed_rows)
-AVX2_PACKED_MATMUL(mm_q6_K_packed, q6_K_packed_rows)
-
-/* the kinds this table runs packed */
-static size_t a_pack_size(int kind, int64_t k, int nc)
-{
-	return kind == CPU_W_Q4_K || kind == CPU_W_Q6_K ? cpu_pack_size(kind, k, nc) : 0;
-}
+AVX2_PACKED_MATMUL(mm_q4_K_packed, q4_K_packed_rows, 256)
+AVX2_PACKED_MATMUL(mm_q6_K_packed, q6_K_packed_rows, 256)
+AVX2_PACKED_MATMUL(mm_q8_0_packed, q8_0_packed_rows, 64)
+AVX2_PACKED_MATMUL(mm_q5_0_packed, q5_0_packed_rows, 64)
+AVX2_PACKED_MATMUL(mm_q4_1_packed, q4_1_packed_rows, 64)
 
 const struct cpu_kernels cpu_kernels_avx2 = {
 	.name = "avx2",
@@ -961,9 +1069,10 @@ const struct cpu_kernels cpu_kernels_avx2 = {
 	.exp_sum = a_exp_sum,
 	.f32_to_f16 = a_f32_to_f16,
 	.round_f16 = a_round_f16,
-	.pack_size = a_pack_size,
+	.pack_size = cpu_pack_size,
 	.pack = cpu_pack,
-	.matmul_packed = { [CPU_W_Q4_K] = mm_q4_K_packed, [CPU_W_Q6_K] = mm_q6_K_packed },
+	.matmul_packed = { [CPU_W_Q4_K] = mm_q4_K_packed, [CPU_W_Q6_K] = mm_q6_K_packed, [CPU_W_Q8_0] = mm_q8_0_packed,
+	                   [CPU_W_Q5_0] = mm_q5_0_packed, [CPU_W_Q4_1] = mm_q4_1_packed },
 };
 
 #endif

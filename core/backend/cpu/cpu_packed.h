@@ -3,8 +3,8 @@
  * its scales, and the per-row closing arithmetic. Kept apart from the
  * kernels so that another way of forming the integer dot products (AMX
  * tiles were tried: see HACKING.md) can reuse the rest and give the same
- * bits. The AVX2 table runs Q4_K and Q6_K from the same layouts, each
- * 64-byte line as two halves of 8 rows.
+ * bits. The AVX2 table runs all five from the same layouts, each 64-byte
+ * line as two halves of 8 rows, and gives the same bits.
  *
  * Q4_K, one super-block of a group of 16 rows (2368 bytes, 37 cache lines;
  * 2304 as GGUF has them):
