@@ -796,11 +796,6 @@ static TGT INL void pk2_close(const __m256i *pairs, int n, const int16_t *sums, 
 	_mm256_storeu_ps(y, _mm256_fmadd_ps(tmp, _mm256_set1_ps(xb->d), _mm256_loadu_ps(y)));
 }
 
-static TGT INL const struct cpu_q8k *pk2_xrow(const char *x, size_t xs, int r, int64_t b)
-{
-	return (const struct cpu_q8k *)(x + (size_t)r * xs) + b;
-}
-
 static TGT INL void pk2_zero(float *y, size_t ys, int R)
 {
 	for (int r = 0; r < R; r++) {
@@ -835,7 +830,7 @@ static TGT INL void q4_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 				__m256 sc = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(pk2_u8x8(w + PK_SC + 16 * j + 8 * h)));
 #pragma GCC unroll 4
 				for (int r = 0; r < R; r++) {
-					const int8_t *xq = pk2_xrow(x, xs, r, b)->qs + 32 * j;
+					const int8_t *xq = pk_xrow(x, xs, r, b)->qs + 32 * j;
 					__m256i s = _mm256_maddubs_epi16(wq[0], pk2_bcast32(xq));
 #pragma GCC unroll 7
 					for (int g = 1; g < 8; g++)
@@ -850,7 +845,7 @@ static TGT INL void q4_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 			__m256 mv = pk2_f16x8(w + PK_DMIN + 16 * h);
 #pragma GCC unroll 4
 			for (int r = 0; r < R; r++) {
-				const struct cpu_q8k *xb = pk2_xrow(x, xs, r, b);
+				const struct cpu_q8k *xb = pk_xrow(x, xs, r, b);
 				pk2_close(mp, 4, xb->bsum32, mv, xb, tmp[r], y + (size_t)r * ys + 8 * h);
 			}
 		}
@@ -891,8 +886,8 @@ static TGT INL void q6_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 				__m256 scb = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(pk2_i8x8(w + P6_SC + 16 * sb + 8 * h)));
 #pragma GCC unroll 4
 				for (int r = 0; r < R; r++) {
-					const int8_t *xa = pk2_xrow(x, xs, r, b)->qs + 16 * sa;
-					const int8_t *xb = pk2_xrow(x, xs, r, b)->qs + 16 * sb;
+					const int8_t *xa = pk_xrow(x, xs, r, b)->qs + 16 * sa;
+					const int8_t *xb = pk_xrow(x, xs, r, b)->qs + 16 * sb;
 					__m256i da = _mm256_add_epi32(
 						pk2_widen(_mm256_add_epi16(_mm256_maddubs_epi16(va[0], pk2_bcast32(xa)),
 						                           _mm256_maddubs_epi16(va[1], pk2_bcast32(xa + 4)))),
@@ -915,7 +910,7 @@ static TGT INL void q6_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 			__m256 d32 = _mm256_mul_ps(dv, _mm256_set1_ps(32.0f));
 #pragma GCC unroll 4
 			for (int r = 0; r < R; r++) {
-				const struct cpu_q8k *xb = pk2_xrow(x, xs, r, b);
+				const struct cpu_q8k *xb = pk_xrow(x, xs, r, b);
 				pk2_close(sp, 8, xb->bsums, d32, xb, tmp[r], y + (size_t)r * ys + 8 * h);
 			}
 		}

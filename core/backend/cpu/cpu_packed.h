@@ -131,14 +131,15 @@ static inline int p6_qh_line(int u)
  * for lines past its end: a prefetch never faults. */
 #define PK_AHEAD 7168
 
-/* plain SSE: both tables' kernels inline it */
+/* This and pk_xrow carry no target attribute: the AVX2 kernels inline them
+ * too. */
 static PK_INL void pk_prefetch(const uint8_t *block, int bytes)
 {
 	for (int o = 0; o < bytes; o += 64)
 		_mm_prefetch((const char *)block + PK_AHEAD + o, _MM_HINT_T1);
 }
 
-static PK_TGT PK_INL const struct cpu_q8k *pk_xrow(const char *x, size_t xs, int r, int64_t b)
+static PK_INL const struct cpu_q8k *pk_xrow(const char *x, size_t xs, int r, int64_t b)
 {
 	return (const struct cpu_q8k *)(x + (size_t)r * xs) + b;
 }
