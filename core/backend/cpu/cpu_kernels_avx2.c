@@ -870,10 +870,10 @@ static TGT INL void q6_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 			for (int step = 0; step < 8; step++) {
 				int hh = step / 4, e = step / 2 % 2, st = step % 2;
 				int sa = 8 * hh + 2 * st + e, sb = 8 * hh + 2 * (st + 2) + e;
+				const uint8_t *lq = w + P6_Q + 32 * h;
 				__m256i va[4], vb[4];
 #pragma GCC unroll 4
 				for (int g = 0; g < 4; g++) {
-					const uint8_t *lq = w + P6_Q + 32 * h;
 					__m256i ql = _mm256_loadu_si256((const __m256i *)(lq + p6_ql_line(16 * hh + 8 * st + 4 * e + g) * 64));
 					__m256i qh = _mm256_loadu_si256((const __m256i *)(lq + p6_qh_line(8 * hh + 4 * e + g) * 64));
 					qh = _mm256_and_si256(st ? _mm256_srli_epi16(qh, 2) : qh, m33);
@@ -886,8 +886,7 @@ static TGT INL void q6_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 				__m256 scb = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(pk2_i8x8(w + P6_SC + 16 * sb + 8 * h)));
 #pragma GCC unroll 4
 				for (int r = 0; r < R; r++) {
-					const int8_t *xa = pk_xrow(x, xs, r, b)->qs + 16 * sa;
-					const int8_t *xb = pk_xrow(x, xs, r, b)->qs + 16 * sb;
+					const int8_t *xa = pk_xrow(x, xs, r, b)->qs + 16 * sa, *xb = xa + 16 * (sb - sa);
 					__m256i da = _mm256_add_epi32(
 						pk2_widen(_mm256_add_epi16(_mm256_maddubs_epi16(va[0], pk2_bcast32(xa)),
 						                           _mm256_maddubs_epi16(va[1], pk2_bcast32(xa + 4)))),
