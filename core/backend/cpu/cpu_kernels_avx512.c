@@ -822,8 +822,7 @@ void cpu_kernels_avx512_fill(struct cpu_kernels *t)
 	t->matmul[CPU_W_Q4_K] = mm_q4_K;
 	t->matmul[CPU_W_Q5_K] = mm_q5_K;
 	t->matmul[CPU_W_Q6_K] = mm_q6_K;
-	t->pack_size = cpu_pack_size;
-	t->pack = cpu_pack;
+	/* the layout (pack_size, pack) is the AVX2 table's, which t copies */
 	t->matmul_packed[CPU_W_Q4_K] = mm_q4_K_packed;
 	t->matmul_packed[CPU_W_Q6_K] = mm_q6_K_packed;
 	t->matmul_packed[CPU_W_Q8_0] = mm_q8_0_packed;
