@@ -659,14 +659,14 @@ static void curve_bounded(void)
  * from its first rounds (or its guard pauses it) and ends within a tenth
  * of plain decoding, while unguarded lookup drafts on. The output stays
  * AR's. */
-static double work_run(const int32_t *prompt, int n_prompt, int lookup, int guard, double row,
-                       struct skipper_run_stats *st, struct toks *got)
+static double work_run(const int32_t *prompt, int n_prompt, int lookup, const struct tp_state *policy, int guard,
+                       double row, struct skipper_run_stats *st, struct toks *got)
 {
 	struct skipper_gen_params gp = { .max_tokens = 128, .seed = 1 };
 	struct run r;
 
 	next_lookup = lookup;
-	run_open(&r, NULL);
+	run_open(&r, policy);
 	next_lookup = 0;
 	work_clock_on(&r);
 	wclock.row = row;
@@ -685,14 +685,14 @@ static void lookup_guard(const int32_t *prompt, int n_prompt)
 	int32_t rep[64];
 	int n = 0;
 
-	work_run(prompt, n_prompt, 0, 0, 0.25, &st, &ref);
+	work_run(prompt, n_prompt, 0, NULL, 0, 0.25, &st, &ref);
 	for (int i = 0; i < n_prompt && n < 16; i++)
 		rep[n++] = prompt[i];
 	for (int i = 0; i < ref.n && n < 64; i++)
 		rep[n++] = ref.t[i];
 	for (int dear = 0; dear < 2; dear++) {
-		double row = dear ? 1.5 : 0.25, t_ar = work_run(rep, n, 0, 0, row, &st, &ref);
-		double t = work_run(rep, n, 1, 1, row, &st, &got);
+		double row = dear ? 1.5 : 0.25, t_ar = work_run(rep, n, 0, NULL, 0, row, &st, &ref);
+		double t = work_run(rep, n, 1, NULL, 1, row, &st, &got);
 		ok(got.n == ref.n && !memcmp(got.t, ref.t, ref.n * sizeof *ref.t), "guarded lookup == AR (rows at %.2f)",
 		   row);
 		if (!dear) {
@@ -701,13 +701,32 @@ static void lookup_guard(const int32_t *prompt, int n_prompt)
 			   st.lookup_accepted, st.lookup_drafted, t, t_ar);
 		} else {
 			struct skipper_run_stats st2;
-			double t_free = work_run(rep, n, 1, 0, row, &st2, &got);
+			double t_free = work_run(rep, n, 1, NULL, 0, row, &st2, &got);
 			ok(t < 1.1 * t_ar && 2 * st.lookup_drafted < st2.lookup_drafted,
 			   "verification dearer than its tokens stops lookup within a few rounds (%d pauses, %d drafted; %.1f "
 			   "work, unguarded %d drafted, %.1f, AR %.1f)",
 			   st.backoffs, st.lookup_drafted, t, st2.lookup_drafted, t_free, t_ar);
 		}
 	}
+
+	/* beside a layer-skip draft, whose passes cost before anything is
+	 * verified: guarded, a round that lookup's copy would serve better
+	 * than the skip drafts have (or, before they have drafted, better than
+	 * plain steps) is lookup's alone; unguarded, both draft every round */
+	struct tp_state p = { .n_layer = model->hp.n_layer, .k = 4, .width = 1 };
+	struct skipper_run_stats st2;
+	mask_set(p.attn, "0110", p.n_layer);
+	mask_set(p.mlp, "0100", p.n_layer);
+	double t_ar = work_run(rep, n, 0, NULL, 0, 0.25, &st, &ref);
+	double t = work_run(rep, n, 1, &p, 1, 0.25, &st, &got);
+	ok(got.n == ref.n && !memcmp(got.t, ref.t, ref.n * sizeof *ref.t), "guarded lookup + skip draft == AR");
+	double t_both = work_run(rep, n, 1, &p, 0, 0.25, &st2, &got);
+	int skip = st.drafted - st.lookup_drafted, skip_both = st2.drafted - st2.lookup_drafted;
+	ok(got.n == ref.n && !memcmp(got.t, ref.t, ref.n * sizeof *ref.t), "unguarded lookup + skip draft == AR");
+	ok(st.lookup_accepted > 0 && 2 * skip < skip_both && t < t_both && t < 0.75 * t_ar,
+	   "lookup's copies go first where they promise more (skip drafts %d, unguarded %d; lookup %d / %d accepted; "
+	   "%.1f work, unguarded %.1f, AR %.1f)",
+	   skip, skip_both, st.lookup_accepted, st.lookup_drafted, t, t_both, t_ar);
 }
 
 /* ---- state captures for policies ---- */

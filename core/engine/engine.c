@@ -426,8 +426,9 @@ static int best_cut(const struct skipper_engine *e, const float *p, int n, doubl
 
 /* The lookup proposal worth verifying on its own: the context's, or the
  * corpus n-grams' when those promise more tokens per step (each only
- * while its guard lets it draft). */
-static void lookup_plan(struct skipper_engine *e, int cap, int context, int corpus)
+ * while its guard lets it draft). Returns the tokens per decode step it
+ * promises (1.02 when there is none). */
+static double lookup_plan(struct skipper_engine *e, int cap, int context, int corpus)
 {
 	int max = e->lk.max_draft < cap ? e->lk.max_draft : cap;
 	int n = context ? lookup_propose(e->hist, e->hist_n, e->lk.min_ngram, e->lk.max_ngram, max, e->lk_tok,
@@ -454,8 +455,25 @@ static void lookup_plan(struct skipper_engine *e, int cap, int context, int corp
 			memcpy(e->lk_table, table, sizeof *table * (size_t)k);
 			e->lk_n = k;
 			e->lk_corpus = 1;
+			v = v_corpus;
 		}
 	}
+	return v;
+}
+
+/* What the layer-skip drafts delivered lately, as a multiple of plain
+ * steps' tokens per second: 1 until their guard has seen a few rounds;
+ * without the guard, where a policy drafts whatever it costs, more than
+ * any lookup proposal promises. */
+static double skip_rate(const struct skipper_engine *e)
+{
+	const struct guard *g = &e->guard[GUARD_SKIP];
+	double plain = plain_rate(e);
+	if (e->no_guard)
+		return HUGE_VAL;
+	if (g->rounds < 4 || g->sec <= 0 || plain <= 0)
+		return 1.0;
+	return g->tok / g->sec / plain;
 }
 
 /* A lookup proposal as the round's chain: a deterministic proposal, q = 1
@@ -487,6 +505,7 @@ static int lookup_as_chain(struct skipper_engine *e, const struct round_ctx *r)
 static int plan_round(struct skipper_engine *e, struct round_ctx *r, int *n_draft, struct skipper_error *err)
 {
 	int cap = r->gp->max_tokens - r->n_gen - 1, n_ctx = e->be->n_ctx, rc;
+	double lk_value = 0;
 
 	*n_draft = 0;
 	e->lk_n = 0;
@@ -502,10 +521,14 @@ static int plan_round(struct skipper_engine *e, struct round_ctx *r, int *n_draf
 	if (e->lk.enable && cap > 0) {
 		int context = guard_open(e, &e->guard[GUARD_LOOKUP]);
 		int corpus = e->ngrams.n && guard_open(e, &e->guard[GUARD_CORPUS]);
-		lookup_plan(e, cap, context, corpus);
+		lk_value = lookup_plan(e, cap, context, corpus);
 	}
 	int pcap = (e->pol || e->fixed_max_draft > 0) && !guard_open(e, &e->guard[GUARD_SKIP]) ? 0 : cap;
-	if (!r->greedy && e->lk_n > 0)
+	/* a layer-skip draft costs model passes before anything is verified,
+	 * lookup's costs none: when lookup promises more tokens per step than
+	 * the skip drafts have delivered lately, the round is lookup's alone
+	 * (with sampling, a round verifies one source's chain anyway) */
+	if (e->lk_n > 0 && (!r->greedy || lk_value > skip_rate(e)))
 		pcap = 0;
 	memset(e->skip_attn, 0, (size_t)e->n_layer);
 	memset(e->skip_mlp, 0, (size_t)e->n_layer);
