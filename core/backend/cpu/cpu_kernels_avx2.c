@@ -777,6 +777,11 @@ static TGT INL __m256i pk2_i8x8(const uint8_t *p)
 	return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p));
 }
 
+/* v as it is, in a register, here: GCC would otherwise reassociate a
+ * row's chain of integer adds into a tree and compute every product of
+ * all rows first, spilling them (an empty asm, no instruction) */
+#define PK2_KEEP(v) __asm__("" : "+x"(v))
+
 /* int16 pairs summed into int32 lanes */
 static TGT INL __m256i pk2_widen(__m256i s)
 {
@@ -821,22 +826,26 @@ static TGT INL void q4_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 #pragma GCC unroll 8
 			for (int j = 0; j < 8; j++) {
 				const uint8_t *q = w + PK_QS + (j / 2) * 512 + 32 * h;
-				__m256i wq[8];
+				/* line by line, each met by every row at once: one line
+				 * and R sums live, not 8 lines (which spilled at R = 4);
+				 * integer sums, so the order leaves the bits alone */
+				__m256i s[4];
 #pragma GCC unroll 8
 				for (int g = 0; g < 8; g++) {
 					__m256i v = _mm256_loadu_si256((const __m256i *)(q + 64 * g));
-					wq[g] = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v, low);
+					v = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v, low);
+#pragma GCC unroll 4
+					for (int r = 0; r < R; r++) {
+						__m256i p = _mm256_maddubs_epi16(
+							v, pk2_bcast32(pk_xrow(x, xs, r, b)->qs + 32 * j + 4 * g));
+						s[r] = g ? _mm256_add_epi16(s[r], p) : p;
+						PK2_KEEP(s[r]);
+					}
 				}
 				__m256 sc = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(pk2_u8x8(w + PK_SC + 16 * j + 8 * h)));
 #pragma GCC unroll 4
-				for (int r = 0; r < R; r++) {
-					const int8_t *xq = pk_xrow(x, xs, r, b)->qs + 32 * j;
-					__m256i s = _mm256_maddubs_epi16(wq[0], pk2_bcast32(xq));
-#pragma GCC unroll 7
-					for (int g = 1; g < 8; g++)
-						s = _mm256_add_epi16(s, _mm256_maddubs_epi16(wq[g], pk2_bcast32(xq + 4 * g)));
-					tmp[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pk2_widen(s)), sc, tmp[r]);
-				}
+				for (int r = 0; r < R; r++)
+					tmp[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pk2_widen(s[r])), sc, tmp[r]);
 			}
 			__m256i mp[4];
 			for (int i = 0; i < 4; i++)
@@ -871,34 +880,58 @@ static TGT INL void q6_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 				int hh = step / 4, e = step / 2 % 2, st = step % 2;
 				int sa = 8 * hh + 2 * st + e, sb = 8 * hh + 2 * (st + 2) + e;
 				const uint8_t *lq = w + P6_Q + 32 * h;
-				__m256i va[4], vb[4];
+				/* R <= 2: both sub-blocks from one read of the lines; more
+				 * rows: sub-block a for every row, then b, reading the
+				 * lines twice, so that 2 value vectors and R sums are live
+				 * rather than 8 and 2 R (which spilled). A row's float
+				 * steps keep their order either way (a's, then b's). */
+				const int both = R <= 2;
+#pragma GCC unroll 2
+				for (int part = 0; part < 2; part++) {
+					__m256i d[2][4];
+					if (both && part)
+						break;
+#pragma GCC unroll 2
+					for (int gp = 0; gp < 2; gp++) {
+						__m256i v[2][2];
+#pragma GCC unroll 2
+						for (int i = 0; i < 2; i++) {
+							int g = 2 * gp + i;
+							__m256i ql = _mm256_loadu_si256(
+								(const __m256i *)(lq + p6_ql_line(16 * hh + 8 * st + 4 * e + g) * 64));
+							__m256i qh = _mm256_loadu_si256(
+								(const __m256i *)(lq + p6_qh_line(8 * hh + 4 * e + g) * 64));
+							qh = _mm256_and_si256(st ? _mm256_srli_epi16(qh, 2) : qh, m33);
+							v[0][i] = _mm256_or_si256(_mm256_and_si256(ql, low),
+							                          _mm256_and_si256(_mm256_slli_epi16(qh, 4), high));
+							v[1][i] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql, 4), low),
+							                          _mm256_and_si256(qh, high));
+						}
+#pragma GCC unroll 2
+						for (int sub = 0; sub < 2; sub++) {
+							if (!both && sub != part)
+								continue;
 #pragma GCC unroll 4
-				for (int g = 0; g < 4; g++) {
-					__m256i ql = _mm256_loadu_si256((const __m256i *)(lq + p6_ql_line(16 * hh + 8 * st + 4 * e + g) * 64));
-					__m256i qh = _mm256_loadu_si256((const __m256i *)(lq + p6_qh_line(8 * hh + 4 * e + g) * 64));
-					qh = _mm256_and_si256(st ? _mm256_srli_epi16(qh, 2) : qh, m33);
-					va[g] = _mm256_or_si256(_mm256_and_si256(ql, low),
-					                        _mm256_and_si256(_mm256_slli_epi16(qh, 4), high));
-					vb[g] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql, 4), low),
-					                        _mm256_and_si256(qh, high));
-				}
-				__m256 sca = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(pk2_i8x8(w + P6_SC + 16 * sa + 8 * h)));
-				__m256 scb = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(pk2_i8x8(w + P6_SC + 16 * sb + 8 * h)));
+							for (int r = 0; r < R; r++) {
+								const int8_t *xp = pk_xrow(x, xs, r, b)->qs + 16 * (sub ? sb : sa) + 8 * gp;
+								__m256i t = pk2_widen(
+									_mm256_add_epi16(_mm256_maddubs_epi16(v[sub][0], pk2_bcast32(xp)),
+									                 _mm256_maddubs_epi16(v[sub][1], pk2_bcast32(xp + 4))));
+								d[sub][r] = gp ? _mm256_add_epi32(d[sub][r], t) : t;
+								PK2_KEEP(d[sub][r]);
+							}
+						}
+					}
+#pragma GCC unroll 2
+					for (int sub = 0; sub < 2; sub++) {
+						if (!both && sub != part)
+							continue;
+						__m256 sc = _mm256_mul_ps(
+							dv, _mm256_cvtepi32_ps(pk2_i8x8(w + P6_SC + 16 * (sub ? sb : sa) + 8 * h)));
 #pragma GCC unroll 4
-				for (int r = 0; r < R; r++) {
-					const int8_t *xa = pk_xrow(x, xs, r, b)->qs + 16 * sa, *xb = xa + 16 * (sb - sa);
-					__m256i da = _mm256_add_epi32(
-						pk2_widen(_mm256_add_epi16(_mm256_maddubs_epi16(va[0], pk2_bcast32(xa)),
-						                           _mm256_maddubs_epi16(va[1], pk2_bcast32(xa + 4)))),
-						pk2_widen(_mm256_add_epi16(_mm256_maddubs_epi16(va[2], pk2_bcast32(xa + 8)),
-						                           _mm256_maddubs_epi16(va[3], pk2_bcast32(xa + 12)))));
-					__m256i db = _mm256_add_epi32(
-						pk2_widen(_mm256_add_epi16(_mm256_maddubs_epi16(vb[0], pk2_bcast32(xb)),
-						                           _mm256_maddubs_epi16(vb[1], pk2_bcast32(xb + 4)))),
-						pk2_widen(_mm256_add_epi16(_mm256_maddubs_epi16(vb[2], pk2_bcast32(xb + 8)),
-						                           _mm256_maddubs_epi16(vb[3], pk2_bcast32(xb + 12)))));
-					tmp[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(da), sca, tmp[r]);
-					tmp[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(db), scb, tmp[r]);
+						for (int r = 0; r < R; r++)
+							tmp[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[sub][r]), sc, tmp[r]);
+					}
 				}
 			}
 			__m256i sp[8];
@@ -987,6 +1020,7 @@ static TGT INL void blk32_packed_rows(int kind, int64_t nb, const uint8_t *w0, c
 						for (int g = 0; g < 8; g++) {
 							__m256i sx = _mm256_sign_epi8(pk2_bcast32(xb->qs + 4 * g), wq[g]);
 							dot = _mm256_add_epi32(dot, pk2_widen(_mm256_maddubs_epi16(_mm256_abs_epi8(wq[g]), sx)));
+							PK2_KEEP(dot);
 						}
 					} else {
 						__m256i s0 = _mm256_maddubs_epi16(wq[0], pk2_bcast32(xb->qs));
@@ -996,6 +1030,8 @@ static TGT INL void blk32_packed_rows(int kind, int64_t nb, const uint8_t *w0, c
 							s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(wq[g], pk2_bcast32(xb->qs + 4 * g)));
 							s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(wq[g + 4],
 							                                              pk2_bcast32(xb->qs + 16 + 4 * g)));
+							PK2_KEEP(s0);
+							PK2_KEEP(s1);
 						}
 						dot = _mm256_add_epi32(pk2_widen(s0), pk2_widen(s1));
 						if (kind == P2_Q5_0)
