@@ -1,10 +1,10 @@
 #!/bin/sh
-# skipper next to llama.cpp on Spec-Bench prompts, one interleaved run: per
-# category, `skipper bench` runs every skipper configuration prompt by prompt
-# (and checks each greedy output against plain decoding), then llama.cpp's
+# skipper next to llama.cpp on Spec-Bench prompts, one interleaved run:
+# prompt by prompt, `skipper bench` runs every skipper configuration (and
+# checks each greedy output against plain decoding), then llama.cpp's
 # llama-completion (plain), llama-lookup (prompt lookup) and
-# llama-speculative (draft model) run the same prompts, formatted with the
-# same chat template, before the next category. Writes a Markdown table per
+# llama-speculative (draft model) run the same prompt, formatted with the
+# same chat template, before the next prompt. Writes a Markdown table per
 # category (decode tokens/s, speedup against skipper `none` and against
 # llama.cpp plain, acceptance), CSV data and an SVG chart. A benchmark
 # command, not a test: run it on a quiet machine. `--help` lists the options.
@@ -19,8 +19,8 @@ all_policies=none,lookup,bo-static,swift,clasp,knn-router,knapspec,bo-static+loo
 usage() {
 	cat <<EOF
 usage: scripts/bench-peers.sh [options]
-Compare skipper with llama.cpp on Spec-Bench prompts (greedy decoding), one
-interleaved run per category, and write DIR/results.md, DIR/runs.csv,
+Compare skipper with llama.cpp on Spec-Bench prompts (greedy decoding), both
+engines prompt by prompt in one interleaved run, and write DIR/results.md, DIR/runs.csv,
 DIR/summary.csv, DIR/chart.svg and the raw logs under DIR/raw/.
   --data FILE[,FILE...]  prompts, JSON lines with "category", "question_id" and
                          "turns" (default: ../shared/data/spec_bench/question.jsonl
@@ -537,8 +537,8 @@ def report(out):
           f"at most {meta['tokens']} new tokens, greedy, context {meta['ctx']}; skipper draft vocabulary "
           f"{meta.get('draft_vocab', '0')} (0: the whole); warm-up: the first {meta['warmup']} "
           "prompt(s) of each category once per configuration, not timed",
-          "- order: per category, `skipper bench` (every skipper configuration, interleaved prompt by prompt), "
-          "then llama.cpp plain, lookup, speculative prompt by prompt, then the next category" +
+          "- order: prompt by prompt, category by category: `skipper bench` (every skipper configuration), "
+          "then llama.cpp plain, lookup, speculative, then the next prompt" +
           (f"; all of it (warm-up included) {reps} times over" if reps > 1 else ""),
           "- measure: decode tokens/s = tokens after the first (which the prompt pass yields) / time after the prompt pass, "
           "summed over the prompts of the column" + (f" and the {reps} rounds" if reps > 1 else "") +
@@ -577,7 +577,7 @@ def report(out):
     md += [f"- llama.cpp commands: `{meta['llama_cmd']}`" if peers else "",
            "- files: runs.csv (one row per round, prompt and configuration), summary.csv, chart.svg (no chart when only "
            "skipper none ran), raw/ (round 1; round r in raw/rep-r/: skipper bench JSONL "
-           "and tables; llama.cpp's standard error in CAT-PROMPT-TOOL.log, its text in .out; prompts/ holds the "
+           "per category in skipper-CAT.jsonl, each prompt's own run in prompt-PROMPT.*; llama.cpp's standard error in CAT-PROMPT-TOOL.log, its text in .out; prompts/ holds the "
            "prompts as llama.cpp read them)", ""]
     with open(f"{out}/results.md", "w") as f:
         f.write("\n".join(l for l in md if l is not None) + "\n")
@@ -696,34 +696,43 @@ for r in $(seq "$reps"); do
 		list=$(cat "$out/prompts/$c.list")
 		n=$(echo "$list" | wc -w)
 		tag="[$round$i/$n_cat] $name"
-		say "$tag: skipper bench, $(echo "$policies_run" | tr ',' '\n' | wc -l) configurations x $n prompts ($(($(date +%s) - start)) s)"
-		status=0
-		sk --data "$out/prompts/$c.jsonl" --policies "$items" --max-tokens "$tokens" --warmup "$warmup" \
-			--out "$raw/skipper-$c" >"$raw/skipper-$c.table" 2>"$raw/skipper-$c.err" || status=$?
-		if [ "$status" != 0 ]; then
-			if [ "$status" = 1 ] && grep -q '"matches_baseline":false' "$raw/skipper-$c.jsonl" 2>/dev/null; then
-				say "$tag: a skipper configuration's output differs from none's (listed at the end)"
-				mismatch=1
-			else
-				tail -n 20 "$raw/skipper-$c.err" >&2
-				die "skipper bench failed with status $status on category $name (above)"
-			fi
-		fi
-		[ -n "$peer_list" ] || continue
-		w=0
-		for p in $list; do
-			[ "$w" -lt "$warmup" ] || break
-			w=$((w + 1))
-			say "$tag: llama.cpp warm-up, prompt $w"
-			for t in $(echo "$peer_list" | tr ',' ' '); do
-				llama "$t" "$out/prompts/$p.txt" "$raw/warmup.log"
-			done
-		done
-		rm -f "$raw/warmup.log" "$raw/warmup.out"
+		# prompt by prompt, skipper's configurations then llama.cpp's on the
+		# same prompt: a shared machine's memory speed can change within
+		# minutes (on one it went from 43 to 80 GB/s), and a category's
+		# skipper runs then its llama.cpp runs were compared across such a
+		# change
+		: >"$raw/skipper-$c.jsonl"
+		: >"$raw/skipper-$c.err"
 		k=0
 		for p in $list; do
 			k=$((k + 1))
-			say "$tag: llama.cpp prompt $k/$n ($(echo "$peer_list" | tr ',' ' '))"
+			wu=0
+			[ "$k" -gt "$warmup" ] || wu=1
+			sed -n "${k}p" "$out/prompts/$c.jsonl" >"$out/prompts/$p.jsonl"
+			say "$tag: prompt $k/$n: skipper bench, $(echo "$policies_run" | tr ',' '\n' | wc -l) configurations ($(($(date +%s) - start)) s)"
+			status=0
+			sk --data "$out/prompts/$p.jsonl" --policies "$items" --max-tokens "$tokens" --warmup "$wu" \
+				--out "$raw/prompt-$p" >"$raw/prompt-$p.table" 2>"$raw/prompt-$p.err" || status=$?
+			cat "$raw/prompt-$p.jsonl" >>"$raw/skipper-$c.jsonl" 2>/dev/null || true
+			cat "$raw/prompt-$p.err" >>"$raw/skipper-$c.err"
+			if [ "$status" != 0 ]; then
+				if [ "$status" = 1 ] && grep -q '"matches_baseline":false' "$raw/prompt-$p.jsonl" 2>/dev/null; then
+					say "$tag: a skipper configuration's output differs from none's (listed at the end)"
+					mismatch=1
+				else
+					tail -n 20 "$raw/prompt-$p.err" >&2
+					die "skipper bench failed with status $status on category $name, prompt $k (above)"
+				fi
+			fi
+			[ -n "$peer_list" ] || continue
+			if [ "$wu" = 1 ]; then
+				say "$tag: prompt $k/$n: llama.cpp warm-up"
+				for t in $(echo "$peer_list" | tr ',' ' '); do
+					llama "$t" "$out/prompts/$p.txt" "$raw/warmup.log"
+				done
+				rm -f "$raw/warmup.log" "$raw/warmup.out"
+			fi
+			say "$tag: prompt $k/$n: llama.cpp ($(echo "$peer_list" | tr ',' ' '))"
 			for t in $(echo "$peer_list" | tr ',' ' '); do
 				llama "$t" "$out/prompts/$p.txt" "$raw/$c-$p-$t.log"
 			done
