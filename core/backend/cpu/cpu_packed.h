@@ -116,7 +116,7 @@ static inline int p6_qh_line(int u)
 }
 
 /* Every packed pass asks for each block's lines PK_AHEAD bytes on, into
- * L2, as it starts the block. On an AMD EPYC (Zen 4) the hardware
+ * L1, as it starts the block. On an AMD EPYC (Zen 4) the hardware
  * prefetchers alone fall behind: a compute-bound pass (3 rows or more)
  * read from memory ran at half its in-cache speed (Q4_K, 8 rows: 7.0 GB/s
  * of weights against 13.1 in tests/bench-kernels; 11.3 with these
@@ -127,8 +127,13 @@ static inline int p6_qh_line(int u)
  * 1.5B from 1.17-1.20 steps to 1.02-1.10. The distance is in bytes, not
  * blocks: 7 KB (3 Q4_K blocks) did as well as or better than 4 and 12 KB
  * on all three models; the small blocks (Q4_1, 640 bytes) need 11 of it.
- * Into L1 (T0) it did not help at all. The last blocks of a matrix ask
- * for lines past its end: a prefetch never faults. */
+ * Into L1 (T0) rather than L2 gained nothing on the Zen 4 and is faster on
+ * a Zen 5 (family 26; 2 threads, old and new in turns): the 1.5B's decode
+ * step 3 % (bench-decode, 5 of 6 pairs; 7 % on the AVX2 kernels, 4 of
+ * 4), its pass of 8 rows 5 % (bench-verify), the 0.5B's step 3 %; 4, 10
+ * and 14 KB into L1 did no better there than 7. The
+ * last blocks of a matrix ask for lines past its end: a prefetch never
+ * faults. */
 #define PK_AHEAD 7168
 
 /* This and pk_xrow carry no target attribute: the AVX2 kernels inline them
@@ -136,7 +141,7 @@ static inline int p6_qh_line(int u)
 static PK_INL void pk_prefetch(const uint8_t *block, int bytes)
 {
 	for (int o = 0; o < bytes; o += 64)
-		_mm_prefetch((const char *)block + PK_AHEAD + o, _MM_HINT_T1);
+		_mm_prefetch((const char *)block + PK_AHEAD + o, _MM_HINT_T0);
 }
 
 static PK_INL const struct cpu_q8k *pk_xrow(const char *x, size_t xs, int r, int64_t b)
