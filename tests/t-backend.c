@@ -469,6 +469,43 @@ static void test_huge_pages(void)
 	tm_free(tm);
 }
 
+/* SKIPPER_CPU_PREFETCH=0 turns the packed kernels' prefetches off; they
+ * are hints, so a pass of 1, 3, 4 or 8 rows (prefetched all at once per
+ * block, or a slice before each sub-block from 4 rows on) gives the same
+ * logits without them. */
+static void test_prefetch(void)
+{
+	static const struct { const char *name; int type; } types[] = {
+		{ "q4_k", SKIPPER_Q4_K }, { "q6_k", SKIPPER_Q6_K }, { "q8_0", SKIPPER_Q8_0 } };
+	static const int sizes[] = { 1, 3, 4, 8 };
+	int32_t tok[8] = { 3, 9, 27, 81, 15, 45, 7, 21 };
+
+	for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+		struct tm_opts o = { .type = types[t].type, .arch = SKIPPER_ARCH_QWEN2, .n_layer = 2, .seed = 41 + (int)t,
+		                     .rope_style = SKIPPER_ROPE_HALVES, .n_embd = 256, .n_ff = 512, .head_dim = 64 };
+		struct tm_model *tm = tm_build(&o);
+		int V = tm->m.hp.n_vocab, same = 1, flag[2];
+		float *lg[2] = { malloc(sizeof(float) * V * 8), malloc(sizeof(float) * V * 8) };
+		for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+			for (int i = 0; i < 2; i++) {
+				if (i)
+					setenv("SKIPPER_CPU_PREFETCH", "0", 1);
+				struct skipper_backend *be = mk(&tm->m, 2);
+				flag[i] = cpu_pk_prefetch;
+				fwd(be, tok, sizes[k], 0, NULL, NULL, 1, NULL, NULL, lg[i]);
+				be->ops->destroy(be);
+				unsetenv("SKIPPER_CPU_PREFETCH");
+			}
+			same &= memcmp(lg[0], lg[1], sizeof(float) * V * (size_t)sizes[k]) == 0;
+		}
+		ok(flag[0] == 1 && flag[1] == 0, "prefetch %s: on by default, off with SKIPPER_CPU_PREFETCH=0", types[t].name);
+		ok(same, "prefetch %s: passes of 1, 3, 4 and 8 rows give the same logits without it", types[t].name);
+		free(lg[0]);
+		free(lg[1]);
+		tm_free(tm);
+	}
+}
+
 int main(void)
 {
 	static const struct {
@@ -486,6 +523,7 @@ int main(void)
 	test_topk_ties();
 	test_argmax();
 	test_huge_pages();
+	test_prefetch();
 	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
 		struct tm_opts o = { .type = types[i].type, .arch = types[i].arch, .tied = (int)(i % 2), .n_layer = 3,
 		                     .seed = 11 + i, .rope_style = SKIPPER_ROPE_PAIRS };

@@ -49,15 +49,17 @@ static void cpu_identity(char *buf, size_t n)
 /* Bump when a kernel's speed or the way curves are timed changes within a
  * release (a packed layout, a new ISA path, paired timing): curves cached by
  * the earlier build are then measured again rather than trusted. */
-#define COST_CURVE_REVISION 17
+#define COST_CURVE_REVISION 18
 
 /* $SKIPPER_CACHE_DIR/costs/NAME-XXXXXXXX.costs, the hash over everything
  * the costs depend on: model file, machine, backend, threads, context,
- * forced ISA, huge pages off, skipper version and COST_CURVE_REVISION.
+ * forced ISA, huge pages or prefetches off, skipper version and
+ * COST_CURVE_REVISION.
  * The directory is made if needed. NULL when there is no writable cache. */
 static char *cost_cache_path(const struct cli_session *s)
 {
-	const char *isa = getenv("SKIPPER_CPU_ISA"), *huge = getenv("SKIPPER_CPU_HUGEPAGES"), *model = skipper_gguf_path(s->model->gguf);
+	const char *isa = getenv("SKIPPER_CPU_ISA"), *huge = getenv("SKIPPER_CPU_HUGEPAGES"),
+		   *pf = getenv("SKIPPER_CPU_PREFETCH"), *model = skipper_gguf_path(s->model->gguf);
 	const char *file = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
 	char dir[4096], what[8192], cpu[4096], *path;
 	long threads = 0;
@@ -77,10 +79,11 @@ static char *cost_cache_path(const struct cli_session *s)
 	skipper_config_get_int(s->cfg, "model", "threads", &threads, NULL);
 	cpu_identity(cpu, sizeof cpu);
 	/* the version too: a new release's kernels cost differently */
-	snprintf(what, sizeof what, "%s|%llu|%s|%s|%ld|%ld|%s|%s|%d%s", file,
+	snprintf(what, sizeof what, "%s|%llu|%s|%s|%ld|%ld|%s|%s|%d%s%s", file,
 	         (unsigned long long)skipper_gguf_file_size(s->model->gguf), cpu, s->be->ops->name,
 	         threads ? threads : sysconf(_SC_NPROCESSORS_ONLN), (long)s->be->n_ctx, isa ? isa : "", PACKAGE_VERSION,
-	         COST_CURVE_REVISION, huge && !strcmp(huge, "0") ? "|small pages" : "");
+	         COST_CURVE_REVISION, huge && !strcmp(huge, "0") ? "|small pages" : "",
+	         pf && !strcmp(pf, "0") ? "|no prefetch" : "");
 	/* the draft vocabulary is in the file's measured_for line: a change re-measures */
 	for (const char *c = what; *c; c++)
 		h = (h ^ (uint8_t)*c) * 1099511628211ull;

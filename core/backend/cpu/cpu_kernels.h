@@ -123,6 +123,10 @@ const struct cpu_kernels *cpu_kernels_for(const char *isa);
  * has). */
 const struct cpu_kernels *cpu_kernels_select(void);
 
+/* Whether the packed kernels prefetch their weights (cpu_packed.h): 1
+ * unless SKIPPER_CPU_PREFETCH=0 (read by cpu_kernels_select), to compare. */
+extern int cpu_pk_prefetch;
+
 /* Weight kind for a GGUF dtype, or -1 when unsupported. */
 int cpu_wkind(int dtype);
 

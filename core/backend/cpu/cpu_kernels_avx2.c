@@ -817,7 +817,8 @@ static TGT INL void q4_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 	const __m256i low = _mm256_set1_epi8(0x0F);
 	pk2_zero(y, ys, R);
 	for (int64_t b = 0; b < nb; b++, w += PK_BLOCK) {
-		pk_prefetch(w, PK_BLOCK);
+		if (PK_BURST(R))
+			pk_prefetch(w, PK_BLOCK);
 		for (int h = 0; h < 2; h++) {
 			__m256 tmp[4], dv = pk2_f16x8(w + PK_D + 16 * h);
 #pragma GCC unroll 4
@@ -826,6 +827,8 @@ static TGT INL void q4_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 #pragma GCC unroll 8
 			for (int j = 0; j < 8; j++) {
 				const uint8_t *q = w + PK_QS + (j / 2) * 512 + 32 * h;
+				if (PK_SPREAD(R))
+					pk_prefetch_part(w, PK_BLOCK, 8 * h + j, 16);
 				/* line by line, each met by every row at once: one line
 				 * and R sums live, not 8 lines (which spilled at R = 4);
 				 * integer sums, so the order leaves the bits alone */
@@ -869,7 +872,8 @@ static TGT INL void q6_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 	const __m256i low = _mm256_set1_epi8(0x0F), high = _mm256_set1_epi8((char)0xF0), m33 = _mm256_set1_epi8(0x33);
 	pk2_zero(y, ys, R);
 	for (int64_t b = 0; b < nb; b++, w += P6_BLOCK) {
-		pk_prefetch(w, P6_BLOCK);
+		if (PK_BURST(R))
+			pk_prefetch(w, P6_BLOCK);
 		for (int h = 0; h < 2; h++) {
 			__m256 tmp[4], dv = pk2_f16x8(w + P6_D + 16 * h);
 #pragma GCC unroll 4
@@ -879,6 +883,8 @@ static TGT INL void q6_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 			for (int step = 0; step < 8; step++) {
 				int hh = step / 4, e = step / 2 % 2, st = step % 2;
 				int sa = 8 * hh + 2 * st + e, sb = 8 * hh + 2 * (st + 2) + e;
+				if (PK_SPREAD(R))
+					pk_prefetch_part(w, P6_BLOCK, 8 * h + step, 16);
 				const uint8_t *lq = w + P6_Q + 32 * h;
 				/* R <= 2: both sub-blocks from one read of the lines; more
 				 * rows: sub-block a for every row, then b, reading the
@@ -979,7 +985,7 @@ static TGT INL void blk32_packed_rows(int kind, int64_t nb, const uint8_t *w0, c
 			acc[r] = _mm256_setzero_ps();
 		const uint8_t *w = w0;
 		for (int64_t b = 0; b < nb; b++, w += bytes) {
-			if (!half)
+			if (!half && cpu_pk_prefetch)
 				pk_prefetch(w, bytes);
 #pragma GCC unroll 2
 			for (int h = 0; h < 2; h++) {

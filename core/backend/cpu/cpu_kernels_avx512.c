@@ -330,7 +330,8 @@ static TGT INL void q4_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 	for (int r = 0; r < R; r++)
 		acc[r] = _mm512_setzero_ps();
 	for (int64_t b = 0; b < nb; b++, w += PK_BLOCK) {
-		pk_prefetch(w, PK_BLOCK);
+		if (PK_BURST(R))
+			pk_prefetch(w, PK_BLOCK);
 		__m512 tmp[MAXR], dv = pk_f16x16(w + PK_D);
 #pragma GCC unroll 8
 		for (int r = 0; r < R; r++)
@@ -338,6 +339,8 @@ static TGT INL void q4_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 #pragma GCC unroll 8
 		for (int j = 0; j < 8; j++) {
 			__m512i wq[8];
+			if (PK_SPREAD(R))
+				pk_prefetch_part(w, PK_BLOCK, j, 8);
 			__m512 sc = pk_q4_sub(w, j, dv, wq);
 #pragma GCC unroll 8
 			for (int r = 0; r < R; r++) {
@@ -377,7 +380,8 @@ static TGT INL void q6_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 	for (int r = 0; r < R; r++)
 		acc[r] = _mm512_setzero_ps();
 	for (int64_t b = 0; b < nb; b++, w += P6_BLOCK) {
-		pk_prefetch(w, P6_BLOCK);
+		if (PK_BURST(R))
+			pk_prefetch(w, P6_BLOCK);
 		__m512 tmp[MAXR], dv = pk_f16x16(w + P6_D);
 #pragma GCC unroll 8
 		for (int r = 0; r < R; r++)
@@ -387,6 +391,8 @@ static TGT INL void q6_K_packed_rows(int64_t nb, const uint8_t *w, const char *x
 			__m512i va[4], vb[4];
 			int sa, sb;
 			__m512 sca, scb;
+			if (PK_SPREAD(R))
+				pk_prefetch_part(w, P6_BLOCK, step, 8);
 			pk_q6_step(w, step, dv, va, vb, &sa, &sb, &sca, &scb);
 #pragma GCC unroll 8
 			for (int r = 0; r < R; r++) {
@@ -461,11 +467,15 @@ static TGT INL void blk32_packed_rows(int kind, int64_t nb, const uint8_t *w, co
 	for (int r = 0; r < R; r++)
 		acc[r] = _mm512_setzero_ps();
 	for (int64_t b = 0; b < nb; b++, w += bytes) {
-		pk_prefetch(w, bytes);
+		if (PK_BURST(R))
+			pk_prefetch(w, bytes);
 #pragma GCC unroll 2
 		for (int h = 0; h < 2; h++) {
 			__m512i wq[8];
 			__m512 dv, mv = _mm512_setzero_ps();
+			if (PK_SPREAD(R))
+				pk_prefetch_part(w, bytes, h, 2);
+
 			if (kind == P32_Q5_0) {
 				p5_unpack(w, h, wq);
 				dv = pk_f16x16(w + P5_D + 32 * h);

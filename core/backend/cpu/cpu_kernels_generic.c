@@ -365,11 +365,15 @@ const struct cpu_kernels *cpu_kernels_for(const char *isa)
 	return NULL;
 }
 
+int cpu_pk_prefetch = 1;
+
 const struct cpu_kernels *cpu_kernels_select(void)
 {
 	static const char *const order[] = { "avx512", "avx2", "generic" };
-	const char *cap = getenv("SKIPPER_CPU_ISA");
+	const char *cap = getenv("SKIPPER_CPU_ISA"), *pf = getenv("SKIPPER_CPU_PREFETCH");
 	size_t i = 0;
+
+	cpu_pk_prefetch = !(pf && strcmp(pf, "0") == 0);
 
 	/* SKIPPER_CPU_ISA caps the choice: the first in the order at or below it */
 	while (cap && *cap && i + 1 < sizeof order / sizeof order[0] && strcmp(order[i], cap) != 0)

@@ -144,6 +144,35 @@ static PK_INL void pk_prefetch(const uint8_t *block, int bytes)
 		_mm_prefetch((const char *)block + PK_AHEAD + o, _MM_HINT_T0);
 }
 
+/* A pass of this many rows or more is bound by its VNNI instructions, and
+ * asks for a block's lines a slice at a time, one slice before each
+ * sub-block (pk_prefetch_part), rather than all at the block's start. On
+ * a Zen 5 (family 26, 2 threads, tests/bench-verify, old and new build in
+ * turns) the 1.5B's passes of 6 / 8 / 16 rows went from 26.0 / 29.4-29.9
+ * / 47.8-48.4 ms to 23.1-23.3 / 24.0-25.8 / 42.2-42.5 (a decode step:
+ * 21 ms, unchanged; 8 rows: gate/up 12.0 -> 10.1-10.7 ms, down 7.7-8.0 ->
+ * 6.3-6.4, LM head 5.5-6.0 -> 4.4), the 0.5B's 8 rows from 10.6 to 10.1,
+ * and on the AVX2 kernels the 1.5B's 4 / 8 rows from 33.9-34.4 /
+ * 61.5-62.8 to 30.3 / 56.8-58.1. Passes of 1 and 2 rows, bound by memory,
+ * want as many lines in flight as early as possible (sliced, they were
+ * 5-7 % slower); at 3 rows the two ways came out even. The slices are
+ * asked for only while cpu_pk_prefetch is set (SKIPPER_CPU_PREFETCH), and
+ * that test, a branch before each slice, is also what keeps them apart:
+ * without it GCC's scheduler gathered the slices of the unrolled loop at
+ * the block's start again, and an asm tying each slice to its sub-block
+ * kept them apart but left Q4_K's passes as slow as before. */
+#define PK_SPREAD_ROWS 4
+#define PK_BURST(R) ((R) < PK_SPREAD_ROWS && cpu_pk_prefetch)
+#define PK_SPREAD(R) ((R) >= PK_SPREAD_ROWS && cpu_pk_prefetch)
+
+/* Slice part (of parts) of a block's lines, PK_AHEAD bytes on. */
+static PK_INL void pk_prefetch_part(const uint8_t *block, int bytes, int part, int parts)
+{
+	int per = (bytes / 64 + parts - 1) / parts * 64, end = (part + 1) * per < bytes ? (part + 1) * per : bytes;
+	for (int o = part * per; o < end; o += 64)
+		_mm_prefetch((const char *)block + PK_AHEAD + o, _MM_HINT_T0);
+}
+
 static PK_INL const struct cpu_q8k *pk_xrow(const char *x, size_t xs, int r, int64_t b)
 {
 	return (const struct cpu_q8k *)(x + (size_t)r * xs) + b;
