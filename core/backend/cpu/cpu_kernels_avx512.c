@@ -475,7 +475,6 @@ static TGT INL void blk32_packed_rows(int kind, int64_t nb, const uint8_t *w, co
 			__m512 dv, mv = _mm512_setzero_ps();
 			if (PK_SPREAD(R))
 				pk_prefetch_part(w, bytes, h, 2);
-
 			if (kind == P32_Q5_0) {
 				p5_unpack(w, h, wq);
 				dv = pk_f16x16(w + P5_D + 32 * h);

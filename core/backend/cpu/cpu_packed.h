@@ -136,14 +136,6 @@ static inline int p6_qh_line(int u)
  * faults. */
 #define PK_AHEAD 7168
 
-/* This and pk_xrow carry no target attribute: the AVX2 kernels inline them
- * too. */
-static PK_INL void pk_prefetch(const uint8_t *block, int bytes)
-{
-	for (int o = 0; o < bytes; o += 64)
-		_mm_prefetch((const char *)block + PK_AHEAD + o, _MM_HINT_T0);
-}
-
 /* A pass of this many rows or more is bound by its VNNI instructions, and
  * asks for a block's lines a slice at a time, one slice before each
  * sub-block (pk_prefetch_part), rather than all at the block's start. On
@@ -165,12 +157,19 @@ static PK_INL void pk_prefetch(const uint8_t *block, int bytes)
 #define PK_BURST(R) ((R) < PK_SPREAD_ROWS && cpu_pk_prefetch)
 #define PK_SPREAD(R) ((R) >= PK_SPREAD_ROWS && cpu_pk_prefetch)
 
-/* Slice part (of parts) of a block's lines, PK_AHEAD bytes on. */
+/* Slice part (of parts) of a block's lines, PK_AHEAD bytes on. These two
+ * and pk_xrow carry no target attribute: the AVX2 kernels inline them too. */
 static PK_INL void pk_prefetch_part(const uint8_t *block, int bytes, int part, int parts)
 {
 	int per = (bytes / 64 + parts - 1) / parts * 64, end = (part + 1) * per < bytes ? (part + 1) * per : bytes;
 	for (int o = part * per; o < end; o += 64)
 		_mm_prefetch((const char *)block + PK_AHEAD + o, _MM_HINT_T0);
+}
+
+/* All of a block's lines, PK_AHEAD bytes on. */
+static PK_INL void pk_prefetch(const uint8_t *block, int bytes)
+{
+	pk_prefetch_part(block, bytes, 0, 1);
 }
 
 static PK_INL const struct cpu_q8k *pk_xrow(const char *x, size_t xs, int r, int64_t b)
