@@ -131,9 +131,8 @@ static inline int p6_qh_line(int u)
  * a Zen 5 (family 26; 2 threads, old and new in turns): the 1.5B's decode
  * step 3 % (bench-decode, 5 of 6 pairs; 7 % on the AVX2 kernels, 4 of
  * 4), its pass of 8 rows 5 % (bench-verify), the 0.5B's step 3 %; 4, 10
- * and 14 KB into L1 did no better there than 7. The
- * last blocks of a matrix ask for lines past its end: a prefetch never
- * faults. */
+ * and 14 KB into L1 did no better there than 7. The last blocks of a
+ * matrix ask for lines past its end: a prefetch never faults. */
 #define PK_AHEAD 7168
 
 /* A pass of this many rows or more is bound by its VNNI instructions, and
