@@ -168,6 +168,7 @@ static struct skipper_policy rec_desc = {
 };
 static const struct skipper_policy *next_desc = &tp_desc; /* what run_open loads */
 static int next_lookup; /* run_open turns context lookup on */
+static int next_branches = LOOKUP_BRANCHES; /* with trees of up to this many continuations */
 
 struct run {
 	struct skipper_backend *be;
@@ -195,7 +196,8 @@ static void run_open(struct run *r, const struct tp_state *policy)
 		BAIL(err.msg);
 	if (policy && subset_n && skipper_engine_set_draft_vocab(r->eng, subset_ids, subset_n, &err))
 		BAIL(err.msg);
-	struct skipper_lookup_opts lk = { .enable = next_lookup, .min_ngram = 1, .max_ngram = 3, .max_draft = 8 };
+	struct skipper_lookup_opts lk = { .enable = next_lookup, .min_ngram = 1, .max_ngram = 3, .max_draft = 8,
+		                          .branches = next_branches };
 	skipper_engine_set_lookup(r->eng, &lk);
 	skipper_engine_set_guard(r->eng, 0); /* draft on this tiny model even where it does not pay */
 }
@@ -377,7 +379,6 @@ static void draft_vocab_lossless(int32_t *prompt, int n_prompt)
  * repeats itself so that lookup has something to propose. */
 static int lookup_drafted, lookup_accepted; /* over both test models */
 static int ngram_drafted, ngram_accepted;
-
 /* Corpus n-grams for eng: after the n_ctx tokens ctx[i * n_ctx ..] comes
  * next[i], with probability p. */
 static void ngrams_set(struct skipper_engine *eng, const int32_t *ctx, int n_ctx, const int32_t *next, int n, float p)
@@ -394,10 +395,24 @@ static void ngrams_set(struct skipper_engine *eng, const int32_t *ctx, int n_ctx
 		BAIL(err.msg);
 }
 
-/* Which earlier occurrence lookup copies: the longest suffix n-gram
- * first; of its occurrences, the one whose preceding tokens agree longest,
- * the most recent among equals; at most max_out tokens, never past the
- * history's end. */
+/* The tree's nodes as "token/parent/count/first" items, for comparing
+ * with the expected shape in one string. */
+static const char *tree_shape(const struct lookup_tree *t)
+{
+	static char buf[512];
+	size_t at = 0;
+	buf[0] = 0;
+	for (int i = 0; i < t->n && at < sizeof buf - 32; i++)
+		at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%d/%d/%d/%d", i ? " " : "", t->tok[i], t->parent[i],
+		                       t->count[i], t->first[i]);
+	return buf;
+}
+
+/* Which earlier occurrences lookup copies: the longest suffix n-gram
+ * first; its occurrences' continuations ranked by how far the tokens
+ * before them agree, the most recent first among equals; at most max_out
+ * tokens each, never past the history's end; continuations that agree
+ * merged (counted, the longer kept); at most `branches` of them. */
 static void lookup_choice(void)
 {
 	/* "1 2 3 4" after 9 (then 5 6 8) and after 8 (then 7 7 0); the
@@ -405,15 +420,49 @@ static void lookup_choice(void)
 	static const int32_t ctx[] = { 9, 1, 2, 3, 4, 5, 6, 8, 1, 2, 3, 4, 7, 7, 0, 9, 1, 2, 3, 4 };
 	/* "7" after 5 (then 3) and after 6 (then 4); the history ends "2 7" */
 	static const int32_t tie[] = { 5, 7, 3, 6, 7, 4, 2, 7 };
-	int32_t out[8];
-	int g, k = lookup_propose(ctx, 20, 1, 4, 3, out, &g);
-	ok(k == 3 && g == 4 && out[0] == 5 && out[1] == 6 && out[2] == 8,
-	   "lookup copies the occurrence whose earlier context agrees (%d tokens from %d, n-gram %d)", k, out[0], g);
-	k = lookup_propose(tie, 8, 1, 4, 8, out, &g);
-	ok(k == 3 && g == 1 && out[0] == 4 && out[1] == 2 && out[2] == 7,
-	   "lookup copies the most recent of occurrences whose contexts agree equally, up to the history's end "
-	   "(%d tokens from %d)",
-	   k, out[0]);
+	/* "7" then "2 6 0 7", and twice "1 5", then "4 7" and "3 7" */
+	static const int32_t fan[] = { 3, 7, 1, 5, 3, 7, 1, 5, 4, 7, 2, 6, 0, 7 };
+	/* "2" then "3 1 2" (to the end, after the longest agreement) and "3 1 2 3 1 2" */
+	static const int32_t cyc[] = { 1, 2, 3, 1, 2, 3, 1, 2 };
+	struct lookup_tree t;
+	int g, k = lookup_propose(ctx, 20, 1, 4, 3, 1, &t, &g);
+	ok(k == 3 && g == 4 && t.n == 3 && !strcmp(tree_shape(&t), "5/-1/1/1 6/0/1/1 8/1/1/1"),
+	   "lookup copies the occurrence whose earlier context agrees (%d tokens: %s; n-gram %d)", k, tree_shape(&t), g);
+	k = lookup_propose(tie, 8, 1, 4, 8, 1, &t, &g);
+	ok(k == 3 && g == 1 && !strcmp(tree_shape(&t), "4/-1/1/1 2/0/1/1 7/1/1/1"),
+	   "lookup copies the most recent of occurrences whose contexts agree equally, up to the history's end (%s)",
+	   tree_shape(&t));
+	k = lookup_propose(ctx, 20, 1, 4, 3, 8, &t, &g);
+	ok(k == 3 && !strcmp(tree_shape(&t), "5/-1/1/1 6/0/1/1 8/1/1/1 7/-1/1/0 7/3/1/1 0/4/1/1"),
+	   "a tree holds the other occurrence's continuation beside the spine (%s)", tree_shape(&t));
+	k = lookup_propose(fan, 14, 1, 1, 4, 8, &t, &g);
+	ok(k == 4 && !strcmp(tree_shape(&t), "2/-1/1/1 6/0/1/1 0/1/1/1 7/2/1/1 1/-1/2/0 5/4/2/1 4/5/1/1 7/6/1/1 3/5/1/0 "
+	                                      "7/8/1/1"),
+	   "continuations share their common prefix and count its occurrences (%s)", tree_shape(&t));
+	k = lookup_propose(fan, 14, 1, 1, 2, 8, &t, &g);
+	ok(k == 2 && !strcmp(tree_shape(&t), "2/-1/1/1 6/0/1/1 1/-1/2/0 5/2/2/1"),
+	   "continuations equal over max_out tokens are one, counted twice (%s)", tree_shape(&t));
+	k = lookup_propose(fan, 14, 1, 1, 4, 2, &t, &g);
+	ok(k == 4 && !strcmp(tree_shape(&t), "2/-1/1/1 6/0/1/1 0/1/1/1 7/2/1/1 1/-1/1/0 5/4/1/1 4/5/1/1 7/6/1/1"),
+	   "at most `branches` continuations, the best-ranked (%s)", tree_shape(&t));
+	k = lookup_propose(cyc, 8, 1, 1, 6, 8, &t, &g);
+	ok(k == 6 && !strcmp(tree_shape(&t), "3/-1/2/1 1/0/2/1 2/1/2/1 3/2/2/1 1/3/2/1 2/4/2/1"),
+	   "a continuation cut by the history's end merges with a longer one that agrees, which is kept (%s)",
+	   tree_shape(&t));
+
+	/* where the model leaves the spine: the other verified way taken,
+	 * none taken, or the spine followed to its end (nothing learnt) */
+	struct lookup_stats s = { 0 };
+	static const uint8_t sel[] = { 1, 1, 0, 1, 0, 0 };
+	static const int32_t took_other[] = { 7, 7 }, followed[] = { 5, 9 }, took_none[] = { 4 };
+	lookup_propose(ctx, 20, 1, 4, 3, 8, &t, &g);
+	double prior = lookup_alt_rate(&s);
+	lookup_record_alt(&s, &t, sel, took_other, 2);
+	lookup_record_alt(&s, &t, sel, followed, 2);
+	lookup_record_alt(&s, &t, sel, took_none, 1);
+	ok(prior == 0.25 && s.alt_tries == 2 && s.alt_hits == 1 && fabs(lookup_alt_rate(&s) - 2.0 / 6.0) < 1e-12,
+	   "the other ways' rate learns where the model left the spine (prior %.2f, %g of %g, rate %.3f)", prior,
+	   s.alt_hits, s.alt_tries, lookup_alt_rate(&s));
 }
 
 static void lookup_lossless(const int32_t *prompt, int n_prompt)
@@ -491,6 +540,7 @@ struct work_clock {
 	struct skipper_backend_ops ops;
 	const struct skipper_backend_ops *real;
 	double t, row;
+	int trees; /* verify passes over a tree */
 };
 static struct work_clock wclock;
 
@@ -500,6 +550,7 @@ static int counted_forward(struct skipper_backend *be, const struct skipper_forw
 	for (int l = 0; l < n_layer; l++)
 		runs += (!fw->skip_attn || !fw->skip_attn[l]) + (!fw->skip_mlp || !fw->skip_mlp[l]);
 	wclock.t += 0.1 + runs / (2.0 * n_layer) * (1 + wclock.row * (fw->n - 1));
+	wclock.trees += fw->parent != NULL && fw->kv_write;
 	return wclock.real->forward(be, fw, e);
 }
 
@@ -516,6 +567,7 @@ static void work_clock_on(struct run *r)
 	wclock.ops = *r->be->ops;
 	wclock.ops.forward = counted_forward;
 	wclock.t = 0;
+	wclock.trees = 0;
 	wclock.row = 0.25;
 	r->be->ops = &wclock.ops;
 	skipper_engine_set_clock(r->eng, work_now, &wclock);
@@ -727,6 +779,85 @@ static void lookup_guard(const int32_t *prompt, int n_prompt)
 	   "lookup's copies go first where they promise more (skip drafts %d, unguarded %d; lookup %d / %d accepted; "
 	   "%.1f work, unguarded %.1f, AR %.1f)",
 	   skip, skip_both, st.lookup_accepted, st.lookup_drafted, t, t_both, t_ar);
+}
+
+/* Greedy lookup alone (unguarded) with trees of up to `branches`
+ * continuations, on the work clock with rows at 2 % of a step and a
+ * curve that says so (a GPU's shape: extra rows nearly free); *trees
+ * gets the passes that verified a tree. Returns the work. */
+static double tree_run(const int32_t *prompt, int n_prompt, int branches, struct skipper_run_stats *st,
+                       struct toks *got, int *trees)
+{
+	struct skipper_gen_params gp = { .max_tokens = 128, .seed = 1 };
+	const struct skipper_costs *c;
+	struct run r;
+
+	next_lookup = 1;
+	next_branches = branches;
+	run_open(&r, NULL);
+	next_lookup = 0;
+	next_branches = LOOKUP_BRANCHES;
+	if (skipper_engine_costs(r.eng, NULL, &c, &err))
+		BAIL(err.msg);
+	struct skipper_costs *w = (struct skipper_costs *)c;
+	w->step_seconds = 1.1; /* the work clock's step: 0.1 + 1 */
+	for (int n = 1; n <= w->n_max; n++)
+		w->verify[n] = 1.0 + 0.02 * (n - 1) / 1.1;
+	work_clock_on(&r);
+	wclock.row = 0.02;
+	skipper_engine_set_guard(r.eng, 0);
+	if (generate(&r, prompt, n_prompt, &gp, got, st))
+		BAIL("generation failed");
+	*trees = wclock.trees;
+	work_clock_off(&r);
+	run_close(&r);
+	return wclock.t;
+}
+
+/* Where the best-ranked earlier continuation of a 3-gram is wrong and
+ * another is right, greedy lookup rounds verify trees of both: output as
+ * AR's, fewer passes and less work than verifying the best-ranked one
+ * alone. On this model the next token follows from the last one, so the
+ * output o after the prompt's tail is known before the prompt is built:
+ * each "o[i-2] o[i-1] o[i]" occurs once after a token that also precedes
+ * it in the output, then w (ranked first, wrong), and once after z, then
+ * o[i+1] (right). */
+static void lookup_trees(const int32_t *prompt, int n_prompt)
+{
+	struct skipper_run_stats st, st1;
+	struct toks o, ref, got, got1;
+	int32_t rep[128], z = -1, w = -1;
+	int n = 0, trees, trees1;
+	const int32_t *tail = prompt + n_prompt - 4;
+
+	work_run(tail, 4, 0, NULL, 0, 0.25, &st, &o);
+	for (int32_t t = 1; t < model->hp.n_vocab && w < 0; t++) {
+		int used = skipper_tokenizer_is_eog(tok, t);
+		for (int i = 0; i < o.n && !used; i++)
+			used = o.t[i] == t;
+		if (!used && z < 0)
+			z = t;
+		else if (!used)
+			w = t;
+	}
+	for (int i = 3; i < 12 && i + 1 < o.n; i++) {
+		int32_t wrong[] = { o.t[i - 3], o.t[i - 2], o.t[i - 1], o.t[i], w };
+		int32_t right[] = { z, o.t[i - 2], o.t[i - 1], o.t[i], o.t[i + 1] };
+		memcpy(rep + n, right, sizeof right);
+		memcpy(rep + n + 5, wrong, sizeof wrong);
+		n += 10;
+	}
+	memcpy(rep + n, tail, 4 * sizeof *tail);
+	n += 4;
+	work_run(rep, n, 0, NULL, 0, 0.25, &st, &ref);
+	double t = tree_run(rep, n, LOOKUP_BRANCHES, &st, &got, &trees);
+	double t1 = tree_run(rep, n, 1, &st1, &got1, &trees1);
+	ok(w >= 0 && got.n == ref.n && !memcmp(got.t, ref.t, ref.n * sizeof *ref.t) && got1.n == ref.n &&
+	       !memcmp(got1.t, ref.t, ref.n * sizeof *ref.t),
+	   "greedy lookup with trees == AR, and with one continuation (%d tokens)", ref.n);
+	ok(trees > 0 && trees1 == 0 && st.rounds < st1.rounds && t < t1,
+	   "trees of continuations: %d of %d passes, %.1f work; one continuation: %d passes, %.1f work", trees,
+	   st.rounds, t, st1.rounds, t1);
 }
 
 /* ---- state captures for policies ---- */
@@ -963,7 +1094,8 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width, int 
 		if (lookup) {
 			/* a fresh engine: what lookup learnt from earlier samples (its
 			 * acceptance, its pauses) would otherwise stop its proposals */
-			struct skipper_lookup_opts lk = { .enable = 1, .min_ngram = 1, .max_ngram = 3, .max_draft = 8 };
+			struct skipper_lookup_opts lk = { .enable = 1, .min_ngram = 1, .max_ngram = 3, .max_draft = 8,
+			                                  .branches = LOOKUP_BRANCHES };
 			skipper_engine_free(ssd.eng);
 			if (skipper_engine_new(ssd.be, tok, ssd.inst, &ssd.eng, &err) ||
 			    (subset_n && skipper_engine_set_draft_vocab(ssd.eng, subset_ids, subset_n, &err)))
@@ -1069,6 +1201,7 @@ int main(void)
 	int32_t lp[128];
 	int nl = lookup_prompt(skipper_tokenizer_find(tok, "h"), lp);
 	lookup_guard(lp, nl < 32 ? nl : 32);
+	lookup_trees(lp, nl);
 	if (!quick()) {
 		/* lookup's deterministic drafts under speculative sampling */
 		sampling_distribution(lp, nl, 0, 1);

@@ -30,6 +30,7 @@ const struct skipper_config_key skipper_config_keys[] = {
 	{ "lookup", "min_ngram", "1", SKIPPER_KEY_INT, NULL, 1, 8 },
 	{ "lookup", "max_ngram", "4", SKIPPER_KEY_INT, NULL, 1, 8 },
 	{ "lookup", "max_draft", "16", SKIPPER_KEY_INT, NULL, 1, 32 },
+	{ "lookup", "branches", "8", SKIPPER_KEY_INT, NULL, 1, 8 },
 	{ "lookup", "ngrams", "auto", SKIPPER_KEY_STRING, NULL },
 
 	{ "hub", "endpoint", "", SKIPPER_KEY_STRING, NULL },

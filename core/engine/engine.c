@@ -139,6 +139,10 @@ void skipper_engine_set_lookup(struct skipper_engine *e, const struct skipper_lo
 		e->lk.min_ngram = 1;
 	if (e->lk.max_draft > MAX_DRAFT)
 		e->lk.max_draft = MAX_DRAFT;
+	if (e->lk.branches < 1)
+		e->lk.branches = 1;
+	if (e->lk.branches > LOOKUP_BRANCHES)
+		e->lk.branches = LOOKUP_BRANCHES;
 }
 
 int skipper_engine_set_ngrams(struct skipper_engine *e, const int32_t *ctx, const uint8_t *ctx_n,
@@ -424,22 +428,90 @@ static int best_cut(const struct skipper_engine *e, const float *p, int n, doubl
 	return best;
 }
 
-/* The lookup proposal worth verifying on its own: the context's, or the
- * corpus n-grams' when those promise more tokens per step (each only
- * while its guard lets it draft). Returns the tokens per decode step it
- * promises (1.02 when there is none). */
-static double lookup_plan(struct skipper_engine *e, int cap, int context, int corpus)
+struct node_pick {
+	double p;
+	int i;
+};
+
+static int pick_order(const void *pa, const void *pb)
 {
-	int max = e->lk.max_draft < cap ? e->lk.max_draft : cap;
-	int n = context ? lookup_propose(e->hist, e->hist_n, e->lk.min_ngram, e->lk.max_ngram, max, e->lk_tok,
-	                                 &e->lk_ngram)
-	                : 0;
-	float a = (float)lookup_accept_rate(&e->lk_stats, e->lk_ngram);
+	const struct node_pick *a = pa, *b = pb;
+	if (a->p != b->p)
+		return a->p > b->p ? -1 : 1;
+	return (a->i > b->i) - (a->i < b->i);
+}
+
+/* The nodes of the context's tree worth verifying together (lk_sel,
+ * lk_tree_n of them). Given its parent accepted, a node is accepted with
+ * a, the chain's rate, on the best-ranked way on, and otherwise with
+ * (1 - a) r times its share of the other ways' occurrences, r being how
+ * often the model took another verified way where it left the best one.
+ * Each node is less likely than its parent, so the most likely nodes
+ * always form a tree; as many of them as maximise tokens per decode step.
+ * Returns that rate (1.02 with none). Replayed on the 1.5B's plain
+ * outputs for 90 Spec-Bench prompts: +2.4 % tokens per step over the
+ * spine alone (code edits +4 %, RAG +4 %); side by side on the 1.5B, 24
+ * prompts twice, 1.595x over plain decoding against 1.556x. */
+static double tree_plan(struct skipper_engine *e, double a, int max)
+{
+	const struct lookup_tree *t = &e->lk_tree;
+	struct node_pick pick[LOOKUP_TREE_NODES];
+	double others[LOOKUP_TREE_NODES + 1] = { 0 }, p[LOOKUP_TREE_NODES];
+	double r = lookup_alt_rate(&e->lk_stats), value = 1.02, sum = 0;
+	int best = 0;
+
+	for (int i = 0; i < t->n; i++)
+		if (!t->first[i])
+			others[t->parent[i] + 1] += t->count[i];
+	for (int i = 0; i < t->n; i++) {
+		int par = t->parent[i];
+		double up = par < 0 ? 1.0 : p[par];
+		p[i] = up * (t->first[i] ? a : (1.0 - a) * r * t->count[i] / others[par + 1]);
+		pick[i] = (struct node_pick){ p[i], i };
+	}
+	qsort(pick, (size_t)t->n, sizeof *pick, pick_order);
+	for (int k = 1; k <= t->n && k <= max; k++) {
+		sum += pick[k - 1].p;
+		double v = (1.0 + sum) / engine_verify_cost(e, k + 1);
+		if (v > value) {
+			value = v;
+			best = k;
+		}
+	}
+	memset(e->lk_sel, 0, (size_t)t->n);
+	for (int k = 0; k < best; k++)
+		e->lk_sel[pick[k].i] = 1;
+	e->lk_tree_n = best;
+	return value;
+}
+
+/* The lookup proposal worth verifying on its own: the context's chain,
+ * in greedy rounds its tree when that promises more, or the corpus
+ * n-grams' chain when those promise more tokens per step (each only while
+ * its guard lets it draft). Returns the tokens per decode step it
+ * promises (1.02 when there is none). */
+static double lookup_plan(struct skipper_engine *e, int cap, int context, int corpus, int greedy)
+{
+	int max = e->lk.max_draft < cap ? e->lk.max_draft : cap, n = 0;
 	double v, v_corpus;
 
+	e->lk_tree.n = 0;
+	e->lk_tree_n = 0;
+	if (context)
+		n = lookup_propose(e->hist, e->hist_n, e->lk.min_ngram, e->lk.max_ngram, max, greedy ? e->lk.branches : 1,
+		                   &e->lk_tree, &e->lk_ngram);
+	float a = (float)lookup_accept_rate(&e->lk_stats, e->lk_ngram);
+	memcpy(e->lk_tok, e->lk_tree.tok, sizeof *e->lk_tok * (size_t)n);
 	for (int i = 0; i < n; i++)
 		e->lk_p[i] = a;
 	e->lk_n = best_cut(e, e->lk_p, n, &v);
+	if (e->lk_tree.n > n) {
+		double v_tree = tree_plan(e, a, max);
+		if (v_tree > v)
+			v = v_tree;
+		else
+			e->lk_tree_n = 0;
+	}
 	e->lk_corpus = 0;
 	if (corpus) {
 		int32_t tok[MAX_DRAFT];
@@ -454,6 +526,7 @@ static double lookup_plan(struct skipper_engine *e, int cap, int context, int co
 			memcpy(e->lk_p, p, sizeof *p * (size_t)k);
 			memcpy(e->lk_table, table, sizeof *table * (size_t)k);
 			e->lk_n = k;
+			e->lk_tree_n = 0;
 			e->lk_corpus = 1;
 			v = v_corpus;
 		}
@@ -509,6 +582,7 @@ static int plan_round(struct skipper_engine *e, struct round_ctx *r, int *n_draf
 
 	*n_draft = 0;
 	e->lk_n = 0;
+	e->lk_tree_n = 0;
 	r->lookup_only = 0;
 	if (cap > MAX_DRAFT)
 		cap = MAX_DRAFT;
@@ -521,14 +595,15 @@ static int plan_round(struct skipper_engine *e, struct round_ctx *r, int *n_draf
 	if (e->lk.enable && cap > 0) {
 		int context = guard_open(e, &e->guard[GUARD_LOOKUP]);
 		int corpus = e->ngrams.n && guard_open(e, &e->guard[GUARD_CORPUS]);
-		lk_value = lookup_plan(e, cap, context, corpus);
+		lk_value = lookup_plan(e, cap, context, corpus, r->greedy);
 	}
 	int pcap = (e->pol || e->fixed_max_draft > 0) && !guard_open(e, &e->guard[GUARD_SKIP]) ? 0 : cap;
 	/* a layer-skip draft costs model passes before anything is verified,
 	 * lookup's costs none: when lookup promises more tokens per step than
 	 * the skip drafts have delivered lately, the round is lookup's alone
 	 * (with sampling, a round verifies one source's chain anyway) */
-	if (e->lk_n > 0 && (!r->greedy || lk_value > skip_rate(e)))
+	int lk_any = e->lk_n > 0 || e->lk_tree_n > 0;
+	if (lk_any && (!r->greedy || lk_value > skip_rate(e)))
 		pcap = 0;
 	memset(e->skip_attn, 0, (size_t)e->n_layer);
 	memset(e->skip_mlp, 0, (size_t)e->n_layer);
@@ -550,7 +625,9 @@ static int plan_round(struct skipper_engine *e, struct round_ctx *r, int *n_draf
 		memcpy(e->skip_mlp, e->fixed_mlp, (size_t)e->n_layer);
 		*n_draft = e->fixed_max_draft < pcap ? e->fixed_max_draft : pcap;
 	}
-	r->lookup_only = *n_draft == 0 && e->lk_n > 0;
+	r->lookup_only = *n_draft == 0 && lk_any;
+	if (!r->lookup_only)
+		e->lk_tree_n = 0; /* beside a policy's draft lookup adds its chain */
 	return SKIPPER_OK;
 }
 
@@ -635,7 +712,7 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 		if ((rc = plan_round(e, &r, &n_draft, err)))
 			break;
 		if (r.lookup_only) {
-			n_draft = lookup_as_chain(e, &r);
+			n_draft = e->lk_tree_n ? 0 : lookup_as_chain(e, &r);
 		} else if (n_draft > 0) {
 			double p0 = st->t_policy, t0 = engine_now(); /* should_exit time is the policy's */
 			rc = engine_draft(e, &r, n_draft, &n_draft, err);

@@ -67,6 +67,11 @@ struct skipper_engine {
 	struct lookup_stats lk_stats;
 	struct ngram_table ngrams;
 	struct ngram_stats ng_stats;
+	struct lookup_tree lk_tree;
+	/* greedy rounds verify the tree's most promising nodes (lk_sel) when
+	 * that promises more than the chain; lk_tree_n of them, 0 = the chain */
+	uint8_t lk_sel[LOOKUP_TREE_NODES];
+	int lk_tree_n;
 	int32_t lk_tok[MAX_DRAFT], lk_row[MAX_DRAFT];
 	float lk_p[MAX_DRAFT];   /* acceptance to expect, given the tokens before it were accepted */
 	float lk_table[MAX_DRAFT]; /* corpus proposals: the table's probabilities */

@@ -94,6 +94,30 @@ static int add_lookup_branch(struct skipper_engine *e, int n_draft, int n)
 	return n;
 }
 
+/* A greedy lookup-only round: the tree's selected nodes as rows 1.., each
+ * after its parent; lk_row gets the rows of the spine's selected nodes
+ * (lk_n of them, a prefix of the spine: a node is selected only with its
+ * parent). */
+static int add_lookup_tree(struct skipper_engine *e, int n)
+{
+	const struct lookup_tree *t = &e->lk_tree;
+	int16_t row[LOOKUP_TREE_NODES];
+
+	e->lk_n = 0;
+	for (int i = 0; i < t->n; i++) {
+		if (!e->lk_sel[i])
+			continue;
+		int par = t->parent[i] < 0 ? 0 : row[t->parent[i]];
+		e->b_tok[n] = t->tok[i];
+		e->b_parent[n] = par;
+		e->b_depth[n] = e->b_depth[par] + 1;
+		if (i < t->spine)
+			e->lk_row[e->lk_n++] = n;
+		row[i] = (int16_t)n++;
+	}
+	return n;
+}
+
 static int build_batch(struct skipper_engine *e, struct round_ctx *r, int n_draft, int *n_rows,
                        struct skipper_error *err)
 {
@@ -132,7 +156,9 @@ static int build_batch(struct skipper_engine *e, struct round_ctx *r, int n_draf
 		n++;
 	}
 	r->n_policy_rows = r->lookup_only ? 1 : n;
-	if (r->lookup_only)
+	if (r->lookup_only && e->lk_tree_n > 0)
+		n = add_lookup_tree(e, n);
+	else if (r->lookup_only)
 		for (int i = 0; i < e->lk_n; i++)
 			e->lk_row[i] = i + 1;
 	else if (e->lk_n > 0)
@@ -422,8 +448,18 @@ int engine_verify(struct skipper_engine *e, struct round_ctx *r, int n_draft, st
 	n_acc = r->greedy ? accept_greedy(e, n_rows, path, &bonus) : accept_sample(e, r, n_rows, n_draft, path, &bonus);
 	r->st->t_sample += engine_now() - ts;
 	int pol_drafted = r->lookup_only ? 0 : n_draft, pol_acc = 0, lk_acc = 0;
+	int lk_drafted = e->lk_tree_n ? e->lk_tree_n : e->lk_n;
 	count_sources(e, r, path, n_acc, &pol_acc, &lk_acc);
-	if (e->lk.enable && e->lk_corpus) {
+	if (e->lk_tree_n) {
+		/* the spine's evidence as a chain's; where the model left the spine */
+		int32_t target[MAX_NODES + 1];
+		for (int i = 0; i < n_acc; i++)
+			target[i] = e->b_tok[path[i]];
+		target[n_acc] = bonus;
+		lookup_record(&e->lk_stats, e->lk_ngram, e->lk_n, lk_acc);
+		lookup_record_alt(&e->lk_stats, &e->lk_tree, e->lk_sel, target, n_acc + 1);
+		lk_acc = n_acc;
+	} else if (e->lk.enable && e->lk_corpus) {
 		ngram_record(&e->ng_stats, e->lk_table, e->lk_n, lk_acc);
 		lookup_record(&e->lk_stats, 0, 0, 0); /* the context's evidence fades all the same */
 		r->st->ngram_drafted += e->lk_n;
@@ -435,14 +471,14 @@ int engine_verify(struct skipper_engine *e, struct round_ctx *r, int n_draft, st
 		e->skip_hits = 0.9 * e->skip_hits + pol_acc;
 		e->skip_tries = 0.9 * e->skip_tries + pol_acc + (pol_acc < pol_drafted);
 	}
-	r->st->drafted += pol_drafted + e->lk_n;
+	r->st->drafted += pol_drafted + lk_drafted;
 	r->st->accepted += n_acc;
-	r->st->lookup_drafted += e->lk_n;
+	r->st->lookup_drafted += lk_drafted;
 	r->st->lookup_accepted += lk_acc;
 	if ((rc = commit_path(e, r, path, n_acc, chain, bonus, err)))
 		return rc;
 	if (!e->pol)
 		return SKIPPER_OK;
-	struct verdict_counts vc = { pol_drafted, pol_acc, e->lk_n, lk_acc };
+	struct verdict_counts vc = { pol_drafted, pol_acc, lk_drafted, lk_acc };
 	return report_verdict(e, r, path, n_acc, &vc, n_rows, bonus, engine_now() - t0, err);
 }

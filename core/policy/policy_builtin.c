@@ -35,7 +35,8 @@ const struct skipper_policy skipper_policy_lookup = {
 	.description = "context lookup: drafts copied from the prompt and output, no layer skipping",
 	.config_help = "[lookup] min_ngram = 1   shortest suffix n-gram to match\n"
 	               "[lookup] max_ngram = 4   longest suffix n-gram to match (tried first)\n"
-	               "[lookup] max_draft = 16  most tokens proposed per round\n",
+	               "[lookup] max_draft = 16  most tokens proposed per round\n"
+	               "[lookup] branches = 8    most continuations verified together (greedy)\n",
 	.create = builtin_create,
 	.destroy = builtin_destroy,
 };
