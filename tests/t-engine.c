@@ -450,6 +450,27 @@ static void lookup_choice(void)
 	   "a continuation cut by the history's end merges with a longer one that agrees, which is kept (%s)",
 	   tree_shape(&t));
 
+	/* "9 1 2 3" then 7, then "1 2 3 5" 1100 times, then "9 1 2 3": the
+	 * first occurrence agrees best, but only the 1024 most recent are
+	 * looked at */
+	static int32_t many[5 + 4 * 1100 + 4];
+	int nm = 0;
+	static const int32_t head[] = { 9, 1, 2, 3, 7 }, rep4[] = { 1, 2, 3, 5 };
+	memcpy(many, head, sizeof head);
+	nm = 5;
+	for (int i = 0; i < 1100; i++, nm += 4)
+		memcpy(many + nm, rep4, sizeof rep4);
+	memcpy(many + nm, head, 4 * sizeof *head);
+	nm += 4;
+	k = lookup_propose(many, nm, 1, 3, 2, 8, &t, &g);
+	ok(k == 2 && g == 3 && t.tok[0] == 5 && t.count[0] == 1024 && !strstr(tree_shape(&t), "7/"),
+	   "the 1024 most recent occurrences are looked at, not an older one that agrees better (%s)",
+	   tree_shape(&t));
+	/* the same with 3 repeats: the first occurrence is looked at and wins */
+	memcpy(many + 5 + 4 * 3, head, 4 * sizeof *head);
+	k = lookup_propose(many, 5 + 4 * 3 + 4, 1, 3, 2, 8, &t, &g);
+	ok(k == 2 && t.tok[0] == 7, "of a few occurrences the one that agrees best leads (%s)", tree_shape(&t));
+
 	/* where the model leaves the spine: the other verified way taken,
 	 * none taken, or the spine followed to its end (nothing learnt) */
 	struct lookup_stats s = { 0 };

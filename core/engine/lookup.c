@@ -94,6 +94,11 @@ static void build_tree(const int32_t *hist, const struct branch *b, int m, struc
 	t->spine = m ? b[0].len : 0;
 }
 
+/* Occurrences examined per proposal at most, the most recent first: a
+ * history that repeats one phrase thousands of times (a 32k context of one
+ * token) took 0.9 ms a round without a bound, 4 % of the 1.5B's step. */
+#define LOOKUP_SCAN 1024
+
 int lookup_propose(const int32_t *hist, int n, int min_ngram, int max_ngram, int max_out, int branches,
                    struct lookup_tree *t, int *ngram)
 {
@@ -111,11 +116,13 @@ int lookup_propose(const int32_t *hist, int n, int min_ngram, int max_ngram, int
 		return 0;
 	for (int g = max_ngram < n - 1 ? max_ngram : n - 1; g >= min_ngram && g >= 1; g--) {
 		const int32_t *key = hist + n - g;
-		int m = 0;
-		/* every earlier occurrence with at least one token after it */
-		for (int j = n - g - 1; j >= 0; j--)
-			if (hist[j] == key[0] && memcmp(hist + j, key, (size_t)g * sizeof *key) == 0)
+		int m = 0, seen = 0;
+		/* the earlier occurrences with at least one token after them */
+		for (int j = n - g - 1; j >= 0 && seen < LOOKUP_SCAN; j--)
+			if (hist[j] == key[0] && memcmp(hist + j, key, (size_t)g * sizeof *key) == 0) {
 				m = keep_occurrence(hist, n, g, j, max_out, b, m, branches);
+				seen++;
+			}
 		if (m > 0) {
 			qsort(b, (size_t)m, sizeof *b, branch_order);
 			build_tree(hist, b, m, t);
