@@ -40,8 +40,9 @@ struct lookup_tree {
  * +3 %, overall +0.4 % against the most recent occurrence). Occurrences
  * whose continuations agree (over the shorter one) count as one, the
  * longer kept; the 1024 most recent occurrences at most are looked at
- * (a bounded cost per round). Returns the spine's length, 0 when nothing matches;
- * *ngram gets the matched length (acceptance is kept per length). */
+ * (a bounded cost per round). Returns the spine's length, 0 when nothing
+ * matches; *ngram gets the matched length (acceptance is kept per
+ * length). */
 int lookup_propose(const int32_t *hist, int n, int min_ngram, int max_ngram, int max_out, int branches,
                    struct lookup_tree *t, int *ngram);
 
