@@ -1052,6 +1052,35 @@ static int argmax(const float *p, int n)
 /* lookup: 1 = context lookup, 2 = context lookup and corpus n-grams that
  * propose the most likely token after the previous one (a deterministic
  * proposal from another source). */
+/* For the lookup tree sampling test: lookup_prompt's pairs "a b" each
+ * followed by "a b2", b2 the other likely token after a, so that whatever
+ * is drawn first has two continuations, both in the support. */
+static int two_way_prompt(const int32_t *lp, int nl, int32_t *out)
+{
+	int nv = model->hp.n_vocab, n = 0;
+	float *p = malloc(nv * sizeof *p);
+	struct run ex;
+
+	run_open(&ex, NULL);
+	for (int i = 0; i + 1 < nl - 1; i += 2) {
+		int32_t two[2] = { lp[nl - 1], lp[i] }, b2 = -1;
+		exact_next(ex.be, two, 2, p);
+		for (int x = 0; x < nv; x++)
+			if (x != lp[i + 1] && p[x] > 0 && !skipper_tokenizer_is_eog(tok, x) && (b2 < 0 || p[x] > p[b2]))
+				b2 = x;
+		out[n++] = lp[i];
+		out[n++] = lp[i + 1];
+		if (b2 >= 0) {
+			out[n++] = lp[i];
+			out[n++] = b2;
+		}
+	}
+	out[n++] = lp[nl - 1];
+	run_close(&ex);
+	free(p);
+	return n;
+}
+
 static void sampling_distribution(int32_t *prompt, int n_prompt, int width, int lookup)
 {
 	int32_t ng_ctx[512], ng_next[512];
@@ -1103,9 +1132,26 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width, int 
 	}
 	run_close(&ex);
 
+	/* lookup == 3: lookup trees, verified where extra rows cost 2 % of a
+	 * step (the cached curve rewritten so) */
+	char flat_path[] = "/tmp/skipper-t-engine-flat-XXXXXX";
+	const struct skipper_costs *flat;
+	if (lookup == 3) {
+		static char lines[SKIPPER_COST_MAX_ROWS][32];
+		const char *set[SKIPPER_COST_MAX_ROWS];
+		int n_set = 0;
+		close(mkstemp(flat_path));
+		for (int n = 2; n <= SKIPPER_COST_MAX_ROWS && n_set < SKIPPER_COST_MAX_ROWS; n++, n_set++) {
+			snprintf(lines[n_set], sizeof lines[n_set], "verify %d %.6f\n", n, 1.0 + 0.02 * (n - 1));
+			set[n_set] = lines[n_set];
+		}
+		rewritten_curve(flat_path, set, n_set, &ssd, &flat);
+		run_close(&ssd);
+	}
 	next_lookup = lookup;
 	run_open(&ssd, width ? &pol : NULL);
 	next_lookup = 0;
+	work_clock_on(&ssd); /* counts the passes over trees */
 	int lk_drafted = 0, lk_accepted = 0;
 	for (int i = 0; i < N; i++) {
 		struct skipper_gen_params gp = { .max_tokens = SEQ, .sampling = samp, .seed = 1000 + i };
@@ -1114,7 +1160,8 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width, int 
 		int found = 0;
 		if (lookup) {
 			/* a fresh engine: what lookup learnt from earlier samples (its
-			 * acceptance, its pauses) would otherwise stop its proposals */
+			 * acceptance, its pauses) would otherwise stop its proposals;
+			 * with trees, on a curve where rows are nearly free */
 			struct skipper_lookup_opts lk = { .enable = 1, .min_ngram = 1, .max_ngram = 3, .max_draft = 8,
 			                                  .branches = LOOKUP_BRANCHES };
 			skipper_engine_free(ssd.eng);
@@ -1125,6 +1172,8 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width, int 
 			skipper_engine_set_guard(ssd.eng, 0);
 			if (lookup == 2)
 				ngrams_set(ssd.eng, ng_ctx, 1, ng_next, n_ng, 0.9f);
+			if (lookup == 3 && skipper_engine_costs(ssd.eng, flat_path, &flat, &err))
+				BAIL(err.msg);
 		}
 		if (generate(&ssd, prompt, n_prompt, &gp, &got, &st))
 			break;
@@ -1140,9 +1189,12 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width, int 
 			}
 		outside += !found; /* EOS ends early or a token outside top-k */
 	}
+	work_clock_off(&ssd);
 	run_close(&ssd);
+	if (lookup == 3)
+		unlink(flat_path);
 	chi = skipper_test_chi_square(cells, n_cells, N, &df);
-	const char *what = lookup == 2 ? (width ? "corpus n-grams or chain" : "corpus n-grams")
+	const char *what = lookup == 3 ? "lookup tree" : lookup == 2 ? (width ? "corpus n-grams or chain" : "corpus n-grams")
 	                   : !width ? "lookup" : lookup ? "lookup or chain" : width > 1 ? "tree" : subset_n ? "subset-head chain" : "chain";
 	diag("%s sampling: %d cells, df %d, chi-square %.2f, %d outside, %s tokens %d accepted of %d", what,
 	     n_cells, df, chi, outside, lookup == 2 ? "corpus" : "lookup", lk_accepted, lk_drafted);
@@ -1154,6 +1206,8 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width, int 
 		ok(lk_drafted > N / 2 && lk_accepted > lk_drafted / 5 && lk_accepted < lk_drafted * 4 / 5,
 		   "%s drafted in most runs, both accepted and rejected (%d of %d)",
 		   lookup == 2 ? "corpus n-grams" : "lookup", lk_accepted, lk_drafted);
+	if (lookup == 3)
+		ok(wclock.trees > N / 4, "trees of lookup's continuations verified in %d of %d runs", wclock.trees, N);
 	is_int(outside, 0, "every sample is a sequence of the exact support");
 	free(p1);
 	free(p2);
@@ -1228,6 +1282,9 @@ int main(void)
 		sampling_distribution(lp, nl, 0, 1);
 		sampling_distribution(lp, nl, 1, 1);
 		sampling_distribution(lp, nl, 0, 2);
+		int32_t lt[256];
+		int nt = two_way_prompt(lp, nl, lt);
+		sampling_distribution(lt, nt, 0, 3);
 	}
 	skipper_tokenizer_free(tok);
 	skipper_model_free(model);

@@ -485,28 +485,29 @@ static double tree_plan(struct skipper_engine *e, double a, int max)
 	return value;
 }
 
-/* The lookup proposal worth verifying on its own: the context's chain,
- * in greedy rounds its tree when that promises more, or the corpus
- * n-grams' chain when those promise more tokens per step (each only while
- * its guard lets it draft). Returns the tokens per decode step it
- * promises (1.02 when there is none). */
-static double lookup_plan(struct skipper_engine *e, int cap, int context, int corpus, int greedy)
+/* The lookup proposal worth verifying on its own, at most cap tokens
+ * deep and `rows` rows: the context's chain, its tree when that promises
+ * more, or the corpus n-grams' chain when those promise more tokens per
+ * step (each only while its guard lets it draft). Returns the tokens per
+ * decode step it promises (1.02 when there is none). */
+static double lookup_plan(struct skipper_engine *e, int cap, int rows, int context, int corpus)
 {
 	int max = e->lk.max_draft < cap ? e->lk.max_draft : cap, n = 0;
+	int max_nodes = e->lk.max_draft < rows ? e->lk.max_draft : rows;
 	double v, v_corpus;
 
 	e->lk_tree.n = 0;
 	e->lk_tree_n = 0;
 	if (context)
-		n = lookup_propose(e->hist, e->hist_n, e->lk.min_ngram, e->lk.max_ngram, max, greedy ? e->lk.branches : 1,
-		                   &e->lk_tree, &e->lk_ngram);
+		n = lookup_propose(e->hist, e->hist_n, e->lk.min_ngram, e->lk.max_ngram, max, e->lk.branches, &e->lk_tree,
+		                   &e->lk_ngram);
 	float a = (float)lookup_accept_rate(&e->lk_stats, e->lk_ngram);
 	memcpy(e->lk_tok, e->lk_tree.tok, sizeof *e->lk_tok * (size_t)n);
 	for (int i = 0; i < n; i++)
 		e->lk_p[i] = a;
 	e->lk_n = best_cut(e, e->lk_p, n, &v);
 	if (e->lk_tree.n > n) {
-		double v_tree = tree_plan(e, a, max);
+		double v_tree = tree_plan(e, a, max_nodes);
 		if (v_tree > v)
 			v = v_tree;
 		else
@@ -595,7 +596,9 @@ static int plan_round(struct skipper_engine *e, struct round_ctx *r, int *n_draf
 	if (e->lk.enable && cap > 0) {
 		int context = guard_open(e, &e->guard[GUARD_LOOKUP]);
 		int corpus = e->ngrams.n && guard_open(e, &e->guard[GUARD_CORPUS]);
-		lk_value = lookup_plan(e, cap, context, corpus, r->greedy);
+		/* a tree's rows need only fit the context: siblings emit one token */
+		int rows = n_ctx - r->n_past - 1 < MAX_DRAFT ? n_ctx - r->n_past - 1 : MAX_DRAFT;
+		lk_value = lookup_plan(e, cap, rows, context, corpus);
 	}
 	int pcap = (e->pol || e->fixed_max_draft > 0) && !guard_open(e, &e->guard[GUARD_SKIP]) ? 0 : cap;
 	/* a layer-skip draft costs model passes before anything is verified,

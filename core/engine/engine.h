@@ -84,7 +84,7 @@ struct skipper_lookup_opts {
 	int enable;
 	int min_ngram, max_ngram; /* 1..8 */
 	int max_draft;            /* tokens per round, 1..32 */
-	int branches;             /* continuations verified together, 1..8 (greedy); 0 or 1: one */
+	int branches;             /* continuations verified together, 1..8; 0 or 1: one */
 };
 void skipper_engine_set_lookup(struct skipper_engine *e, const struct skipper_lookup_opts *o);
 

@@ -68,7 +68,7 @@ struct skipper_engine {
 	struct ngram_table ngrams;
 	struct ngram_stats ng_stats;
 	struct lookup_tree lk_tree;
-	/* greedy rounds verify the tree's most promising nodes (lk_sel) when
+	/* lookup-only rounds verify the tree's most promising nodes (lk_sel) when
 	 * that promises more than the chain; lk_tree_n of them, 0 = the chain */
 	uint8_t lk_sel[LOOKUP_TREE_NODES];
 	int lk_tree_n;

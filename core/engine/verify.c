@@ -94,7 +94,7 @@ static int add_lookup_branch(struct skipper_engine *e, int n_draft, int n)
 	return n;
 }
 
-/* A greedy lookup-only round: the tree's selected nodes as rows 1.., each
+/* A lookup-only round: the tree's selected nodes as rows 1.., each
  * after its parent; lk_row gets the rows of the spine's selected nodes
  * (lk_n of them, a prefix of the spine: a node is selected only with its
  * parent). */
@@ -253,6 +253,43 @@ static int accept_sample(struct skipper_engine *e, struct round_ctx *r, int n_ro
 		skipper_process_logits(&r->gp->sampling, &e->logits[(size_t)row * nv], nv, p, e->scratch);
 		if (chain_row(e, n_rows, depth, n_draft) != row)
 			break; /* an accepted sibling is a leaf */
+	}
+	*bonus = skipper_sample_probs(p, nv, &e->rng);
+	return len;
+}
+
+/* Speculative sampling over a lookup tree: deterministic proposals (q = 1
+ * on each token). At each accepted row its children are tried in turn,
+ * each accepted with its token's share of what is left of the target
+ * distribution p, then removed from it; when all are rejected the bonus
+ * token is drawn from the rest. Each token keeps its probability under p
+ * (for one child this is the chain's rule with q = 1). */
+static int accept_sample_lookup(struct skipper_engine *e, struct round_ctx *r, int n_rows, int32_t *path,
+                                int32_t *bonus)
+{
+	int nv = e->n_vocab, len = 0, row = 0;
+	float *p = e->p;
+
+	skipper_process_logits(&r->gp->sampling, &e->logits[0], nv, p, e->scratch);
+	for (;;) {
+		int accepted = -1;
+		double left = 1.0;
+		for (int i = row + 1; i < n_rows && accepted < 0; i++) {
+			int32_t x = e->b_tok[i];
+			if (e->b_parent[i] != row || p[x] <= 0)
+				continue;
+			if (skipper_rng_double(&e->rng) * left < p[x]) {
+				accepted = i;
+			} else {
+				left -= p[x];
+				p[x] = 0;
+			}
+		}
+		if (accepted < 0)
+			break;
+		path[len++] = accepted;
+		row = accepted;
+		skipper_process_logits(&r->gp->sampling, &e->logits[(size_t)row * nv], nv, p, e->scratch);
 	}
 	*bonus = skipper_sample_probs(p, nv, &e->rng);
 	return len;
@@ -434,7 +471,7 @@ int engine_verify(struct skipper_engine *e, struct round_ctx *r, int n_draft, st
 	for (int i = 1; i < n_rows; i++)
 		if (e->b_parent[i] != i - 1)
 			chain = 0;
-	if (!r->greedy && !chain) {
+	if (!r->greedy && !chain && !e->lk_tree_n) {
 		n_rows = prune_to_spine(e, n_rows, n_draft);
 		redraw_siblings(e, n_rows, n_draft);
 	}
@@ -445,7 +482,12 @@ int engine_verify(struct skipper_engine *e, struct round_ctx *r, int n_draft, st
 	r->st->rounds++;
 
 	double ts = engine_now();
-	n_acc = r->greedy ? accept_greedy(e, n_rows, path, &bonus) : accept_sample(e, r, n_rows, n_draft, path, &bonus);
+	if (r->greedy)
+		n_acc = accept_greedy(e, n_rows, path, &bonus);
+	else if (e->lk_tree_n)
+		n_acc = accept_sample_lookup(e, r, n_rows, path, &bonus);
+	else
+		n_acc = accept_sample(e, r, n_rows, n_draft, path, &bonus);
 	r->st->t_sample += engine_now() - ts;
 	int pol_drafted = r->lookup_only ? 0 : n_draft, pol_acc = 0, lk_acc = 0;
 	int lk_drafted = e->lk_tree_n ? e->lk_tree_n : e->lk_n;

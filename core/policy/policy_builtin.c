@@ -36,7 +36,7 @@ const struct skipper_policy skipper_policy_lookup = {
 	.config_help = "[lookup] min_ngram = 1   shortest suffix n-gram to match\n"
 	               "[lookup] max_ngram = 4   longest suffix n-gram to match (tried first)\n"
 	               "[lookup] max_draft = 16  most tokens proposed per round\n"
-	               "[lookup] branches = 8    most continuations verified together (greedy)\n",
+	               "[lookup] branches = 8    most continuations verified together as a tree\n",
 	.create = builtin_create,
 	.destroy = builtin_destroy,
 };
