@@ -492,22 +492,23 @@ int engine_verify(struct skipper_engine *e, struct round_ctx *r, int n_draft, st
 	int pol_drafted = r->lookup_only ? 0 : n_draft, pol_acc = 0, lk_acc = 0;
 	int lk_drafted = e->lk_tree_n ? e->lk_tree_n : e->lk_n;
 	count_sources(e, r, path, n_acc, &pol_acc, &lk_acc);
-	if (e->lk_tree_n) {
-		/* the spine's evidence as a chain's; where the model left the spine */
-		int32_t target[MAX_NODES + 1];
-		for (int i = 0; i < n_acc; i++)
-			target[i] = e->b_tok[path[i]];
-		target[n_acc] = bonus;
-		lookup_record(&e->lk_stats, e->lk_ngram, e->lk_n, lk_acc);
-		lookup_record_alt(&e->lk_stats, &e->lk_tree, e->lk_sel, target, n_acc + 1);
-		lk_acc = n_acc;
-	} else if (e->lk.enable && e->lk_corpus) {
+	if (e->lk.enable && e->lk_corpus) {
 		ngram_record(&e->ng_stats, e->lk_table, e->lk_n, lk_acc);
 		lookup_record(&e->lk_stats, 0, 0, 0); /* the context's evidence fades all the same */
 		r->st->ngram_drafted += e->lk_n;
 		r->st->ngram_accepted += lk_acc;
 	} else if (e->lk.enable) {
+		/* a tree's spine is evidence as a chain's; the rest of it, where
+		 * the model left the spine */
 		lookup_record(&e->lk_stats, e->lk_ngram, e->lk_n, lk_acc);
+		if (e->lk_tree_n) {
+			int32_t target[MAX_NODES + 1];
+			for (int i = 0; i < n_acc; i++)
+				target[i] = e->b_tok[path[i]];
+			target[n_acc] = bonus;
+			lookup_record_alt(&e->lk_stats, &e->lk_tree, e->lk_sel, target, n_acc + 1);
+			lk_acc = n_acc;
+		}
 	}
 	if (pol_drafted > 0) {
 		e->skip_hits = 0.9 * e->skip_hits + pol_acc;
