@@ -169,6 +169,7 @@ static struct skipper_policy rec_desc = {
 static const struct skipper_policy *next_desc = &tp_desc; /* what run_open loads */
 static int next_lookup; /* run_open turns context lookup on */
 static int next_branches = LOOKUP_BRANCHES; /* with trees of up to this many continuations */
+static int next_curve_told; /* work_run: the cost curve set to what the work clock charges */
 
 struct run {
 	struct skipper_backend *be;
@@ -741,6 +742,15 @@ static double work_run(const int32_t *prompt, int n_prompt, int lookup, const st
 	next_lookup = lookup;
 	run_open(&r, policy);
 	next_lookup = 0;
+	if (next_curve_told) { /* the engine's curve: what the work clock charges */
+		const struct skipper_costs *c;
+		if (skipper_engine_costs(r.eng, NULL, &c, &err))
+			BAIL(err.msg);
+		struct skipper_costs *w = (struct skipper_costs *)c;
+		w->step_seconds = 1.1; /* 0.1 + 1 */
+		for (int n = 1; n <= w->n_max; n++)
+			w->verify[n] = 1.0 + row * (n - 1) / 1.1;
+	}
 	work_clock_on(&r);
 	wclock.row = row;
 	skipper_engine_set_guard(r.eng, guard);
@@ -809,30 +819,13 @@ static void lookup_guard(const int32_t *prompt, int n_prompt)
 static double tree_run(const int32_t *prompt, int n_prompt, int branches, struct skipper_run_stats *st,
                        struct toks *got, int *trees)
 {
-	struct skipper_gen_params gp = { .max_tokens = 128, .seed = 1 };
-	const struct skipper_costs *c;
-	struct run r;
-
-	next_lookup = 1;
 	next_branches = branches;
-	run_open(&r, NULL);
-	next_lookup = 0;
+	next_curve_told = 1;
+	double t = work_run(prompt, n_prompt, 1, NULL, 0, 0.02, st, got);
 	next_branches = LOOKUP_BRANCHES;
-	if (skipper_engine_costs(r.eng, NULL, &c, &err))
-		BAIL(err.msg);
-	struct skipper_costs *w = (struct skipper_costs *)c;
-	w->step_seconds = 1.1; /* the work clock's step: 0.1 + 1 */
-	for (int n = 1; n <= w->n_max; n++)
-		w->verify[n] = 1.0 + 0.02 * (n - 1) / 1.1;
-	work_clock_on(&r);
-	wclock.row = 0.02;
-	skipper_engine_set_guard(r.eng, 0);
-	if (generate(&r, prompt, n_prompt, &gp, got, st))
-		BAIL("generation failed");
+	next_curve_told = 0;
 	*trees = wclock.trees;
-	work_clock_off(&r);
-	run_close(&r);
-	return wclock.t;
+	return t;
 }
 
 /* Where the best-ranked earlier continuation of a 3-gram is wrong and
