@@ -20,7 +20,7 @@ check() { # description, expected exit code, expected stderr substring, command.
 		sed 's/^/#   /' "$t/err"
 	fi
 }
-echo "1..17"
+echo "1..25"
 printf '[model]\nthreads = 2\nbogus = 1\n' >"$t/a.ini"
 printf '[policy]\nname = fixed\n[fixed]\ndraft_lenght = 3\n' >"$t/b.ini"
 printf '[policy]\nname = nosuchpolicy\n' >"$t/c.ini"
@@ -70,3 +70,25 @@ n=$((n + 1))
 (cd "$t" && cp cache/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf qwen2.5-coder-1.5b &&
 	SKIPPER_CACHE_DIR="$t/none" "$S" info -m qwen2.5-coder-1.5b >"$t/out" 2>&1) && grep -q 'qwen2' "$t/out" &&
 	echo "ok $n - a file named like a known model is taken as the file" || { echo "not ok $n - file over name"; sed 's/^/#   /' "$t/out"; }
+
+# Sections of policies other than the configured one (a file that keeps
+# several) are checked by their plugins too, before the model loads.
+printf '[policy]\nname = none\n[swift]\nmax_draft = 4\n[clasp]\nskip_ratoi = 0.5\n' >"$t/d.ini"
+check "an unknown key in another policy's section" 2 "$t/d.ini:6: [clasp] skip_ratoi: unknown key for policy clasp" \
+	"$S" generate -c "$t/d.ini" -m /nonexistent.gguf -p hi
+check "a bad value there" 2 "--set: [swift] max_draft: expected an integer in [1, 32], got '99'" \
+	"$S" generate --set swift.max_draft=99 -m /nonexistent.gguf -p hi
+mkdir -p "$t/plug" && printf 'not a plugin' >"$t/plug/skipper-policy-fake.so"
+check "a section whose plugin file is not a plugin" 2 "[fake]: $t/plug/skipper-policy-fake.so" \
+	"$S" generate --set policy.plugin_dir="$t/plug" --set fake.x=1 -m /nonexistent.gguf -p hi
+check "a plugin_dir that does not exist" 2 "[policy] plugin_dir $t/nodir: No such file or directory" \
+	"$S" generate --set policy.plugin_dir="$t/nodir" -m /nonexistent.gguf -p hi
+printf '[lookup]\nmin_ngram = 6\nmax_ngram = 2\n' >"$t/e.ini"
+check "keys that bound each other, with both places" 2 "$t/e.ini:2: [lookup] min_ngram = 6 is above max_ngram = 2 ($t/e.ini:3)" \
+	"$S" generate -c "$t/e.ini" -m /nonexistent.gguf -p hi
+check "a count option that is not a number" 2 "--warmup: expected a whole number, got '2x'" \
+	"$S" bench --data "$t/bad.jsonl" --warmup 2x
+check "calibrate takes --policy=NAME as its own option" 2 "$t/none.jsonl: No such file" \
+	"$S" calibrate --policy=bo-static --data "$t/none.jsonl" --out "$t/cal"
+check "... and checks --seed=N" 2 "--seed: expected a whole number, got '3x'" \
+	"$S" calibrate --policy=bo-static --data "$t/none.jsonl" --out "$t/cal" --seed=3x

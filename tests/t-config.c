@@ -120,6 +120,15 @@ int main(void)
 	expect("[model]\nthis is not ini\n", ":2: syntax error (expected [section], key = value or a comment)",
 	       "syntax error");
 	expect("threads = 1\n", ":1: key 'threads' outside of any [section]", "key outside section");
+	/* inih goes on after a broken header: the key below must not be blamed */
+	expect("[lookup\nmax_draft = 4\n", ":1: syntax error: section header without ']'", "header without ']'");
+	{
+		char want[1024];
+		snprintf(want, sizeof want, "%s/t.ini:2: [lookup] min_ngram = 6 is above max_ngram = 2 (%s/t.ini:3)", dir,
+		         dir);
+		is_str(load_msg("[lookup]\nmin_ngram = 6\nmax_ngram = 2\n", &err), want, "keys that bound each other");
+		is_str(load_msg("[lookup]\nmin_ngram = 4\nmax_ngram = 4\n", &err), "", "... equal is fine");
+	}
 	{
 		struct skipper_config *c3;
 		skipper_config_new(&c3, &err);

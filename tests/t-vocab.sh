@@ -10,7 +10,7 @@ set -u
 sk="$top_builddir/skipper"
 t=$(mktemp -d "${TMPDIR:-/tmp}/t-vocab.XXXXXX") || exit 1
 trap 'rm -rf "$t"' EXIT
-echo "1..22"
+echo "1..31"
 
 "$top_builddir/tests/gen-model" --out "$t/tiny.gguf" --layers 4 --embd 64 --ff 128 --redundant 1 --vocab 256 \
 	--ctx 256 >/dev/null || { echo "Bail out! gen-model failed"; exit 1; }
@@ -116,3 +116,26 @@ grep -q "of which corpus n-grams [1-9][0-9]* / " "$t/err" &&
 $lk --set lookup.ngrams=off >/dev/null 2>"$t/err"
 grep -q "of which corpus n-grams 0 / 0" "$t/err" && echo "ok 22 - [lookup] ngrams = off drafts no n-grams" ||
 	{ sed 's/^/# /' "$t/err"; echo "not ok 22 - ngrams = off"; }
+
+# bad input of other kinds: a clear error naming file and line, a non-zero
+# exit, nothing left behind
+echo "1 99999999999999999999 99999999999999999999 1" >"$t/big.txt"
+fails 23 "a number too large for its field is an error naming file and line" "big.txt:1: number out of range" \
+	$lk --set lookup.ngrams="$t/big.txt"
+printf '1 2 3 4\0 5\n' >"$t/nul.txt"
+fails 24 "a NUL byte in an n-gram file is an error naming the line" "nul.txt:1: NUL byte in line" \
+	$lk --set lookup.ngrams="$t/nul.txt"
+head -c 4096 /dev/zero | tr '\0' '7' >"$t/long.txt"
+fails 25 "an endless line is refused, not read to the end of memory" "long.txt:1: line too long" \
+	$lk --set lookup.ngrams="$t/long.txt"
+fails 26 "so is one of a draft vocabulary" "long.txt:1: line too long" \
+	$gen --set generate.draft_vocab=3 --set generate.draft_vocab_file="$t/long.txt"
+fails 27 "a directory as n-gram file says why" "Is a directory" $lk --set lookup.ngrams="$t"
+fails 28 "a count option that is not a number" "--limit: expected a whole number, got 'abc'" \
+	$sk vocab $common --data "$t/p.jsonl" --out "$t/z.txt" --limit abc
+fails 29 "a corpus with nothing to count" "no tokens to count (--skip passes every prompt)" \
+	$sk vocab $common --data "$t/p.jsonl" --out "$t/z.txt" --skip 5
+fails 30 "an n-gram file that cannot be written is an error naming it" "$t/no/ng.txt: No such file" \
+	$sk vocab $common --data "$t/p2.jsonl" --generate 4 --out "$t/z.txt" --ngrams "$t/no/ng.txt"
+[ ! -e "$t/z.txt" ] && [ -z "$(ls "$t" | grep '\.tmp')" ] && echo "ok 31 - ... and neither output is left behind" ||
+	echo "not ok 31 - files left behind: $(ls "$t")"

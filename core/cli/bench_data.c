@@ -1,5 +1,6 @@
 /* Benchmark prompts from JSONL files. */
 #include <jansson.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,7 @@ int bench_load_prompts(const char *path, struct bench_prompt **out, int *n, char
 	int count = 0, lineno = 0;
 
 	if (!f) {
-		snprintf(errbuf, errlen, "%s: cannot open", path);
+		snprintf(errbuf, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
 	while (getline(&line, &cap, f) > 0) {
@@ -83,6 +84,10 @@ int bench_load_prompts(const char *path, struct bench_prompt **out, int *n, char
 		}
 		p = np;
 		p[count++] = bp;
+	}
+	if (ferror(f)) {
+		snprintf(errbuf, errlen, "%s: %s", path, strerror(errno));
+		goto fail;
 	}
 	free(line);
 	fclose(f);

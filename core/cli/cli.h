@@ -35,6 +35,10 @@ struct cli_common {
 int cli_common_option(struct cli_common *c, int argc, char **argv, int *i);
 void cli_common_free(struct cli_common *c);
 
+/* A count option's argument: a whole number 0..INT_MAX into *out, or an
+ * error naming who and opt printed and -1 ("--limit abc" is no limit). */
+int cli_count_arg(const char *who, const char *opt, const char *arg, int *out);
+
 /* defaults < system skipper.ini < -c FILE < --set, validated before any
  * model is loaded. Prints the error and returns EXIT_USAGE on failure. */
 int cli_load_config(const struct cli_common *c, struct skipper_config **cfg);
@@ -84,10 +88,9 @@ struct ngram_corpus {
 /* Append one token; -1 when out of memory. */
 int ngram_corpus_push(struct ngram_corpus *c, int32_t tok, int generated);
 void ngram_corpus_free(struct ngram_corpus *c);
-/* The n-gram file of the corpus's generated tokens, atomically (a
- * temporary file renamed). Prints errors; returns an exit code. */
-int ngram_file_write(const char *out, const struct ngram_corpus *c, const char *model, const char *data,
-                     int n_prompts);
+/* The n-gram file of the corpus's generated tokens into f (the caller
+ * opened it atomically). Prints errors; returns an exit code. */
+int ngram_file_write(FILE *f, const struct ngram_corpus *c, const char *model, const char *data, int n_prompts);
 /* $SKIPPER_CACHE_DIR, else $XDG_CACHE_HOME/skipper, else ~/.cache/skipper,
  * with "/sub" appended unless sub is "", into buf. -1 if it does not fit. */
 int cli_cache_dir(char *buf, size_t n, const char *sub);
@@ -123,6 +126,14 @@ void cli_install_signals(void);
  * exit code; the temporary name is freed either way. */
 FILE *cli_atomic_open(const char *who, const char *path, char **tmp);
 int cli_atomic_close(const char *who, FILE *f, char *tmp, const char *path);
+
+/* One line of a data file of numbers (n-grams, a draft vocabulary) with
+ * its newline into buf: its length, -1 at the end of the file (or an
+ * error: ferror), -2 if longer than cap - 1 bytes, -3 if it holds a NUL
+ * byte; reading stops at either, so /dev/zero is refused, not read to the
+ * end of memory. CLI_LINE_MAX is room for any valid line. */
+#define CLI_LINE_MAX 512
+int cli_read_line(FILE *f, char *buf, int cap);
 
 /* The rest of f as a NUL-terminated string (caller frees); NULL when out
  * of memory. */

@@ -199,13 +199,11 @@ static int parse_args(struct bench_run *b, int argc, char **argv)
 			b->cats = argv[++i];
 		else if (strcmp(a, "--out") == 0)
 			b->out = argv[++i];
-		else if (strcmp(a, "--limit") == 0)
-			b->limit = atoi(argv[++i]);
-		else if (strcmp(a, "--per-category") == 0)
-			b->per_cat = atoi(argv[++i]);
-		else if (strcmp(a, "--warmup") == 0)
-			b->warmup = atoi(argv[++i]);
-		else if (strcmp(a, "--max-tokens") == 0) {
+		else if (strcmp(a, "--limit") == 0 || strcmp(a, "--per-category") == 0 || strcmp(a, "--warmup") == 0) {
+			int *n = !strcmp(a, "--limit") ? &b->limit : !strcmp(a, "--warmup") ? &b->warmup : &b->per_cat;
+			if (cli_count_arg("skipper bench", a, argv[++i], n))
+				return EXIT_USAGE;
+		} else if (strcmp(a, "--max-tokens") == 0) {
 			char set[64];
 			snprintf(set, sizeof set, "generate.max_tokens=%s", argv[++i]);
 			b->c.sets = realloc(b->c.sets, (size_t)(b->c.n_sets + 1) * sizeof *b->c.sets);
@@ -219,10 +217,6 @@ static int parse_args(struct bench_run *b, int argc, char **argv)
 	if (!b->data) {
 		fprintf(stderr, "skipper bench: --data FILE.jsonl is required\n");
 		usage(stderr);
-		return EXIT_USAGE;
-	}
-	if (b->limit < 0 || b->per_cat < 0 || b->warmup < 0) {
-		fprintf(stderr, "skipper bench: --limit, --per-category and --warmup take a count >= 0\n");
 		return EXIT_USAGE;
 	}
 	return -1;

@@ -116,15 +116,41 @@ struct calib_run {
 	int n;
 };
 
+/* --policy, --seed and --max-tokens are also common shortcuts; here they
+ * mean the policy to calibrate, the search seed and the trial length. */
+static const char *const own_options[] = { "--policy", "--seed", "--max-tokens", "--tokens" };
+
+/* argv with "--policy=X" of the options above as "--policy" "X", as the
+ * common shortcuts take either form; pointers into argv (free the array
+ * only). NULL when out of memory. */
+static char **split_own_options(int argc, char **argv, int *n)
+{
+	char **v = malloc(sizeof *v * (size_t)(2 * argc + 1));
+	*n = 0;
+	for (int i = 0; v && i < argc; i++) {
+		const char *eq = strchr(argv[i], '=');
+		size_t k = 0, len = eq ? (size_t)(eq - argv[i]) : 0;
+		while (eq && k < sizeof own_options / sizeof own_options[0] &&
+		       (strlen(own_options[k]) != len || strncmp(argv[i], own_options[k], len)))
+			k++;
+		if (eq && k < sizeof own_options / sizeof own_options[0]) {
+			v[(*n)++] = (char *)own_options[k];
+			v[(*n)++] = (char *)eq + 1;
+		} else {
+			v[(*n)++] = argv[i];
+		}
+	}
+	return v;
+}
+
 /* Command line into b; returns -1 to go on, else the exit code. */
 static int parse_args(struct calib_run *b, int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		/* --policy, --seed and --max-tokens are also common shortcuts; here they
-		 * mean the policy to calibrate, the search seed and the trial length */
-		int mine = !strcmp(a, "--policy") || !strcmp(a, "--seed") || !strcmp(a, "--max-tokens") ||
-		           !strcmp(a, "--tokens");
+		int mine = 0;
+		for (size_t k = 0; k < sizeof own_options / sizeof own_options[0]; k++)
+			mine |= !strcmp(a, own_options[k]);
 		int r = mine ? 0 : cli_common_option(&b->c, argc, argv, &i);
 		if (r < 0)
 			return EXIT_USAGE;
@@ -147,19 +173,27 @@ static int parse_args(struct calib_run *b, int argc, char **argv)
 			b->out = argv[++i];
 		else if (!strcmp(a, "--domains"))
 			b->domains = argv[++i];
-		else if (!strcmp(a, "--iterations"))
-			b->iterations = atoi(argv[++i]);
-		else if (!strcmp(a, "--max-tokens") || !strcmp(a, "--tokens"))
-			b->max_tokens = atoi(argv[++i]);
-		else if (!strcmp(a, "--prompts"))
+		else if (!strcmp(a, "--iterations") || !strcmp(a, "--max-tokens") || !strcmp(a, "--tokens")) {
+			int *n = !strcmp(a, "--iterations") ? &b->iterations : &b->max_tokens;
+			if (cli_count_arg("skipper calibrate", a, argv[++i], n))
+				return EXIT_USAGE;
+		} else if (!strcmp(a, "--prompts"))
 			b->n_dev = argv[++i];
 		else if (!strcmp(a, "--categories"))
 			b->only = argv[++i];
-		else if (!strcmp(a, "--limit"))
-			b->limit = atoi(argv[++i]);
-		else if (!strcmp(a, "--seed"))
-			b->seed = strtoull(argv[++i], NULL, 10);
-		else {
+		else if (!strcmp(a, "--limit")) {
+			if (cli_count_arg("skipper calibrate", a, argv[++i], &b->limit))
+				return EXIT_USAGE;
+		} else if (!strcmp(a, "--seed")) {
+			char *end;
+			const char *v = argv[++i];
+			errno = 0;
+			b->seed = strtoull(v, &end, 10);
+			if (end == v || *end || *v == '-' || errno) {
+				fprintf(stderr, "skipper calibrate: --seed: expected a whole number, got '%s'\n", v);
+				return EXIT_USAGE;
+			}
+		} else {
 			fprintf(stderr, "skipper calibrate: unknown option '%s'\n", a);
 			usage(stderr);
 			return EXIT_USAGE;
@@ -168,10 +202,6 @@ static int parse_args(struct calib_run *b, int argc, char **argv)
 	if (!b->policy || !b->data || !b->out) {
 		fprintf(stderr, "skipper calibrate: --policy, --data and --out are required\n");
 		usage(stderr);
-		return EXIT_USAGE;
-	}
-	if (b->iterations < 0 || b->max_tokens < 0 || b->limit < 0) {
-		fprintf(stderr, "skipper calibrate: --iterations, --max-tokens and --limit take a count >= 0\n");
 		return EXIT_USAGE;
 	}
 	return -1;
@@ -243,7 +273,15 @@ int cmd_calibrate(int argc, char **argv)
 	struct cli_session s = { 0 };
 	int rc;
 
-	if ((rc = parse_args(&b, argc, argv)) >= 0)
+	int n_args;
+	char **args = split_own_options(argc, argv, &n_args);
+	if (!args) {
+		fprintf(stderr, "skipper calibrate: out of memory\n");
+		return EXIT_FAILURE_GENERIC;
+	}
+	rc = parse_args(&b, n_args, args);
+	free(args); /* b keeps pointers into argv, not into args */
+	if (rc >= 0)
 		goto done;
 	/* --prompts is the policy's calib_prompts key, so the INI layering and
 	 * its range check apply as to any key */

@@ -24,6 +24,11 @@ static void usage(FILE *f)
 	           "for [lookup] ngrams.\n");
 }
 
+struct vocab_args {
+	const char *data, *out, *ngrams;
+	int gen, skip, limit;
+};
+
 struct counts {
 	uint64_t *n;
 	uint64_t total;
@@ -60,38 +65,80 @@ static int by_count(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id); /* ties: lower id first */
 }
 
-/* The ranking, atomically: a header, then "id count" lines. */
-static int write_ranking(const char *out, const struct cli_session *s, const char *data, int n_prompts, int gen,
+/* The ranking into f: a header, then "id count" lines. */
+static int write_ranking(FILE *f, const struct cli_session *s, const char *data, int n_prompts, int gen,
                          const struct counts *c)
 {
 	int V = s->model->hp.n_vocab;
 	struct ranked *r = malloc(sizeof *r * (size_t)V);
-	char *tmp;
-	FILE *f;
-	int rc = EXIT_FAILURE_GENERIC;
 
-	if (!r)
-		return rc;
+	if (!r) {
+		fprintf(stderr, "skipper vocab: out of memory\n");
+		return EXIT_FAILURE_GENERIC;
+	}
 	for (int i = 0; i < V; i++)
 		r[i] = (struct ranked){ c->n[i], i };
 	qsort(r, (size_t)V, sizeof *r, by_count);
-	if (!(f = cli_atomic_open("skipper vocab", out, &tmp)))
-		goto out;
 	fprintf(f, "# skipper draft vocabulary: token ids, most frequent first (id count); ties by lower id\n");
 	fprintf(f, "# model %s (%d tokens), corpus %s: %d prompts, %llu tokens counted%s\n", s->model->name, V, data,
 	        n_prompts, (unsigned long long)c->total, gen ? ", generated ones included" : "");
 	for (int i = 0; i < V; i++)
 		fprintf(f, "%d %llu\n", r[i].id, (unsigned long long)r[i].count);
-	rc = cli_atomic_close("skipper vocab", f, tmp, out);
-out:
 	free(r);
-	return rc;
+	return EXIT_OK;
 }
 
-struct vocab_args {
-	const char *data, *out, *ngrams;
-	int gen, skip, limit;
+/* Both outputs, each written to a temporary file opened before any work
+ * (an unwritable place fails at once) and renamed into place at the end:
+ * the ranking only once the n-grams are written too, so that a failure
+ * leaves neither. */
+struct vocab_out {
+	FILE *rank, *ngrams;
+	char *rank_tmp, *ngrams_tmp;
 };
+
+static int outputs_open(struct vocab_out *o, const struct vocab_args *va)
+{
+	if (!(o->rank = cli_atomic_open("skipper vocab", va->out, &o->rank_tmp)))
+		return EXIT_FAILURE_GENERIC;
+	if (va->ngrams && !(o->ngrams = cli_atomic_open("skipper vocab", va->ngrams, &o->ngrams_tmp)))
+		return EXIT_FAILURE_GENERIC;
+	return EXIT_OK;
+}
+
+static void outputs_abort(struct vocab_out *o)
+{
+	if (o->rank) {
+		fclose(o->rank);
+		unlink(o->rank_tmp);
+	}
+	if (o->ngrams) {
+		fclose(o->ngrams);
+		unlink(o->ngrams_tmp);
+	}
+	free(o->rank_tmp);
+	free(o->ngrams_tmp);
+	memset(o, 0, sizeof *o);
+}
+
+static int outputs_close(struct vocab_out *o, const struct vocab_args *va)
+{
+	int rc = EXIT_OK;
+	if (o->ngrams) {
+		rc = cli_atomic_close("skipper vocab", o->ngrams, o->ngrams_tmp, va->ngrams);
+		o->ngrams = NULL;
+		o->ngrams_tmp = NULL;
+	}
+	if (rc == EXIT_OK) {
+		rc = cli_atomic_close("skipper vocab", o->rank, o->rank_tmp, va->out);
+		o->rank = NULL;
+		o->rank_tmp = NULL;
+		if (rc && va->ngrams)
+			unlink(va->ngrams);
+	}
+	outputs_abort(o);
+	return rc;
+}
 
 /* Options; EXIT_OK to go on, else the exit code (-h/--help: *done set). */
 static int parse_args(int argc, char **argv, struct cli_common *c, struct vocab_args *va, int *done)
@@ -119,20 +166,18 @@ static int parse_args(int argc, char **argv, struct cli_common *c, struct vocab_
 			va->out = argv[++i];
 		else if (!strcmp(a, "--ngrams"))
 			va->ngrams = argv[++i];
-		else if (!strcmp(a, "--generate"))
-			va->gen = atoi(argv[++i]);
-		else if (!strcmp(a, "--skip"))
-			va->skip = atoi(argv[++i]);
-		else if (!strcmp(a, "--limit"))
-			va->limit = atoi(argv[++i]);
-		else {
+		else if (!strcmp(a, "--generate") || !strcmp(a, "--skip") || !strcmp(a, "--limit")) {
+			int *n = !strcmp(a, "--generate") ? &va->gen : !strcmp(a, "--skip") ? &va->skip : &va->limit;
+			if (cli_count_arg("skipper vocab", a, argv[++i], n))
+				return EXIT_USAGE;
+		} else {
 			fprintf(stderr, "skipper vocab: unknown option '%s'\n", a);
 			usage(stderr);
 			return EXIT_USAGE;
 		}
 	}
-	if (!va->data || !va->out || va->gen < 0 || va->skip < 0 || va->limit < 0) {
-		fprintf(stderr, "skipper vocab: --data and --out are required; counts are >= 0\n");
+	if (!va->data || !va->out) {
+		fprintf(stderr, "skipper vocab: --data and --out are required\n");
 		usage(stderr);
 		return EXIT_USAGE;
 	}
@@ -156,16 +201,20 @@ static int load_corpus(const char *data, struct bench_prompt **prompts, int *n_p
 		}
 	} else {
 		FILE *f = fopen(data, "rb");
+		int e = 0;
 		if (f) {
 			*text = cli_read_all(f);
 			if (ferror(f)) {
+				e = errno;
 				free(*text);
 				*text = NULL;
 			}
 			fclose(f);
+		} else {
+			e = errno;
 		}
 		if (!*text) {
-			fprintf(stderr, "skipper vocab: %s: cannot read\n", data);
+			fprintf(stderr, "skipper vocab: %s: %s\n", data, e ? strerror(e) : "out of memory");
 			return EXIT_USAGE;
 		}
 	}
@@ -234,6 +283,7 @@ int cmd_vocab(int argc, char **argv)
 	struct bench_prompt *prompts = NULL;
 	struct counts cnt = { 0 };
 	struct ngram_corpus ngrams = { 0 };
+	struct vocab_out out = { 0 };
 	int n_prompts = 0, n_used = 0, help = 0, rc;
 	char *text = NULL;
 
@@ -262,14 +312,26 @@ int cmd_vocab(int argc, char **argv)
 	if (!(cnt.n = calloc((size_t)s.model->hp.n_vocab, sizeof *cnt.n)))
 		goto done;
 	cnt.ngrams = va.ngrams ? &ngrams : NULL;
+	if ((rc = outputs_open(&out, &va)))
+		goto done;
 	cli_install_signals();
 	if ((rc = count_corpus(&s, &va, text, prompts, n_prompts, &cnt, &n_used)))
 		goto done;
-	if ((rc = write_ranking(va.out, &s, va.data, n_used, va.gen, &cnt)) == EXIT_OK)
-		printf("%s\n", va.out);
-	if (!rc && va.ngrams && (rc = ngram_file_write(va.ngrams, &ngrams, s.model->name, va.data, n_used)) == EXIT_OK)
+	if (!cnt.total) {
+		fprintf(stderr, "skipper vocab: %s: no tokens to count%s\n", va.data,
+		        prompts && va.skip >= n_prompts ? " (--skip passes every prompt)" : "");
+		rc = EXIT_USAGE;
+		goto done;
+	}
+	if ((rc = write_ranking(out.rank, &s, va.data, n_used, va.gen, &cnt)) ||
+	    (va.ngrams && (rc = ngram_file_write(out.ngrams, &ngrams, s.model->name, va.data, n_used))) ||
+	    (rc = outputs_close(&out, &va)))
+		goto done;
+	printf("%s\n", va.out);
+	if (va.ngrams)
 		printf("%s\n", va.ngrams);
 done:
+	outputs_abort(&out);
 	ngram_corpus_free(&ngrams);
 	free(cnt.n);
 	free(text);
@@ -284,11 +346,10 @@ int cli_load_draft_vocab(struct cli_session *s, const struct skipper_config *cfg
 {
 	const char *file = skipper_config_get(cfg, "generate", "draft_vocab_file");
 	struct skipper_error err = { 0 };
-	char *found = NULL, *line = NULL;
-	size_t cap = 0;
+	char *found = NULL, line[CLI_LINE_MAX];
 	long want = 0;
 	int32_t *ids = NULL;
-	int n = 0, rc = EXIT_FAILURE_GENERIC, V = s->model->hp.n_vocab, lineno = 0;
+	int n = 0, rc = EXIT_FAILURE_GENERIC, V = s->model->hp.n_vocab, lineno = 0, len = 0;
 	FILE *f;
 
 	skipper_config_get_int(cfg, "generate", "draft_vocab", &want, NULL);
@@ -311,7 +372,7 @@ int cli_load_draft_vocab(struct cli_session *s, const struct skipper_config *cfg
 		free(seen);
 		goto out;
 	}
-	while (n < want && getline(&line, &cap, f) > 0) {
+	while (n < want && (len = cli_read_line(f, line, sizeof line)) > 0) {
 		long id;
 		char *end;
 		lineno++;
@@ -329,6 +390,12 @@ int cli_load_draft_vocab(struct cli_session *s, const struct skipper_config *cfg
 		ids[n++] = (int32_t)id;
 	}
 	free(seen);
+	if (len < -1 || ferror(f)) {
+		fprintf(stderr, "skipper: %s:%d: %s\n", file, lineno + 1,
+		        len == -2 ? "line too long" : len == -3 ? "NUL byte in line" : strerror(errno));
+		rc = EXIT_USAGE;
+		goto out;
+	}
 	if (n < want) {
 		fprintf(stderr, "skipper: %s: %d token ids, [generate] draft_vocab asks for %ld\n", file, n, want);
 		rc = EXIT_USAGE;
@@ -341,7 +408,6 @@ int cli_load_draft_vocab(struct cli_session *s, const struct skipper_config *cfg
 	rc = EXIT_OK;
 out:
 	fclose(f);
-	free(line);
 	free(ids);
 	free(found);
 	return rc;

@@ -1,10 +1,12 @@
 /* Options and configuration loading shared by the model-using commands,
  * and the small file helpers they share (atomic writes, reading a file). */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -88,6 +90,17 @@ missing:
 	return -1;
 }
 
+int cli_count_arg(const char *who, const char *opt, const char *arg, int *out)
+{
+	long v;
+	if (skipper_parse_long(arg, &v) || v < 0 || v > INT_MAX) {
+		fprintf(stderr, "%s: %s: expected a whole number, got '%s'\n", who, opt, arg);
+		return -1;
+	}
+	*out = (int)v;
+	return 0;
+}
+
 void cli_common_free(struct cli_common *c)
 {
 	for (int i = 0; i < c->n_sets; i++)
@@ -97,20 +110,55 @@ void cli_common_free(struct cli_common *c)
 	c->n_sets = 0;
 }
 
-/* The configured policy's own section is checked by the plugin itself, with
- * no model bound, so a typo there is reported before any model loads. */
+/* A section of another policy than the configured one (a file that keeps
+ * several policies' sections): its plugin must load and know each key. */
+static int check_other_section(const struct skipper_config_entry *first, const struct skipper_policy_search *search,
+                               const struct skipper_config *cfg, struct skipper_error *err)
+{
+	struct skipper_policy_lib *lib = NULL;
+	int rc = skipper_policy_load(first->section, search, &lib, err);
+
+	if (rc)
+		return first->line > 0 ? skipper_fail_prefix(err, "%s:%d: [%s]", first->file, first->line, first->section)
+		                       : skipper_fail_prefix(err, "%s: [%s]", first->file, first->section);
+	rc = skipper_policy_check_keys(lib, cfg, err);
+	skipper_policy_unload(lib);
+	return rc;
+}
+
+/* Policy sections are checked by their plugins, with no model bound, so a
+ * typo there is reported before any model loads: the configured policy's
+ * section in full, every other policy's section key by key. */
 static int check_policy_keys(const struct skipper_config *cfg, struct skipper_error *err)
 {
 	struct skipper_policy_search search;
 	struct skipper_policy_lib *lib = NULL;
-	const char *name = skipper_config_get(cfg, "policy", "name");
+	const struct skipper_config_entry *e;
+	const char *name = skipper_config_get(cfg, "policy", "name"), *why = NULL;
+	struct stat st;
 	int rc;
 
 	cli_policy_search(cfg, &search);
+	if (search.plugin_dir)
+		why = stat(search.plugin_dir, &st) != 0 ? strerror(errno) : !S_ISDIR(st.st_mode) ? "not a directory" : NULL;
+	if (why) {
+		e = skipper_config_find(cfg, "policy", "plugin_dir");
+		return e->line > 0 ? skipper_fail(err, SKIPPER_ERR_CONFIG, "%s:%d: [policy] plugin_dir %s: %s", e->file,
+		                                  e->line, e->value, why)
+		                   : skipper_fail(err, SKIPPER_ERR_CONFIG, "%s: [policy] plugin_dir %s: %s", e->file,
+		                                  e->value, why);
+	}
 	if ((rc = skipper_policy_load(name, &search, &lib, err)))
 		return rc;
 	rc = skipper_policy_check_config(lib, cfg, err);
 	skipper_policy_unload(lib);
+	for (size_t i = 0; !rc && (e = skipper_config_entry_at(cfg, i)); i++) {
+		int seen = skipper_config_core_section(e->section) || !strcmp(e->section, name);
+		for (size_t j = 0; !seen && j < i; j++)
+			seen = !strcmp(skipper_config_entry_at(cfg, j)->section, e->section);
+		if (!seen)
+			rc = check_other_section(e, &search, cfg, err);
+	}
 	return rc;
 }
 
@@ -155,7 +203,8 @@ FILE *cli_atomic_open(const char *who, const char *path, char **tmp)
 	}
 	sprintf(*tmp, "%s.tmp%ld", path, (long)getpid());
 	if (!(f = fopen(*tmp, "w"))) {
-		fprintf(stderr, "%s: %s: %s\n", who, *tmp, strerror(errno));
+		/* named by the file asked for: the temporary one is an internal */
+		fprintf(stderr, "%s: %s: %s\n", who, path, strerror(errno));
 		free(*tmp);
 		*tmp = NULL;
 	}
@@ -173,6 +222,23 @@ int cli_atomic_close(const char *who, FILE *f, char *tmp, const char *path)
 	}
 	free(tmp);
 	return rc;
+}
+
+/* See cli.h. */
+int cli_read_line(FILE *f, char *buf, int cap)
+{
+	int n = 0, c;
+	while ((c = getc(f)) != EOF) {
+		if (c == '\0')
+			return -3;
+		if (n == cap - 1)
+			return -2;
+		buf[n++] = (char)c;
+		if (c == '\n')
+			break;
+	}
+	buf[n] = '\0';
+	return n ? n : -1;
 }
 
 /* See cli.h. */

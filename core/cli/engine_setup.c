@@ -119,10 +119,6 @@ int cli_engine_setup(struct cli_session *s, const struct skipper_config *cfg, co
 	lk.max_ngram = skipper_config_get_int(cfg, "lookup", "max_ngram", &v, NULL) ? 4 : (int)v;
 	lk.max_draft = skipper_config_get_int(cfg, "lookup", "max_draft", &v, NULL) ? 16 : (int)v;
 	lk.branches = skipper_config_get_int(cfg, "lookup", "branches", &v, NULL) ? 8 : (int)v;
-	if (lk.min_ngram > lk.max_ngram) {
-		fprintf(stderr, "skipper: [lookup] min_ngram %d is above max_ngram %d\n", lk.min_ngram, lk.max_ngram);
-		return EXIT_USAGE;
-	}
 	skipper_engine_set_lookup(e, &lk);
 	int guard = 1;
 	skipper_config_get_bool(cfg, "policy", "guard", &guard, NULL);

@@ -113,31 +113,23 @@ static long write_contexts(FILE *f, const struct record *r, size_t n)
 	return lines;
 }
 
-int ngram_file_write(const char *out, const struct ngram_corpus *c, const char *model, const char *data,
-                     int n_prompts)
+int ngram_file_write(FILE *f, const struct ngram_corpus *c, const char *model, const char *data, int n_prompts)
 {
 	size_t n = 0;
 	struct record *r = collect(c, &n);
-	char *tmp;
-	FILE *f;
-	int rc = EXIT_FAILURE_GENERIC;
 
 	if (!r) {
 		fprintf(stderr, "skipper vocab: out of memory\n");
-		return rc;
+		return EXIT_FAILURE_GENERIC;
 	}
 	qsort(r, n, sizeof *r, by_context);
-	if (!(f = cli_atomic_open("skipper vocab", out, &tmp)))
-		goto out;
 	fprintf(f, "# skipper n-grams: what the model wrote after a context (next count total context...), "
 	           "for [lookup] ngrams\n");
 	fprintf(f, "# model %s, corpus %s: %d prompts, %zu tokens written by the model\n", model, data, n_prompts,
 	        c->n_generated);
 	write_contexts(f, r, n);
-	rc = cli_atomic_close("skipper vocab", f, tmp, out);
-out:
 	free(r);
-	return rc;
+	return EXIT_OK;
 }
 
 struct ngram_rows {
@@ -176,9 +168,14 @@ static int parse_line(char *line, int V, struct ngram_rows *g, const char **why)
 	char *s = line, *end;
 
 	while (k < 3 + CTX_MAX) {
+		errno = 0;
 		v[k] = strtol(s, &end, 10);
 		if (end == s)
 			break;
+		if (errno == ERANGE || v[k] > INT32_MAX || v[k] < INT32_MIN) {
+			*why = "number out of range";
+			return -1;
+		}
 		k++;
 		s = end;
 	}
@@ -215,10 +212,9 @@ int cli_load_ngrams(struct cli_session *s, const struct skipper_config *cfg, str
 	const char *want = skipper_config_get(cfg, "lookup", "ngrams");
 	struct ngram_rows g = { 0 };
 	struct skipper_error err = { 0 };
-	char *found = NULL, *line = NULL;
+	char *found = NULL, line[CLI_LINE_MAX];
 	const char *file = want, *why = NULL;
-	size_t cap = 0;
-	int lineno = 0, rc = EXIT_USAGE;
+	int lineno = 0, len, rc = EXIT_USAGE;
 	FILE *f;
 
 	if (!want || !strcmp(want, "off"))
@@ -230,17 +226,18 @@ int cli_load_ngrams(struct cli_session *s, const struct skipper_config *cfg, str
 		free(found);
 		return EXIT_USAGE;
 	}
-	while (getline(&line, &cap, f) > 0) {
+	while ((len = cli_read_line(f, line, sizeof line)) != -1) {
 		lineno++;
-		if (line[0] == '#' || line[0] == '\n')
+		why = len == -2 ? "line too long" : len == -3 ? "NUL byte in line" : NULL;
+		if (!why && (line[0] == '#' || line[0] == '\n'))
 			continue;
-		if (parse_line(line, s->model->hp.n_vocab, &g, &why)) {
+		if (why || parse_line(line, s->model->hp.n_vocab, &g, &why)) {
 			fprintf(stderr, "skipper: %s:%d: %s\n", file, lineno, why);
 			goto out;
 		}
 	}
 	if (ferror(f)) {
-		fprintf(stderr, "skipper: [lookup] ngrams %s: read error\n", file);
+		fprintf(stderr, "skipper: [lookup] ngrams %s: %s\n", file, strerror(errno));
 		goto out;
 	}
 	rc = EXIT_FAILURE_GENERIC;
@@ -251,7 +248,6 @@ int cli_load_ngrams(struct cli_session *s, const struct skipper_config *cfg, str
 	rc = EXIT_OK;
 out:
 	fclose(f);
-	free(line);
 	free(found);
 	free(g.ctx);
 	free(g.next);

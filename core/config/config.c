@@ -103,6 +103,7 @@ struct load_state {
 	FILE *fp;
 	int line;                 /* line most recently read by the reader */
 	int too_long;             /* line number of an over-long line, 0 if none */
+	int bad_header;           /* line number of a '[' without ']', 0 if none */
 	int indented;             /* the line read last starts with blanks and holds something */
 	int key_in_section;       /* a key was read since the last [section] */
 	size_t first;             /* index of this file's first entry */
@@ -130,6 +131,10 @@ static char *reader(char *str, int num, void *stream)
 	st->indented = p > str && *p && !strchr(";#\r\n", *p);
 	if (*p == '[' && !(st->indented && st->key_in_section))
 		st->key_in_section = 0;
+	/* inih goes on after it with the section it had: the keys below would
+	 * be blamed instead */
+	if (*p == '[' && !strchr(p, ']') && !st->bad_header)
+		st->bad_header = st->line;
 	len = strlen(str);
 	if (len == (size_t)num - 1 && str[len - 1] != '\n' && !feof(st->fp)) {
 		int c;
@@ -149,6 +154,12 @@ static int section_seen(struct load_state *st, const char *section)
 	return 0;
 }
 
+static int bad_header(struct load_state *st)
+{
+	return skipper_fail(st->err, SKIPPER_ERR_CONFIG, "%s:%d: syntax error: section header without ']'", st->file,
+	                    st->bad_header);
+}
+
 static int handler(void *user, const char *section, const char *name, const char *value)
 {
 	struct load_state *st = user;
@@ -156,6 +167,11 @@ static int handler(void *user, const char *section, const char *name, const char
 
 	if (st->failed)
 		return 0;
+	if (st->bad_header) {
+		st->failed = 1;
+		bad_header(st);
+		return 0;
+	}
 	if (strcmp(section, st->prev_section) != 0) {
 		if (section_seen(st, section)) {
 			st->failed = 1;
@@ -232,6 +248,8 @@ int skipper_config_load_file(struct skipper_config *cfg, const char *path, int m
 	free(st.sections);
 	if (st.failed)
 		return err ? err->status : SKIPPER_ERR_CONFIG;
+	if (st.bad_header)
+		return bad_header(&st);
 	if (st.too_long && (rc == 0 || st.too_long < rc))
 		return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s:%d: line longer than %d characters", path,
 		                    st.too_long, INI_MAX_LINE - 2);
@@ -456,6 +474,30 @@ static int check_value(const struct skipper_config_key *k, const struct skipper_
 	return SKIPPER_OK;
 }
 
+/* Keys whose values bound each other: lo's value may not exceed hi's. */
+static const struct {
+	const char *section, *lo, *hi;
+} ordered_keys[] = {
+	{ "lookup", "min_ngram", "max_ngram" },
+};
+
+static int check_order(const struct skipper_config *cfg, struct skipper_error *err)
+{
+	for (size_t i = 0; i < sizeof ordered_keys / sizeof ordered_keys[0]; i++) {
+		const struct skipper_config_entry *lo = skipper_config_find(cfg, ordered_keys[i].section, ordered_keys[i].lo),
+		                                  *hi = skipper_config_find(cfg, ordered_keys[i].section, ordered_keys[i].hi);
+		long a, b;
+		char at_lo[512], at_hi[512];
+		if (!lo || !hi || skipper_parse_long(lo->value, &a) || skipper_parse_long(hi->value, &b) || a <= b)
+			continue;
+		where(lo, at_lo, sizeof at_lo);
+		where(hi, at_hi, sizeof at_hi);
+		return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s: [%s] %s = %ld is above %s = %ld (%s)", at_lo,
+		                    lo->section, lo->key, a, hi->key, b, at_hi);
+	}
+	return SKIPPER_OK;
+}
+
 int skipper_config_validate(const struct skipper_config *cfg, int (*is_policy)(const char *, void *), void *arg,
                             struct skipper_error *err)
 {
@@ -479,7 +521,7 @@ int skipper_config_validate(const struct skipper_config *cfg, int (*is_policy)(c
 			                    "%s: [%s]: unknown section (not a core section nor an installed policy)",
 			                    at, e->section);
 	}
-	return SKIPPER_OK;
+	return check_order(cfg, err);
 }
 
 static int typed_entry(const struct skipper_config *cfg, const char *section, const char *key,

@@ -33,10 +33,11 @@ const struct skipper_policy skipper_policy_lookup = {
 	.name = "lookup",
 	.version = PACKAGE_VERSION,
 	.description = "context lookup: drafts copied from the prompt and output, no layer skipping",
-	.config_help = "[lookup] min_ngram = 1   shortest suffix n-gram to match\n"
-	               "[lookup] max_ngram = 4   longest suffix n-gram to match (tried first)\n"
-	               "[lookup] max_draft = 16  most tokens proposed per round\n"
-	               "[lookup] branches = 8    most continuations verified together as a tree\n",
+	.config_help = "min_ngram = 1   shortest suffix n-gram to match (1..8)\n"
+	               "max_ngram = 4   longest suffix n-gram to match, tried first (1..8)\n"
+	               "max_draft = 16  most tokens proposed per round (1..32)\n"
+	               "branches = 8    most continuations verified together as a tree (1..8)\n"
+	               "ngrams = auto   corpus n-gram file (auto: the model's shipped one; off; a path)\n",
 	.create = builtin_create,
 	.destroy = builtin_destroy,
 };

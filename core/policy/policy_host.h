@@ -129,6 +129,13 @@ void skipper_policy_instance_free(struct skipper_policy_instance *inst);
  * model (n_layer = 0), then free. */
 int skipper_policy_check_config(struct skipper_policy_lib *lib, const struct skipper_config *cfg,
                                 struct skipper_error *err);
+/* The keys of a policy's section that another policy's run leaves unused
+ * (a configuration that keeps several policies' sections): each key name
+ * and value as the plugin's config hook judges them, without the
+ * section-wide consistency check of config_complete, which may need a
+ * profile or a model that run will not have. */
+int skipper_policy_check_keys(struct skipper_policy_lib *lib, const struct skipper_config *cfg,
+                              struct skipper_error *err);
 
 const struct skipper_policy *skipper_policy_instance_desc(const struct skipper_policy_instance *inst);
 /* The plugin's state, for an engine that calls the descriptor's hooks itself. */

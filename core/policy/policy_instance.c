@@ -61,9 +61,11 @@ static int push_section(struct skipper_policy_instance *inst, const struct skipp
 	return SKIPPER_OK;
 }
 
-int skipper_policy_instance_new(struct skipper_policy_lib *lib, const struct skipper_policy_env *env,
-                                const struct skipper_config *cfg, struct skipper_policy_instance **out,
-                                struct skipper_error *err)
+/* instance_new; with complete = 0 it stops once the section's keys are
+ * pushed (check_keys). */
+static int instance_make(struct skipper_policy_lib *lib, const struct skipper_policy_env *env,
+                         const struct skipper_config *cfg, int complete, struct skipper_policy_instance **out,
+                         struct skipper_error *err)
 {
 	const struct skipper_policy *d = &lib->desc;
 	struct skipper_policy_instance *inst;
@@ -92,6 +94,10 @@ int skipper_policy_instance_new(struct skipper_policy_lib *lib, const struct ski
 	inst->created = 1;
 	if ((rc = push_section(inst, cfg, err)))
 		goto fail;
+	if (!complete) {
+		*out = inst;
+		return SKIPPER_OK;
+	}
 	if (d->config_complete) {
 		clear_msg(inst);
 		if ((rc = d->config_complete(inst->state)) < 0) {
@@ -125,6 +131,13 @@ fail:
 	return rc;
 }
 
+int skipper_policy_instance_new(struct skipper_policy_lib *lib, const struct skipper_policy_env *env,
+                                const struct skipper_config *cfg, struct skipper_policy_instance **out,
+                                struct skipper_error *err)
+{
+	return instance_make(lib, env, cfg, 1, out, err);
+}
+
 void skipper_policy_instance_free(struct skipper_policy_instance *inst)
 {
 	if (!inst)
@@ -146,6 +159,17 @@ int skipper_policy_check_config(struct skipper_policy_lib *lib, const struct ski
 
 	no_model.profile_path = cfg ? skipper_config_get(cfg, "policy", "profile") : NULL;
 	rc = skipper_policy_instance_new(lib, &no_model, cfg, &inst, err);
+	if (rc == SKIPPER_OK)
+		skipper_policy_instance_free(inst);
+	return rc;
+}
+
+int skipper_policy_check_keys(struct skipper_policy_lib *lib, const struct skipper_config *cfg,
+                              struct skipper_error *err)
+{
+	struct skipper_policy_env no_model = { 0 };
+	struct skipper_policy_instance *inst;
+	int rc = instance_make(lib, &no_model, cfg, 0, &inst, err);
 	if (rc == SKIPPER_OK)
 		skipper_policy_instance_free(inst);
 	return rc;
