@@ -30,15 +30,18 @@ struct sink {
 };
 
 /* git hashes "blob SIZE\0" then the content. */
-static void oid_init(struct sink *s)
+static void oid_start(EVP_MD_CTX *ctx, long long size)
 {
 	char head[40];
-	int n;
-	if (!s->oid)
-		return;
-	n = snprintf(head, sizeof head, "blob %lld", s->b->size);
-	EVP_DigestInit_ex(s->oid, EVP_sha1(), NULL);
-	EVP_DigestUpdate(s->oid, head, (size_t)n + 1);
+	int n = snprintf(head, sizeof head, "blob %lld", size);
+	EVP_DigestInit_ex(ctx, EVP_sha1(), NULL);
+	EVP_DigestUpdate(ctx, head, (size_t)n + 1);
+}
+
+static void oid_init(struct sink *s)
+{
+	if (s->oid)
+		oid_start(s->oid, s->b->size);
 }
 
 static int restart_from_zero(struct sink *s, struct skipper_error *err)
@@ -127,11 +130,16 @@ static int transfer(struct skipper_hub *hub, struct sink *s, struct skipper_erro
 		rc = skipper_hub_http_get(hub, &g, &status, &retryable, err);
 		if (rc == SKIPPER_ERR_RANGE && status == 416) {
 			/* Nothing left to send: done if we know no size to expect,
-			 * else the partial is not what we think; start over. */
+			 * else the partial is not what we think; start over (and
+			 * fail if this was the last try: nothing is on disk). */
+			long long had = s->off;
 			if (b->size < 0 && s->off > 0)
 				return SKIPPER_OK;
 			if ((rc = restart_from_zero(s, err)))
 				return rc;
+			rc = skipper_fail(err, SKIPPER_ERR_NETWORK,
+			                  "%s: the server has nothing past byte %lld of the %lld listed (HTTP 416)", b->file, had,
+			                  b->size);
 			retryable = 1;
 		} else if (rc == SKIPPER_OK && b->size >= 0 && s->off != b->size) {
 			rc = skipper_fail(err, SKIPPER_ERR_NETWORK, "%s: response ended after %lld of %lld bytes", b->file,
@@ -146,7 +154,8 @@ static int transfer(struct skipper_hub *hub, struct sink *s, struct skipper_erro
 				                    attempt + 1);
 			return rc;
 		}
-		skipper_hub_backoff(hub, attempt + 1);
+		if (skipper_hub_backoff(hub, attempt + 1))
+			return skipper_fail(err, SKIPPER_ERR_INTERRUPTED, "%s: interrupted", b->file);
 	}
 }
 
@@ -164,6 +173,16 @@ static int finish(struct sink *s, char blob_name[65], struct skipper_error *err)
 		return skipper_fail(err, SKIPPER_ERR_CHECKSUM,
 		                    "%s: checksum mismatch: expected sha256 %s, got %s (download discarded, nothing stored)",
 		                    b->file, b->expected_sha, blob_name);
+	}
+	if (!s->oid && !b->expected_sha[0] && b->git_oid && b->git_oid[0]) {
+		/* no size was listed, so the blob id could not be hashed on the
+		 * way in: hash the file now that its size is known */
+		if (!(s->oid = EVP_MD_CTX_new()))
+			return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+		oid_start(s->oid, s->off);
+		if (lseek(s->fd, 0, SEEK_SET) < 0 || (rc = skipper_hub_hash_fd(s->oid, NULL, s->fd, s->off, err)))
+			return rc ? skipper_fail_prefix(err, "%s", b->partial)
+			          : skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", b->partial, strerror(errno));
 	}
 	if (s->oid) {
 		char oid[41];
@@ -207,6 +226,11 @@ int skipper_hub_fetch_blob(struct skipper_hub *hub, const struct skipper_hub_blo
 	while (flock(lock_fd, LOCK_EX) < 0) {
 		if (errno != EINTR) {
 			rc = skipper_fail(err, SKIPPER_ERR_IO, "lock %s: %s", b->lock, strerror(errno));
+			goto out;
+		}
+		if (skipper_hub_interrupted(hub)) {
+			rc = skipper_fail(err, SKIPPER_ERR_INTERRUPTED, "%s: interrupted while another process holds %s",
+			                  b->file, b->lock);
 			goto out;
 		}
 	}

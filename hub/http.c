@@ -55,8 +55,12 @@ static int progress_cb(void *p, curl_off_t dltotal, curl_off_t dlnow, curl_off_t
 	long code = 0;
 	long long total = x->g->progress_total;
 
-	if (!x->hub->progress || !x->g->progress_file)
+	if (!x->hub->progress)
 		return 0;
+	if (!x->g->progress_file) {
+		x->interrupted = skipper_hub_interrupted(x->hub);
+		return x->interrupted;
+	}
 	curl_easy_getinfo(x->hub->curl, CURLINFO_RESPONSE_CODE, &code);
 	if (code < 200 || code > 299)
 		dlnow = 0;
@@ -282,7 +286,12 @@ int skipper_hub_http_get(struct skipper_hub *hub, const struct skipper_hub_get *
 	return rc;
 }
 
-void skipper_hub_backoff(const struct skipper_hub *hub, int attempt)
+int skipper_hub_interrupted(const struct skipper_hub *hub)
+{
+	return hub->progress && hub->progress(hub->progress_arg, NULL, 0, -1, 0) != 0;
+}
+
+int skipper_hub_backoff(const struct skipper_hub *hub, int attempt)
 {
 	long long ms = hub->backoff_ms;
 	struct timespec ts;
@@ -294,5 +303,7 @@ void skipper_hub_backoff(const struct skipper_hub *hub, int attempt)
 	ts.tv_sec = (time_t)(ms / 1000);
 	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
+		if (skipper_hub_interrupted(hub))
+			return 1;
+	return 0;
 }

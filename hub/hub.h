@@ -14,7 +14,9 @@
 
 /* Progress of one file: done/total bytes (total -1 if unknown). finished is
  * 1 on the last call for that file. Return non-zero to abort the transfer
- * (the pull then fails with SKIPPER_ERR_INTERRUPTED). */
+ * (the pull then fails with SKIPPER_ERR_INTERRUPTED). Also called with file
+ * NULL while no file moves (the listing, a pause before a retry, waiting
+ * for another process's lock): nothing to draw, but non-zero still aborts. */
 typedef int (*skipper_hub_progress_fn)(void *arg, const char *file, long long done, long long total,
                                        int finished);
 

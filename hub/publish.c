@@ -48,11 +48,17 @@ static int scan_cb(const char *path, const struct stat *st, int type, struct FTW
 		return type == FTW_D ? FTW_SKIP_SUBTREE : 0;
 	if (type == FTW_D)
 		return 0;
-	if (type != FTW_F) {
+	if (type != FTW_F || !S_ISREG(st->st_mode)) { /* nftw calls a FIFO a file: opening it would hang */
 		scan.rc = skipper_fail(scan.err, SKIPPER_ERR_ARG, "%s: not a regular file (symlinks are not published)", path);
 		return FTW_STOP;
 	}
-	if (!skipper_hub_path_ok(rel) || (scan.profiles_only && !skipper_hub_profile_name_ok(rel))) {
+	if (!skipper_hub_path_ok(rel)) {
+		scan.rc = skipper_fail(scan.err, SKIPPER_ERR_ARG,
+		                       "%s: refusing to publish this name (not a safe path on a hub: no control "
+		                       "characters, '\\' or ':', no empty, '.' or '..' parts)", rel);
+		return FTW_STOP;
+	}
+	if (scan.profiles_only && !skipper_hub_profile_name_ok(rel)) {
 		scan.rc = skipper_fail(scan.err, SKIPPER_ERR_ARG,
 		                       "%s: refusing to publish this name (profile hubs carry .ini, .sig, .safetensors, .json, .txt, .md only)",
 		                       rel);
@@ -89,9 +95,9 @@ static int copy_file(const char *from, const char *to, struct skipper_error *err
 	int in, out, rc = SKIPPER_OK;
 	ssize_t n;
 
+	/* a copy, never a hard link: the source stays editable, and an edit
+	 * must not change what the listing already describes */
 	unlink(to);
-	if (link(from, to) == 0)
-		return SKIPPER_OK;
 	in = open(from, O_RDONLY | O_CLOEXEC);
 	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (in < 0 || out < 0) {

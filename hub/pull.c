@@ -80,7 +80,10 @@ static int fetch_listing(struct skipper_hub *hub, const char *repo, const char *
 		rc = skipper_hub_http_get(hub, &g, &status, &retryable, err);
 		if (rc == SKIPPER_OK || !retryable || attempt >= hub->retries)
 			break;
-		skipper_hub_backoff(hub, attempt + 1);
+		if (skipper_hub_backoff(hub, attempt + 1)) {
+			rc = skipper_fail(err, SKIPPER_ERR_INTERRUPTED, "%s: interrupted", what);
+			break;
+		}
 	}
 	if (rc == SKIPPER_OK) {
 		rc = skipper_hub_listing_parse(m.data ? m.data : "", m.len, hub->max_file_size, l, err);
@@ -340,6 +343,13 @@ int skipper_hub_pull(struct skipper_hub *hub, const struct skipper_hub_request *
 	}
 	if ((rc = fetch_listing(hub, req->repo, rev, &l, err)))
 		goto out;
+	/* a pinned commit is a promise about content: a hub that answers
+	 * with another one is not believed (nor recorded as a ref) */
+	if (is_commit_id(rev) && strcmp(rev, l.commit) != 0) {
+		rc = skipper_fail(err, SKIPPER_ERR_CHECKSUM, "%s: asked for commit %s, the hub answered with commit %s",
+		                  req->repo, rev, l.commit);
+		goto out;
+	}
 	if (strcmp(rev, l.commit) != 0 && (rc = skipper_hub_write_ref(repo_dir, rev, l.commit, err)))
 		goto out;
 	for (size_t i = 0; i < req->n_files; i++) {

@@ -267,6 +267,17 @@ size_t skipper_sign_split_keys(char *list, const char **keys, size_t max)
 	return n;
 }
 
+int skipper_sign_check_keys(const char *const *keys, size_t n, struct skipper_error *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		EVP_PKEY *k = read_key(keys[i], 0, err);
+		if (!k)
+			return err ? err->status : SKIPPER_ERR_CONFIG;
+		EVP_PKEY_free(k);
+	}
+	return SKIPPER_OK;
+}
+
 int skipper_sign_check_trusted(const char *file, const char *const *keys, size_t n, struct skipper_error *err)
 {
 	int rc;

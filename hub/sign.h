@@ -30,6 +30,10 @@ int skipper_sign_verify(const char *file, const char *sig_path, const char *cons
  * message saying refused and why. */
 int skipper_sign_check_trusted(const char *file, const char *const *keys, size_t n, struct skipper_error *err);
 
+/* Each of keys[0..n) reads as an Ed25519 public key: SKIPPER_ERR_CONFIG
+ * naming the first that does not (checked before anything is fetched). */
+int skipper_sign_check_keys(const char *const *keys, size_t n, struct skipper_error *err);
+
 /* Split a comma list of key paths (from [hub] trusted_keys) in place into
  * at most max entries; spaces around names are dropped. Returns the count. */
 size_t skipper_sign_split_keys(char *list, const char **keys, size_t max);

@@ -60,10 +60,12 @@ int skipper_hub_token_load(const char *token_file, char **token, struct skipper_
 	}
 	if (fgets(line, sizeof line, f))
 		*token = trimmed_dup(line, strlen(line));
+	else if (ferror(f)) /* a directory opens, then fails to read */
+		rc = skipper_fail(err, SKIPPER_ERR_IO, "token file %s: %s", path, strerror(errno));
 	OPENSSL_cleanse(line, sizeof line);
 	fclose(f);
 	free(path);
-	return SKIPPER_OK;
+	return rc;
 }
 
 void skipper_hub_token_free(char *token)

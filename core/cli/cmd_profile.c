@@ -228,6 +228,11 @@ static int pull(const struct skipper_config *cfg, struct args *a)
 	struct hub_cli h;
 	int rc = EXIT_OK, st = SKIPPER_OK;
 
+	if (skipper_sign_check_keys(keys, nkeys, &err)) {
+		fprintf(stderr, "skipper profile pull: [hub] trusted_keys: %s\n", err.msg);
+		free(kbuf);
+		return EXIT_USAGE;
+	}
 	for (int i = 1; i < a->npos; i++)
 		if (!skipper_hub_profile_name_ok(a->pos[i])) {
 			fprintf(stderr,
@@ -267,6 +272,12 @@ static int pull(const struct skipper_config *cfg, struct args *a)
 	}
 	if (got.nomem) {
 		rc = EXIT_FAILURE_GENERIC;
+		goto out;
+	}
+	if (!got.n) { /* as skipper pull says when a pattern matches nothing */
+		fprintf(stderr, "skipper profile pull: %s holds no profile data (.ini, .sig, .safetensors, .json, .txt, .md)\n",
+		        a->pos[0]);
+		rc = EXIT_NETWORK;
 		goto out;
 	}
 	for (size_t i = 0; i < got.n; i++)

@@ -42,7 +42,7 @@ static int progress(void *arg, const char *file, long long done, long long total
 
 	if (cli_interrupted)
 		return 1;
-	if (!h->bar.tty)
+	if (!file || !h->bar.tty)
 		return 0;
 	if (h->bar.start == 0 || done < h->bar.start_bytes) {
 		h->bar.start = t;

@@ -129,5 +129,42 @@ else
 	for i in 1 2 3 4 5 6; do n=$((n + 1)); echo "ok $n # SKIP no test-model generator"; done
 fi
 
+# Faults a hub can serve, each a clear error with nothing stored.
+# listed_repo REPO FILE SIZE-IN-LISTING EXTRA-JSON: serve FILE (from $T/src) under a fixed commit
+listed_repo() {
+	c=4444444444444444444444444444444444444444
+	mkdir -p "$T/tree/$1/resolve/$c" "$T/tree/api/models/$1/revision"
+	cp "$T/src/$2" "$T/tree/$1/resolve/$c/$2"
+	printf '{"sha":"%s","siblings":[{"rfilename":"%s"%s%s}]}' "$c" "$2" "${3:+,\"size\":$3}" "$4" \
+		> "$T/tree/api/models/$1/revision/main"
+}
+mkdir -p "$T/src" && head -c 500000 /dev/urandom > "$T/src/f.bin"
+listed_repo team/short f.bin 1048576 ""
+"$SKIPPER" pull --set hub.retries=1 team/short f.bin >"$T/out" 2>"$T/err"; is $? 3 "a file shorter than listed: exit 3"
+grep -q "f.bin: .*500000 of 1048576 bytes\|nothing past byte" "$T/err" && [ ! -s "$T/out" ] &&
+	[ -z "$(ls "$T/cache/models--team--short/blobs" 2>/dev/null)" ]; ok $? "... says so, prints no path, stores no blob: $(cat "$T/err")"
+listed_repo team/blob f.bin "" ',"blobId":"0000000000000000000000000000000000000000"'
+"$SKIPPER" pull team/blob f.bin >/dev/null 2>"$T/err"; is $? 3 "a git blob id that does not match, no size listed: exit 3"
+grep -q "expected git blob id 0000" "$T/err" && [ -z "$(ls "$T/cache/models--team--blob/blobs" 2>/dev/null)" ]
+ok $? "... checked after the download, nothing stored: $(cat "$T/err")"
+cp "$T/tree/api/models/team/short/revision/main" "$T/tree/api/models/team/short/revision/0123456789abcdef0123456789abcdef01234567"
+"$SKIPPER" pull -r 0123456789abcdef0123456789abcdef01234567 team/short f.bin >/dev/null 2>"$T/err"
+is $? 3 "a pinned commit the hub answers with another one: exit 3"
+grep -q "asked for commit 0123456789abcdef0123456789abcdef01234567, the hub answered with commit 4444" "$T/err"
+ok $? "... names both: $(cat "$T/err")"
+"$SKIPPER" profile pull team/short >/dev/null 2>"$T/err"; is $? 3 "profile pull of a repo without profile data: exit 3"
+"$SKIPPER" profile pull --set "hub.trusted_keys=$T/nokey.pem" team/profiles >/dev/null 2>"$T/err"
+is $? 2 "a trusted key that is not there: exit 2 before anything is fetched"
+mkdir -p "$T/tokdir"
+"$SKIPPER" pull --set "hub.token_file=$T/tokdir" team/profiles fast.ini >/dev/null 2>"$T/err"; r=$?
+[ $r != 0 ] && grep -q "token file $T/tokdir" "$T/err"; ok $? "a token file that is a directory is an error (exit $r)"
+mkdir -p "$T/pf" && cp "$T/profiles/fast.ini" "$T/pf/" && mkfifo "$T/pf/pipe.ini"
+timeout 20 "$SKIPPER" profile publish "$T/pf" --repo team/pf --out "$T/tree" >/dev/null 2>"$T/err"
+is $? 2 "publish refuses a FIFO instead of waiting on it"
+rm "$T/pf/pipe.ini"
+"$SKIPPER" profile publish "$T/pf" --repo team/pf --out "$T/tree" >/dev/null
+[ "$(stat -c %i "$T/pf/fast.ini")" != "$(stat -c %i "$(find "$T/tree/team/pf/resolve" -name fast.ini)")" ]
+ok $? "publish copies the files (an edit of the source does not change the hub)"
+
 echo "1..$n"
 exit $failed
