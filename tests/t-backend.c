@@ -506,6 +506,28 @@ static void test_prefetch(void)
 	}
 }
 
+/* NaN logits (a corrupt file's overflow) fail the pass instead of
+ * reading as token 0. */
+static void test_nonfinite(void)
+{
+	struct tm_opts o = { .type = SKIPPER_F32, .n_layer = 1, .seed = 3, .rope_style = SKIPPER_ROPE_PAIRS };
+	struct tm_model *tm = tm_build(&o);
+	struct skipper_backend *be = mk(&tm->m, 1);
+	struct skipper_error e = { 0 };
+	int32_t tok[2] = { 5, 6 }, top = -1, row = 0;
+	struct skipper_forward fw = { .n = 1, .tokens = tok, .kv_write = 1, .n_out = 1, .out_rows = &row,
+	                              .top_k = 1, .top_ids = &top };
+	int rc0 = be->ops->forward(be, &fw, &e);
+	((struct cpu_backend *)be)->norm_out[0] = NAN;
+	fw.tokens = tok + 1;
+	fw.n_past = 1;
+	int rc1 = be->ops->forward(be, &fw, &e);
+	ok(rc0 == 0 && rc1 == SKIPPER_ERR_BACKEND && strstr(e.msg, "logits are not finite"),
+	   "non-finite logits fail the pass: %s", e.msg);
+	be->ops->destroy(be);
+	tm_free(tm);
+}
+
 int main(void)
 {
 	static const struct {
@@ -522,6 +544,7 @@ int main(void)
 	diag("kernels: %s", isa && *isa ? isa : "native");
 	test_topk_ties();
 	test_argmax();
+	test_nonfinite();
 	test_huge_pages();
 	test_prefetch();
 	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {

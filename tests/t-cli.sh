@@ -20,7 +20,7 @@ check() { # description, expected exit code, expected stderr substring, command.
 		sed 's/^/#   /' "$t/err"
 	fi
 }
-echo "1..25"
+echo "1..29"
 printf '[model]\nthreads = 2\nbogus = 1\n' >"$t/a.ini"
 printf '[policy]\nname = fixed\n[fixed]\ndraft_lenght = 3\n' >"$t/b.ini"
 printf '[policy]\nname = nosuchpolicy\n' >"$t/c.ini"
@@ -92,3 +92,20 @@ check "calibrate takes --policy=NAME as its own option" 2 "$t/none.jsonl: No suc
 	"$S" calibrate --policy=bo-static --data "$t/none.jsonl" --out "$t/cal"
 check "... and checks --seed=N" 2 "--seed: expected a whole number, got '3x'" \
 	"$S" calibrate --policy=bo-static --data "$t/none.jsonl" --out "$t/cal" --seed=3x
+
+# Model files are untrusted: a FIFO is refused, not waited on; metadata
+# strings reach the terminal without control bytes; a shape the kernels
+# cannot run names the file and the rule.
+mkfifo "$t/fifo.gguf" 2>/dev/null
+check "a FIFO as model" 1 "$t/fifo.gguf: not a regular file" timeout 20 "$S" info -m "$t/fifo.gguf"
+"$top_builddir/tests/gen-model" --out "$t/esc.gguf" --layers 1 --name "$(printf 'a\033[2Jb\nc')" >/dev/null
+"$S" info -m "$t/esc.gguf" >"$t/out" 2>&1
+n=$((n + 1))
+! grep -q "$(printf '\033')" "$t/out" && grep -q 'name: *a?\[2Jb?c$' "$t/out" &&
+	echo "ok $n - control bytes of a model's name are not printed" || { echo "not ok $n - escapes printed"; sed 's/^/#   /' "$t/out" | cat -v; }
+"$top_builddir/tests/gen-model" --out "$t/e48.gguf" --layers 1 --embd 48 >/dev/null
+check "a shape the kernels cannot run names the file and the rule" 1 "$t/e48.gguf: cpu backend: unsupported hyper-parameters" \
+	"$S" generate -m "$t/e48.gguf" --set model.backend=cpu -p hi -n 2
+n=$((n + 1))
+grep -q "multiples of 32" "$t/err" && echo "ok $n - ... and says what it needs" || echo "not ok $n - no rule"
+

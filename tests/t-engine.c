@@ -1266,6 +1266,23 @@ int main(void)
 	if (skipper_test_model_write(path, &o) || skipper_model_load(path, &model, &err) ||
 	    skipper_tokenizer_from_gguf(model->gguf, &tok, &err))
 		BAIL(err.msg);
+	{
+		/* a tokenizer of another size than the model's head: refused,
+		 * since an id the model writes must be text */
+		const char *toks[3] = { "a", "b", "c" };
+		struct skipper_tokenizer_spec sp = { .model = "llama", .n_vocab = 3, .tokens = toks, .bos = -1, .eos = -1,
+		                                     .unk = -1, .eot = -1, .eom = -1, .pad = -1, .add_bos = -1,
+		                                     .add_eos = -1, .add_space_prefix = -1 };
+		struct skipper_tokenizer *small = NULL;
+		struct skipper_backend *be = test_backend_open(model, test_backend_kind(), 256, 1);
+		struct skipper_engine *eng = NULL;
+		int rc = skipper_tokenizer_from_arrays(&sp, &small, &err) ? -1 : skipper_engine_new(be, small, NULL, &eng, &err);
+		ok(rc == SKIPPER_ERR_FORMAT && strstr(err.msg, "the vocabulary has 3 tokens"),
+		   "a tokenizer whose vocabulary is not the model's is refused: %s", err.msg);
+		skipper_engine_free(eng);
+		be->ops->destroy(be);
+		skipper_tokenizer_free(small);
+	}
 	int32_t lp[128];
 	int nl = lookup_prompt(skipper_tokenizer_find(tok, "h"), lp);
 	lookup_guard(lp, nl < 32 ? nl : 32);

@@ -9,7 +9,7 @@ set -u
 sk="$top_builddir/skipper"
 t=$(mktemp -d "${TMPDIR:-/tmp}/t-profile-find.XXXXXX") || exit 1
 trap 'rm -rf "$t"' EXIT
-echo "1..9"
+echo "1..12"
 
 "$top_builddir/tests/gen-model" --out "$t/tiny.gguf" --layers 4 --embd 64 --ff 128 --redundant 1 --vocab 256 \
 	--ctx 256 >/dev/null || { echo "Bail out! gen-model failed"; exit 1; }
@@ -102,3 +102,21 @@ printf '{"category": "c", "prompt": "short prompt about cats"}\n' >"$t/p.jsonl"
 rc=$?
 [ "$rc" = 0 ] && ! grep -q "(found for this model)" "$t/err" && echo "ok 9 - calibrate does not look for a profile" ||
 	{ sed 's/^/# /' "$t/err" | tail -5; echo "not ok 9 - exit $rc"; }
+
+# a profile of another method named explicitly: refused by name
+profile "$t/other.ini" knn-router "$sha" 4
+run --set hub.cache_dir="$t/hub2" --set policy.profile="$t/other.ini"
+rc=$?
+[ "$rc" != 0 ] && grep -q "$t/other.ini: a profile of method knn-router, not bo-static" "$t/err" &&
+	echo "ok 10 - an explicit profile of another method is refused" || { sed 's/^/# /' "$t/err"; echo "not ok 10 - exit $rc"; }
+# a bad max_draft names the profile's file and section
+profile "$t/bad.ini" bo-static "$sha" 4 && echo "max_draft = 99" >>"$t/bad.ini"
+run --set hub.cache_dir="$t/hub2" --set policy.profile="$t/bad.ini"
+rc=$?
+[ "$rc" != 0 ] && grep -q "$t/bad.ini: \[mask\] max_draft: expected an integer in \[0, 32\], got '99'" "$t/err" &&
+	echo "ok 11 - a bad profile value names the file and section" || { sed 's/^/# /' "$t/err"; echo "not ok 11 - exit $rc"; }
+# a broken file where profiles are looked for is passed over with a warning
+mkdir -p "$t/cache3/profiles/tiny" && printf '[profile\n' >"$t/cache3/profiles/tiny/bo-static.ini"
+SKIPPER_CACHE_DIR="$t/cache3" run --set hub.cache_dir="$t/hub2"
+grep -q "warning: $t/cache3/profiles/tiny/bo-static.ini.*(skipped)" "$t/err" &&
+	echo "ok 12 - a broken candidate profile is skipped with a warning" || { sed 's/^/# /' "$t/err"; echo "not ok 12 - no warning"; }

@@ -1,7 +1,9 @@
 /* Skip profiles and layer lists: parse/format, errors, round trip, checks. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "policy/profile.h"
@@ -263,6 +265,45 @@ int main(void)
 		write_file(path, "not a tensor file");
 		rc = skipper_tensor_read(path, "anchors", got, 8, &r, &c, &err);
 		ok(rc == SKIPPER_ERR_FORMAT, "garbage refused");
+
+		/* a NaN among the values: every cosine with it would be NaN */
+		float bad[6] = { 1, 2, 3, 4, NAN, 6 };
+		const float *bdata[2] = { bad, b };
+		rc = skipper_tensors_write(path, 2, names, bdata, rows, cols, &err);
+		rc = rc ? rc : skipper_tensor_read(path, "anchors", got, 8, &r, &c, &err);
+		ok(rc == SKIPPER_ERR_FORMAT && has(err.msg, "row 1 holds nan"), "a NaN refused: %s", err.msg);
+		/* two tensors over the same bytes: the header, rewritten by hand */
+		{
+			const char *hdr = "{\"anchors\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8]},"
+			                  "\"labels\":{\"dtype\":\"F32\",\"shape\":[1,1],\"data_offsets\":[4,8]}}";
+			unsigned char buf[256] = { 0 };
+			size_t hl = strlen(hdr);
+			FILE *f = fopen(path, "wb");
+			buf[0] = (unsigned char)hl;
+			memcpy(buf + 8, hdr, hl);
+			fwrite(buf, 1, 8 + hl + 8, f);
+			fclose(f);
+			rc = skipper_tensor_read(path, "labels", got, 8, &r, &c, &err);
+			ok(rc == SKIPPER_ERR_FORMAT && has(err.msg, "overlap"), "overlapping tensors refused: %s", err.msg);
+		}
+		/* a FIFO is refused, not waited on (no writer ever comes) */
+		sprintf(path, "%s/fifo", dir);
+		if (mkfifo(path, 0600) == 0) {
+			rc = skipper_tensor_read(path, "anchors", got, 8, &r, &c, &err);
+			ok(rc && has(err.msg, "not a regular file"), "FIFO tensor file refused: %s", err.msg);
+			rc = skipper_profile_read(path, &p, &err);
+			ok(rc && has(err.msg, "not a regular file"), "FIFO profile refused: %s", err.msg);
+		} else {
+			tap_skip(2, "mkfifo refused here");
+		}
+		/* a profile larger than any valid one is not read into memory */
+		sprintf(path, "%s/huge.ini", dir);
+		if (truncate(path, 0) != 0)
+			write_file(path, "");
+		rc = truncate(path, (off_t)1 << 30);
+		rc = rc ? rc : skipper_profile_read(path, &p, &err);
+		ok(rc == SKIPPER_ERR_FORMAT && has(err.msg, "more than any valid one"), "a 1 GiB profile refused: %s",
+		   err.msg);
 	}
 
 	sprintf(want, "rm -rf %s", dir);

@@ -91,8 +91,14 @@ static int profile_fits(const char *path, void *arg)
 	const char *sha, *method;
 	int fits;
 
-	if (access(path, R_OK) != 0 || skipper_profile_read(path, &p, &err))
+	if (access(path, R_OK) != 0)
 		return 0;
+	if (skipper_profile_read(path, &p, &err)) {
+		/* a broken file where profiles are looked for is passed over, but
+		 * not silently: the user put it there for a reason */
+		fprintf(stderr, "skipper: warning: %s (skipped)\n", err.msg);
+		return 0;
+	}
 	sha = skipper_profile_get(p, "profile", "model_sha256");
 	method = skipper_profile_get(p, "profile", "method");
 	fits = sha && method && !strcasecmp(sha, w->sha) && !strcmp(method, w->method) &&

@@ -136,8 +136,10 @@ int cli_session_open(struct cli_session *s, struct skipper_config *cfg)
 		s->system = strdup(sys);
 	}
 
-	if (skipper_backend_create(s->model, &bo, &s->be, &err))
+	if (skipper_backend_create(s->model, &bo, &s->be, &err)) {
+		skipper_fail_prefix(&err, "%s", skipper_gguf_path(s->model->gguf));
 		return fail(&err, EXIT_FAILURE_GENERIC);
+	}
 	return cli_session_set_policy(s, skipper_config_get(cfg, "policy", "name"));
 }
 

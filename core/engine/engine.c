@@ -178,6 +178,14 @@ int skipper_engine_new(struct skipper_backend *be, const struct skipper_tokenize
 	e->pol = pol;
 	e->n_vocab = be->model->hp.n_vocab;
 	e->n_layer = be->model->hp.n_layer;
+	/* a row of the head per token: an id the model writes must be text */
+	if (tok && skipper_tokenizer_n_vocab(tok) != e->n_vocab) {
+		int nt = skipper_tokenizer_n_vocab(tok);
+		free(e);
+		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: the vocabulary has %d tokens, the embedding %d rows",
+		                    be->model->gguf ? skipper_gguf_path(be->model->gguf) : be->model->name, nt,
+		                    be->model->hp.n_vocab);
+	}
 	e->top_k = 1;
 	if (pol) {
 		const struct skipper_needs *nd = skipper_policy_instance_needs(pol);

@@ -44,7 +44,9 @@ typedef int (*skipper_token_cb)(void *user, int32_t token);
 struct skipper_engine;
 
 /* The engine borrows be, tok and pol (NULL = autoregressive); they must
- * outlive it. *out owned by the caller: skipper_engine_free(). */
+ * outlive it. *out owned by the caller: skipper_engine_free().
+ * SKIPPER_ERR_FORMAT when tok's vocabulary is not the model's (one head row
+ * per token). */
 int skipper_engine_new(struct skipper_backend *be, const struct skipper_tokenizer *tok,
                        struct skipper_policy_instance *pol, struct skipper_engine **out,
                        struct skipper_error *err);

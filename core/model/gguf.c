@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -86,12 +88,21 @@ size_t gguf_scalar_size(int type)
 	return 0;
 }
 
-static uint64_t hash_str(const char *p, uint64_t len)
+/* FNV-1a from a random seed, then a finalizer that spreads every bit into
+ * the low ones the table uses. A model file is untrusted input: plain
+ * FNV-1a's low k bits depend only on the low k bits of the input, so a file
+ * can chain thousands of names into one probe run (65536 keys took 7.4 s
+ * to open); with the seed unknown and all 64 bits mixed in, it cannot. */
+static uint64_t hash_str(uint64_t seed, const char *p, uint64_t len)
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a: short names, no adversary to fear */
+	uint64_t h = 1469598103934665603ull ^ seed;
 	for (uint64_t i = 0; i < len; i++)
 		h = (h ^ (uint8_t)p[i]) * 1099511628211ull;
-	return h;
+	h ^= h >> 33; /* MurmurHash3's fmix64 */
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 33);
 }
 
 static int str_eq(struct skipper_gguf_str a, const char *p, uint64_t len)
@@ -130,7 +141,7 @@ int64_t gguf_table_lookup(const struct skipper_gguf *g, const uint32_t *tab, uin
 {
 	if (!tab)
 		return -1;
-	for (uint64_t h = hash_str(p, len) & (cap - 1);; h = (h + 1) & (cap - 1)) {
+	for (uint64_t h = hash_str(g->hash_seed, p, len) & (cap - 1);; h = (h + 1) & (cap - 1)) {
 		if (!tab[h])
 			return -1;
 		if (str_eq(nf(g, tab[h] - 1), p, len))
@@ -141,7 +152,7 @@ int64_t gguf_table_lookup(const struct skipper_gguf *g, const uint32_t *tab, uin
 static int64_t table_insert(const struct skipper_gguf *g, uint32_t *tab, uint64_t cap, gguf_name_fn nf, uint64_t i)
 {
 	struct skipper_gguf_str s = nf(g, i);
-	for (uint64_t h = hash_str(s.ptr, s.len) & (cap - 1);; h = (h + 1) & (cap - 1)) {
+	for (uint64_t h = hash_str(g->hash_seed, s.ptr, s.len) & (cap - 1);; h = (h + 1) & (cap - 1)) {
 		if (!tab[h]) {
 			tab[h] = (uint32_t)(i + 1);
 			return -1;
@@ -473,7 +484,11 @@ int skipper_gguf_open(const char *path, struct skipper_gguf **out, struct skippe
 		free(g);
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "%s: out of memory", path);
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (getrandom(&g->hash_seed, sizeof g->hash_seed, GRND_NONBLOCK) != (ssize_t)sizeof g->hash_seed)
+		g->hash_seed = (uint64_t)(uintptr_t)g ^ (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull;
+	/* O_NONBLOCK: a FIFO is refused below instead of waited on; no effect
+	 * on the regular file that is read */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		rc = skipper_fail(err, errno == ENOENT ? SKIPPER_ERR_NOT_FOUND : SKIPPER_ERR_IO, "%s: %s", path, strerror(errno));
 		skipper_gguf_close(g);

@@ -30,6 +30,7 @@ struct skipper_gguf {
 	/* open-addressing hash tables of indices (+1, 0 = empty), power-of-two sized */
 	uint32_t *kv_hash, *t_hash;
 	uint64_t kv_cap, t_cap;
+	uint64_t hash_seed; /* random per file: see hash_str */
 };
 
 /* Bytes of one scalar of a GGUF value type, 0 for strings and arrays. */

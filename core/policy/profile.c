@@ -9,7 +9,11 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "file.h"
 #include "profile.h"
+
+/* far above any profile written (a few kilobytes) */
+#define PROFILE_MAX_BYTES (16u << 20)
 
 struct entry {
 	char *section, *key, *value;
@@ -515,12 +519,11 @@ int skipper_profile_read(const char *path, struct skipper_profile **out, struct 
 		skipper_profile_free(p);
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 	}
-	fp = fopen(path, "r");
-	if (!fp) {
-		rc = skipper_fail(err, errno == ENOENT ? SKIPPER_ERR_NOT_FOUND : SKIPPER_ERR_IO,
-		                  "%s: cannot open skip profile: %s", path, strerror(errno));
+	/* a profile is an INI of a few kilobytes: /dev/zero or a sparse
+	 * gigabyte is not read into memory to find that out */
+	if (!(fp = skipper_open_regular(path, "r", PROFILE_MAX_BYTES, "skip profile", err))) {
 		skipper_profile_free(p);
-		return rc;
+		return err ? err->status : SKIPPER_ERR_IO;
 	}
 	rc = parse_file(p, fp, err);
 	fclose(fp);

@@ -3,6 +3,7 @@
  * checked against the file. */
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "file.h"
 #include "tensor_file.h"
 
 static int little_endian(void)
@@ -94,10 +96,31 @@ out:
 	return rc;
 }
 
+/* Tensor name's bytes [begin, end) shared with no other tensor of the
+ * header: overlapping ranges are a corrupt (or forged) file whose data
+ * would be read shifted. */
+static int check_disjoint(json_t *hdr, const char *name, uint64_t begin, uint64_t end, const char *path,
+                          struct skipper_error *err)
+{
+	const char *other;
+	json_t *t;
+
+	json_object_foreach(hdr, other, t) {
+		json_t *offs = json_object_get(t, "data_offsets");
+		if (!strcmp(other, name) || !json_is_array(offs) || json_array_size(offs) != 2)
+			continue;
+		uint64_t b = (uint64_t)json_integer_value(json_array_get(offs, 0)),
+		         e = (uint64_t)json_integer_value(json_array_get(offs, 1));
+		if (b < end && begin < e)
+			return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: tensors '%s' and '%s' overlap", path, name, other);
+	}
+	return SKIPPER_OK;
+}
+
 int skipper_tensor_read(const char *path, const char *name, float *out, size_t capacity, int *rows, int *cols,
                         struct skipper_error *err)
 {
-	FILE *fp = fopen(path, "rb");
+	FILE *fp = skipper_open_regular(path, "rb", 0, "tensor file", err);
 	unsigned char len8[8];
 	uint64_t hlen = 0, begin, end;
 	long size;
@@ -109,7 +132,7 @@ int skipper_tensor_read(const char *path, const char *name, float *out, size_t c
 
 	*rows = *cols = 0;
 	if (!fp) /* NOT_FOUND is kept for a missing tensor */
-		return skipper_fail(err, SKIPPER_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+		return err ? (err->status = SKIPPER_ERR_IO) : SKIPPER_ERR_IO;
 	if (!little_endian()) {
 		rc = skipper_fail(err, SKIPPER_ERR_UNSUPPORTED, "%s: safetensors needs a little-endian host", path);
 		goto out;
@@ -158,6 +181,8 @@ int skipper_tensor_read(const char *path, const char *name, float *out, size_t c
 		                  path, name);
 		goto out;
 	}
+	if ((rc = check_disjoint(hdr, name, begin, end, path, err)))
+		goto out;
 	*rows = (int)r;
 	*cols = (int)c;
 	if (!out)
@@ -168,8 +193,18 @@ int skipper_tensor_read(const char *path, const char *name, float *out, size_t c
 		goto out;
 	}
 	if (fseek(fp, (long)(8 + hlen + begin), SEEK_SET) != 0 ||
-	    fread(out, sizeof(float), (size_t)r * (size_t)c, fp) != (size_t)r * (size_t)c)
+	    fread(out, sizeof(float), (size_t)r * (size_t)c, fp) != (size_t)r * (size_t)c) {
 		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: read error", path);
+		goto out;
+	}
+	/* what these files hold (anchors, labels) is never NaN or infinite:
+	 * such a value would only turn every comparison made with it false */
+	for (size_t i = 0; i < (size_t)r * (size_t)c; i++)
+		if (!isfinite(out[i])) {
+			rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: tensor '%s': row %zu holds %g", path, name,
+			                  i / (size_t)c, (double)out[i]);
+			break;
+		}
 out:
 	json_decref(hdr);
 	free(text);

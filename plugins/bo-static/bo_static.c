@@ -88,7 +88,8 @@ static int load_profile(struct bo_static *b)
 	if ((rc = h->profile_read(b->ctx, path, &p)))
 		return rc; /* model hash / layer count mismatch is reported by the host */
 	b->prof_max_draft = 32;
-	if ((rc = cm_profile_max_draft(h, b->ctx, p, sec, &b->prof_max_draft))) {
+	if ((rc = cm_profile_method(h, b->ctx, p, path, "bo-static")) ||
+	    (rc = cm_profile_max_draft(h, b->ctx, p, path, sec, &b->prof_max_draft))) {
 		h->profile_free(b->ctx, p);
 		return rc;
 	}

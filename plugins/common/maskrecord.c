@@ -76,17 +76,29 @@ int cm_mask_record(const struct skipper_host *h, void *ctx, struct skipper_profi
 	return rc;
 }
 
-int cm_profile_max_draft(const struct skipper_host *h, void *ctx, const struct skipper_profile *p, const char *sec,
-                         int *out)
+int cm_profile_max_draft(const struct skipper_host *h, void *ctx, const struct skipper_profile *p, const char *path,
+                         const char *sec, int *out)
 {
 	const char *v = h->profile_get(ctx, p, sec, "max_draft");
 	int64_t i;
-	int rc;
 	if (!v)
 		return SKIPPER_POLICY_OK;
-	if ((rc = h->parse_int(ctx, v, 0, 32, &i)))
-		return rc;
+	if (h->parse_int(ctx, v, 0, 32, &i)) {
+		h->set_error(ctx, "%s: [%s] max_draft: expected an integer in [0, 32], got '%s'", path, sec, v);
+		return SKIPPER_POLICY_ERROR;
+	}
 	*out = (int)i;
+	return SKIPPER_POLICY_OK;
+}
+
+int cm_profile_method(const struct skipper_host *h, void *ctx, const struct skipper_profile *p, const char *path,
+                      const char *method)
+{
+	const char *m = h->profile_get(ctx, p, "profile", "method");
+	if (m && strcmp(m, method)) {
+		h->set_error(ctx, "%s: a profile of method %s, not %s", path, m, method);
+		return SKIPPER_POLICY_ERROR;
+	}
 	return SKIPPER_POLICY_OK;
 }
 

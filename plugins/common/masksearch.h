@@ -89,9 +89,15 @@ int cm_mask_record(const struct skipper_host *h, void *ctx, struct skipper_profi
                    const uint8_t *attn, const uint8_t *mlp);
 
 /* Optional max_draft of a profile section (what cm_mask_record writes when
- * drafting does not pay): *out = its value, or left alone when absent. */
-int cm_profile_max_draft(const struct skipper_host *h, void *ctx, const struct skipper_profile *p, const char *sec,
-                         int *out);
+ * drafting does not pay): *out = its value, or left alone when absent; a
+ * bad value is an error naming path (the profile's file) and the section. */
+int cm_profile_max_draft(const struct skipper_host *h, void *ctx, const struct skipper_profile *p, const char *path,
+                         const char *sec, int *out);
+
+/* SKIPPER_POLICY_ERROR (error set, naming path) when p's [profile] method
+ * names another method than method; a profile without one is taken. */
+int cm_profile_method(const struct skipper_host *h, void *ctx, const struct skipper_profile *p, const char *path,
+                      const char *method);
 
 /* out without a trailing ".ini", plus suffix (malloc'ed; NULL when out of
  * memory): the files a calibration writes beside its profile. */

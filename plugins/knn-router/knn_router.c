@@ -102,9 +102,14 @@ static int kr_begin(void *state, const struct skipper_request *req)
 		return SKIPPER_POLICY_ERROR;
 	}
 	a = cm_nearest_cosine(req->prompt_mean, r->anchors, r->n_anchors, (size_t)r->n_embd, &sim);
+	if (a < 0) { /* every cosine NaN: the prompt state is not finite */
+		h->set_error(r->ctx, "request %llu: the prompt state is not finite: nothing to route by",
+		             (unsigned long long)req->id);
+		return SKIPPER_POLICY_ERROR;
+	}
 	/* another domain's set accepts at another rate: what the last request
 	 * measured is a guess for this one only when the set is the same */
-	if (a < 0 || r->label[a] != r->route)
+	if (r->label[a] != r->route)
 		cm_econ_seed(&r->econ, CM_ECON_PRIOR);
 	r->route = r->label[a];
 	r->route_sim = sim;

@@ -101,9 +101,11 @@ static int check_model(const struct skipper_model *m, struct skipper_error *err)
 	    hp->rope_dim > hp->head_dim)
 		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED,
 		                    "cpu backend: unsupported hyper-parameters (n_embd %d, n_ff %d, "
-		                    "heads %d/%d, head_dim %d, rope_dim %d)",
+		                    "heads %d/%d, head_dim %d, rope_dim %d): the kernels want n_embd, n_ff and "
+		                    "heads x head_dim multiples of 32, head_dim a multiple of 8 up to %d, an even "
+		                    "rope_dim up to head_dim, query heads a multiple of the KV heads",
 		                    hp->n_embd, hp->n_ff, hp->n_head, hp->n_head_kv, hp->head_dim,
-		                    hp->rope_dim);
+		                    hp->rope_dim, CPU_MAX_HEAD_DIM);
 	int64_t ne = hp->n_embd, qd = (int64_t)hp->n_head * hp->head_dim,
 		kvd = (int64_t)hp->n_head_kv * hp->head_dim;
 	if ((rc = check_weight(&m->tok_embd, ne, hp->n_vocab, "token_embd", -1, err)) ||
@@ -406,6 +408,9 @@ static void rows_task(void *p, int j, int thread)
 		int32_t *ids = fw->top_ids + (size_t)o * fw->top_k;
 		cpu_topk(J->be->K, lg, (int)J->nl, fw->top_k, ids,
 		         fw->top_probs ? fw->top_probs + (size_t)o * fw->top_k : NULL);
+		/* a NaN never wins the top-1, so a row of them reads as id 0 */
+		if (!isfinite(lg[ids[0]]))
+			__atomic_store_n(&J->be->nonfinite, 1, __ATOMIC_RELAXED);
 		for (int k = 0; J->subset && k < fw->top_k; k++)
 			ids[k] = J->be->sub_ids[ids[k]];
 	}
@@ -448,6 +453,7 @@ static int cpu_forward(struct skipper_backend *base, const struct skipper_forwar
 
 	if ((rc = check_forward(be, fw, err)))
 		return rc;
+	be->nonfinite = 0;
 	if (!fw->kv_write && (rc = grow_scratch(be, fw->n, err)))
 		return rc;
 	struct cpu_batch b = {
@@ -487,6 +493,11 @@ static int cpu_forward(struct skipper_backend *base, const struct skipper_forwar
 		cpu_prof_switch(be, SKIPPER_PROF_ROWWISE);
 		be->prof.wait[be->prof_multi] += skipper_threadpool_waited(be->tp);
 	}
+	if (be->nonfinite)
+		return skipper_fail(err, SKIPPER_ERR_BACKEND,
+		                    "%s: the model's logits are not finite (NaN or infinite): its weights or "
+		                    "hyper-parameters overflow (a corrupt model file?)",
+		                    mdl->gguf ? skipper_gguf_path(mdl->gguf) : mdl->name);
 	return 0;
 }
 

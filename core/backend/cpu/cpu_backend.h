@@ -43,6 +43,7 @@ struct cpu_backend {
 	const struct cpu_kernels *K;
 	struct skipper_threadpool *tp;
 	int n_threads;
+	int nonfinite;                /* a row's top logit this pass was NaN or infinite (cpu_forward fails) */
 	int huge_pages;               /* weight copies on transparent huge pages (cpu_weight_alloc) */
 	void *weights;                /* the model's weight copies, in the order a step reads them, or NULL */
 
