@@ -14,6 +14,7 @@
 
 #include "gguf-writer.h"
 #include "model/gguf.h"
+#include "model/quant.h"
 #include "tap.h"
 #include "testmodel.h"
 #include "tokenizer/tokenizer.h"
@@ -316,7 +317,7 @@ static int load_written(struct gw *w, struct skipper_tokenizer **t, struct skipp
 }
 
 enum { SPM_OK, SPM_NO_MODEL, SPM_BERT, SPM_TOKENS_U32, SPM_SCORES_SHORT, SPM_TYPES_F32, SPM_BOS_RANGE,
-       BPE_BAD_MERGE, BPE_MERGES_U32 };
+       SPM_EMBD_ROWS, BPE_BAD_MERGE, BPE_MERGES_U32 };
 
 static struct gw *tokenizer_gguf(int variant)
 {
@@ -368,6 +369,11 @@ static struct gw *tokenizer_gguf(int variant)
 	gw_u32(w, "tokenizer.ggml.eos_token_id", 2);
 	gw_bool(w, "tokenizer.ggml.add_bos_token", 1);
 	gw_bool(w, "tokenizer.ggml.add_space_prefix", 1);
+	if (variant == SPM_EMBD_ROWS) { /* an embedding of one row fewer than the tokens */
+		static float zeros[8 * N_SPM];
+		const int64_t ne[2] = { 8, N_SPM - 1 };
+		gw_tensor(w, "token_embd.weight", SKIPPER_F32, 2, ne, zeros);
+	}
 	return w;
 }
 
@@ -398,6 +404,7 @@ static void gguf_adapter_tests(void)
 		{ SPM_TYPES_F32, SKIPPER_ERR_FORMAT, "token types of the wrong type" },
 		{ BPE_BAD_MERGE, SKIPPER_ERR_FORMAT, "merge without a space" },
 		{ BPE_MERGES_U32, SKIPPER_ERR_FORMAT, "merges not strings" },
+		{ SPM_EMBD_ROWS, SKIPPER_ERR_FORMAT, "a vocabulary of another size than token_embd's rows" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		err.msg[0] = 0;

@@ -49,9 +49,17 @@ int cmd_info(int argc, char **argv)
 		fprintf(stderr, "skipper: %s\n", err.msg);
 		rc = EXIT_FAILURE_GENERIC;
 	} else {
+		struct skipper_tokenizer *tok = NULL;
 		printf("file: %s\n", path);
 		skipper_model_print_info(m, stdout);
 		rc = EXIT_OK;
+		/* the vocabulary is part of the file: what generate would refuse
+		 * there, info refuses too */
+		if (skipper_tokenizer_from_gguf(m->gguf, &tok, &err)) {
+			fprintf(stderr, "skipper: %s\n", err.msg);
+			rc = EXIT_FAILURE_GENERIC;
+		}
+		skipper_tokenizer_free(tok);
 	}
 	skipper_model_free(m);
 	free(path);

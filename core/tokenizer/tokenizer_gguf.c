@@ -52,6 +52,12 @@ int skipper_tokenizer_from_gguf_pre(const struct skipper_gguf *g, const char *pr
 		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: tokenizer.ggml.tokens missing or not strings",
 		                    skipper_gguf_path(g));
 	sp.n_vocab = (int32_t)n;
+	/* one row of the embedding (and head) per token, as llama.cpp
+	 * requires: an id the model writes must be text */
+	const struct skipper_gguf_tensor *te = skipper_gguf_find_tensor(g, "token_embd.weight");
+	if (te && te->n_dims == 2 && (uint64_t)te->ne[1] != n)
+		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: the vocabulary has %llu tokens, token_embd %lld rows",
+		                    skipper_gguf_path(g), (unsigned long long)n, (long long)te->ne[1]);
 	tokens = malloc(n * sizeof *tokens);
 	token_lens = malloc(n * sizeof *token_lens);
 	if (!tokens || !token_lens)
