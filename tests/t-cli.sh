@@ -20,7 +20,7 @@ check() { # description, expected exit code, expected stderr substring, command.
 		sed 's/^/#   /' "$t/err"
 	fi
 }
-echo "1..29"
+echo "1..31"
 printf '[model]\nthreads = 2\nbogus = 1\n' >"$t/a.ini"
 printf '[policy]\nname = fixed\n[fixed]\ndraft_lenght = 3\n' >"$t/b.ini"
 printf '[policy]\nname = nosuchpolicy\n' >"$t/c.ini"
@@ -109,3 +109,6 @@ check "a shape the kernels cannot run names the file and the rule" 1 "$t/e48.ggu
 n=$((n + 1))
 grep -q "multiples of 32" "$t/err" && echo "ok $n - ... and says what it needs" || echo "not ok $n - no rule"
 
+check "JSONL prompts are read by bounded lines (/dev/zero is refused, not read to the end of memory)" 2 \
+	"/dev/zero:1: NUL byte in line" "$S" bench --data /dev/zero -m /nonexistent.gguf
+check "an option without its value says so" 2 "unknown or incomplete option '-r'" "$S" pull -r

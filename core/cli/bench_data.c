@@ -22,6 +22,39 @@ static char *str_field(json_t *o, const char *const *names)
 	return NULL;
 }
 
+/* A JSONL line may be long (a summarisation prompt) but not endless:
+ * /dev/zero must not be read until memory runs out. */
+#define PROMPT_LINE_MAX ((size_t)64 << 20)
+
+/* One line into *buf (grown, owned by the caller): its length, -1 at the
+ * end of the file, -2 past PROMPT_LINE_MAX, -3 on a NUL byte. */
+static long read_prompt_line(FILE *f, char **buf, size_t *cap)
+{
+	size_t n = 0;
+	int c;
+	while ((c = getc(f)) != EOF) {
+		if (c == '\0')
+			return -3;
+		if (n + 2 > *cap) {
+			size_t want = *cap ? 2 * *cap : 4096;
+			char *b;
+			if (*cap >= PROMPT_LINE_MAX)
+				return -2;
+			if (!(b = realloc(*buf, want)))
+				return -4;
+			*buf = b;
+			*cap = want;
+		}
+		(*buf)[n++] = (char)c;
+		if (c == '\n')
+			break;
+	}
+	if (!n)
+		return -1;
+	(*buf)[n] = '\0';
+	return (long)n;
+}
+
 int bench_load_prompts(const char *path, struct bench_prompt **out, int *n, char *errbuf, size_t errlen)
 {
 	static const char *const text_keys[] = { "prompt", "text", "instruction", NULL };
@@ -32,16 +65,22 @@ int bench_load_prompts(const char *path, struct bench_prompt **out, int *n, char
 	char *line = NULL;
 	size_t cap = 0;
 	int count = 0, lineno = 0;
+	long len;
 
 	if (!f) {
 		snprintf(errbuf, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	while (getline(&line, &cap, f) > 0) {
+	while ((len = read_prompt_line(f, &line, &cap)) != -1) {
 		json_error_t je;
 		json_t *o, *turns;
 		struct bench_prompt bp = { 0 };
 		lineno++;
+		if (len < 0) {
+			snprintf(errbuf, errlen, "%s:%d: %s", path, lineno,
+			         len == -2 ? "line longer than 64 MiB" : len == -3 ? "NUL byte in line" : "out of memory");
+			goto fail;
+		}
 		if (strspn(line, " \t\r\n") == strlen(line))
 			continue;
 		if (!(o = json_loads(line, 0, &je)) || !json_is_object(o)) {

@@ -61,7 +61,8 @@ static int parse_args(struct args *a, int argc, char **argv)
 		else if (strcmp(argv[i], "--offline") == 0)
 			a->offline = 1;
 		else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "skipper profile: unknown option '%s'\n", argv[i]);
+			fprintf(stderr, "skipper profile: %s option '%s'\n", i + 1 == argc ? "unknown or incomplete" : "unknown",
+			        argv[i]);
 			return -1;
 		} else
 			a->pos[a->npos++] = argv[i];

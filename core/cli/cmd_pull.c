@@ -66,7 +66,8 @@ int cmd_pull(int argc, char **argv)
 		} else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
 			pr.quiet = 1;
 		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "skipper pull: unknown option '%s'\n", argv[i]);
+			fprintf(stderr, "skipper pull: %s option '%s'\n", i + 1 == argc ? "unknown or incomplete" : "unknown",
+			        argv[i]);
 			goto usage;
 		} else if (!req.repo) {
 			req.repo = argv[i];
