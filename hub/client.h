@@ -16,6 +16,7 @@ struct skipper_hub {
 	int retries;
 	long timeout_s;
 	long backoff_ms;
+	long long retry_after_ms; /* the last answer's Retry-After (0: none), honoured by the next backoff */
 	skipper_hub_progress_fn progress;
 	void *progress_arg;
 	CURL *curl;           /* reused so keep-alive connections survive between files */

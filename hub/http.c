@@ -237,6 +237,10 @@ int skipper_hub_http_get(struct skipper_hub *hub, const struct skipper_hub_get *
 		curl_easy_setopt(hub->curl, CURLOPT_HTTPHEADER, NULL);
 		curl_easy_getinfo(hub->curl, CURLINFO_RESPONSE_CODE, &code);
 		*status = code;
+		curl_off_t after = 0;
+		hub->retry_after_ms = curl_easy_getinfo(hub->curl, CURLINFO_RETRY_AFTER, &after) == CURLE_OK && after > 0
+		                              ? (long long)after * 1000
+		                              : 0;
 		if (x.failed) {
 			rc = err ? err->status : SKIPPER_ERR_IO;
 			break;
@@ -298,6 +302,8 @@ int skipper_hub_backoff(const struct skipper_hub *hub, int attempt)
 
 	for (int i = 1; i < attempt && ms < 30000; i++)
 		ms *= 2;
+	if (ms < hub->retry_after_ms) /* a 429 or 503 that says when: not earlier */
+		ms = hub->retry_after_ms;
 	if (ms > 30000)
 		ms = 30000;
 	ts.tv_sec = (time_t)(ms / 1000);

@@ -28,7 +28,7 @@ int skipper_hub_http_get(struct skipper_hub *hub, const struct skipper_hub_get *
                          struct skipper_error *err);
 
 /* Sleep before retry number attempt (1, 2, ...): backoff_ms * 2^(attempt-1),
- * capped at 30 s. 1 when a signal came and the progress callback says to
+ * or the last answer's Retry-After if longer, capped at 30 s. 1 when a signal came and the progress callback says to
  * stop (the caller fails with SKIPPER_ERR_INTERRUPTED), else 0. */
 int skipper_hub_backoff(const struct skipper_hub *hub, int attempt);
 

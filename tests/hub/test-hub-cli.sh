@@ -56,7 +56,8 @@ http {
   log_format hub '"\$request" \$status range="\$http_range"';
   access_log $T/access.log hub;
   client_body_temp_path $T/tmp; proxy_temp_path $T/tmp; fastcgi_temp_path $T/tmp; uwsgi_temp_path $T/tmp; scgi_temp_path $T/tmp;
-  server { listen 127.0.0.1:$PORT; root $T/tree; location /team/slow/ { limit_rate 1m; } }
+  server { listen 127.0.0.1:$PORT; root $T/tree; location /team/slow/ { limit_rate 1m; }
+    location /api/models/team/busy/ { add_header Retry-After 2 always; return 429; } }
 }
 CONF
 	env -u NGINX "$NGINX" -p "$T" -c "$T/nginx.conf" -e "$T/error.log" 2>/dev/null && break
@@ -165,6 +166,14 @@ rm "$T/pf/pipe.ini"
 "$SKIPPER" profile publish "$T/pf" --repo team/pf --out "$T/tree" >/dev/null
 [ "$(stat -c %i "$T/pf/fast.ini")" != "$(stat -c %i "$(find "$T/tree/team/pf/resolve" -name fast.ini)")" ]
 ok $? "publish copies the files (an edit of the source does not change the hub)"
+
+# a 429 that says when to come back: not earlier (the default first pause is 0.5 s)
+t0=$(date +%s%N)
+"$SKIPPER" pull --set hub.retries=1 team/busy f.bin >/dev/null 2>"$T/err"; r=$?
+t1=$(date +%s%N)
+is $r 3 "a hub that stays busy: exit 3"
+[ $(( (t1 - t0) / 1000000 )) -ge 2000 ] && [ "$(grep -c 'team/busy' "$T/access.log")" = 2 ]
+ok $? "Retry-After: 2 is waited for before the one retry ($(( (t1 - t0) / 1000000 )) ms)"
 
 echo "1..$n"
 exit $failed
