@@ -122,6 +122,9 @@ int main(void)
 	expect("threads = 1\n", ":1: key 'threads' outside of any [section]", "key outside section");
 	/* inih goes on after a broken header: the key below must not be blamed */
 	expect("[lookup\nmax_draft = 4\n", ":1: syntax error: section header without ']'", "header without ']'");
+	expect("[hub]\nmax_file_size = 0\n",
+	       ":2: [hub] max_file_size: '0' is not a size of at least one byte (bytes, or a number with K, M, G, T)",
+	       "a size of 0 (which would read as the default)");
 	{
 		char want[1024];
 		snprintf(want, sizeof want, "%s/t.ini:2: [lookup] min_ngram = 6 is above max_ngram = 2 (%s/t.ini:3)", dir,

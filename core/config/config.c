@@ -452,9 +452,10 @@ static int check_value(const struct skipper_config_key *k, const struct skipper_
 			                    at, e->section, e->key, e->value);
 		return SKIPPER_OK;
 	case SKIPPER_KEY_SIZE:
-		if (parse_size(e->value, &d))
+		if (parse_size(e->value, &d) || d < 1) /* 0 would read as "the default" downstream */
 			return skipper_fail(err, SKIPPER_ERR_CONFIG,
-			                    "%s: [%s] %s: '%s' is not a size (bytes, or a number with K, M, G, T)",
+			                    "%s: [%s] %s: '%s' is not a size of at least one byte (bytes, or a number "
+			                    "with K, M, G, T)",
 			                    at, e->section, e->key, e->value);
 		return SKIPPER_OK;
 	case SKIPPER_KEY_ENUM: {
