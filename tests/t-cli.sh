@@ -20,7 +20,7 @@ check() { # description, expected exit code, expected stderr substring, command.
 		sed 's/^/#   /' "$t/err"
 	fi
 }
-echo "1..31"
+echo "1..33"
 printf '[model]\nthreads = 2\nbogus = 1\n' >"$t/a.ini"
 printf '[policy]\nname = fixed\n[fixed]\ndraft_lenght = 3\n' >"$t/b.ini"
 printf '[policy]\nname = nosuchpolicy\n' >"$t/c.ini"
@@ -112,3 +112,9 @@ grep -q "multiples of 32" "$t/err" && echo "ok $n - ... and says what it needs" 
 check "JSONL prompts are read by bounded lines (/dev/zero is refused, not read to the end of memory)" 2 \
 	"/dev/zero:1: NUL byte in line" "$S" bench --data /dev/zero -m /nonexistent.gguf
 check "an option without its value says so" 2 "unknown or incomplete option '-r'" "$S" pull -r
+"$top_builddir/tests/gen-model" --out "$t/c16.gguf" --layers 1 --ctx 16 >/dev/null
+long="one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
+check "a context the model file caps says so, not 'raise [model] ctx'" 1 "the model file's context_length" \
+	"$S" generate -m "$t/c16.gguf" --ctx 4096 -p "$long" -n 4
+check "a context [model] ctx caps says to raise it" 1 "raise [model] ctx" \
+	"$S" generate -m "$t/esc.gguf" --ctx 16 -p "$long" -n 4

@@ -579,6 +579,15 @@ static int lookup_as_chain(struct skipper_engine *e, const struct round_ctx *r)
 	return e->lk_n;
 }
 
+/* What to do about a full context: a larger [model] ctx, unless the model
+ * file's own context length is what capped it. */
+static const char *ctx_advice(const struct skipper_engine *e)
+{
+	int train = e->be->model->hp.n_ctx_train;
+	return train > 0 && e->be->n_ctx >= train ? "the model file's context_length, the most it allows"
+	                                          : "raise [model] ctx";
+}
+
 /* This round's plan, never past max_tokens (a round always adds one bonus
  * token) nor past the context: the skip mask (e->skip_*) and draft length
  * from the policy or the fixed plan, and the context-lookup tokens worth
@@ -598,7 +607,7 @@ static int plan_round(struct skipper_engine *e, struct round_ctx *r, int *n_draf
 	if (cap > n_ctx - r->n_past - 1)
 		cap = n_ctx - r->n_past - 1;
 	if (r->n_past + 1 > n_ctx)
-		return skipper_fail(err, SKIPPER_ERR_RANGE, "context of %d tokens is full (raise [model] ctx)", n_ctx);
+		return skipper_fail(err, SKIPPER_ERR_RANGE, "context of %d tokens is full (%s)", n_ctx, ctx_advice(e));
 	if (cap < 0)
 		cap = 0;
 	if (e->lk.enable && cap > 0) {
@@ -707,8 +716,8 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 	if (gp->max_tokens <= 0)
 		return SKIPPER_OK;
 	if (n_prompt + 1 > e->be->n_ctx)
-		return skipper_fail(err, SKIPPER_ERR_RANGE, "prompt of %d tokens does not fit the context of %d (raise [model] ctx)",
-		                    n_prompt, e->be->n_ctx);
+		return skipper_fail(err, SKIPPER_ERR_RANGE, "prompt of %d tokens does not fit the context of %d (%s)",
+		                    n_prompt, e->be->n_ctx, ctx_advice(e));
 	if (!r.greedy && (rc = need_sampling_buffers(e, err)))
 		return rc;
 	skipper_rng_seed(&e->rng, gp->seed);
