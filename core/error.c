@@ -33,7 +33,7 @@ const char *skipper_strerror(int status)
 /* Messages quote names and values read from files and servers: control
  * bytes among them (an escape sequence in a model's metadata) must not
  * reach a terminal. */
-static void printable(char *s)
+void skipper_printable(char *s)
 {
 	for (; *s; s++)
 		if ((unsigned char)*s < 0x20 || *s == 0x7f)
@@ -47,7 +47,7 @@ int skipper_fail(struct skipper_error *err, int status, const char *fmt, ...)
 		va_start(ap, fmt);
 		vsnprintf(err->msg, sizeof err->msg, fmt, ap);
 		va_end(ap);
-		printable(err->msg);
+		skipper_printable(err->msg);
 		err->status = status;
 	}
 	return status;
@@ -67,7 +67,7 @@ int skipper_fail_prefix(struct skipper_error *err, const char *fmt, ...)
 	/* Bounded widths keep the result within msg even when both are long. */
 	snprintf(err->msg, sizeof err->msg, "%.*s: %.*s", SKIPPER_ERROR_MAX / 2 - 2, prefix,
 	         SKIPPER_ERROR_MAX / 2 - 1, old);
-	printable(err->msg);
+	skipper_printable(err->msg);
 	return err->status;
 }
 

@@ -15,4 +15,9 @@ int skipper_fail_prefix(struct skipper_error *err, const char *fmt, ...)
 
 void skipper_error_clear(struct skipper_error *err);
 
+/* Control bytes of s (a NUL-terminated string that quotes a file or a
+ * server) replaced with '?', so that printing it sends no escapes. Every
+ * message skipper_fail makes goes through it. */
+void skipper_printable(char *s);
+
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "cli.h"
 
 static char *str_field(json_t *o, const char *const *names)
 {
@@ -26,35 +27,6 @@ static char *str_field(json_t *o, const char *const *names)
  * /dev/zero must not be read until memory runs out. */
 #define PROMPT_LINE_MAX ((size_t)64 << 20)
 
-/* One line into *buf (grown, owned by the caller): its length, -1 at the
- * end of the file, -2 past PROMPT_LINE_MAX, -3 on a NUL byte. */
-static long read_prompt_line(FILE *f, char **buf, size_t *cap)
-{
-	size_t n = 0;
-	int c;
-	while ((c = getc(f)) != EOF) {
-		if (c == '\0')
-			return -3;
-		if (n + 2 > *cap) {
-			size_t want = *cap ? 2 * *cap : 4096;
-			char *b;
-			if (*cap >= PROMPT_LINE_MAX)
-				return -2;
-			if (!(b = realloc(*buf, want)))
-				return -4;
-			*buf = b;
-			*cap = want;
-		}
-		(*buf)[n++] = (char)c;
-		if (c == '\n')
-			break;
-	}
-	if (!n)
-		return -1;
-	(*buf)[n] = '\0';
-	return (long)n;
-}
-
 int bench_load_prompts(const char *path, struct bench_prompt **out, int *n, char *errbuf, size_t errlen)
 {
 	static const char *const text_keys[] = { "prompt", "text", "instruction", NULL };
@@ -71,7 +43,7 @@ int bench_load_prompts(const char *path, struct bench_prompt **out, int *n, char
 		snprintf(errbuf, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	while ((len = read_prompt_line(f, &line, &cap)) != -1) {
+	while ((len = cli_read_line(f, &line, &cap, PROMPT_LINE_MAX)) != -1) {
 		json_error_t je;
 		json_t *o, *turns;
 		struct bench_prompt bp = { 0 };

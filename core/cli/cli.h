@@ -127,13 +127,14 @@ void cli_install_signals(void);
 FILE *cli_atomic_open(const char *who, const char *path, char **tmp);
 int cli_atomic_close(const char *who, FILE *f, char *tmp, const char *path);
 
-/* One line of a data file of numbers (n-grams, a draft vocabulary) with
- * its newline into buf: its length, -1 at the end of the file (or an
- * error: ferror), -2 if longer than cap - 1 bytes, -3 if it holds a NUL
- * byte; reading stops at either, so /dev/zero is refused, not read to the
- * end of memory. CLI_LINE_MAX is room for any valid line. */
+/* One line of a data file (n-grams, a draft vocabulary, JSONL prompts) with
+ * its newline into *buf, grown as needed (*cap its size; the caller frees
+ * it): its length, -1 at the end of the file (or an error: ferror), -2 if
+ * longer than max - 1 bytes, -3 if it holds a NUL byte, -4 out of memory;
+ * reading stops at any of these, so /dev/zero is refused, not read to the
+ * end of memory. CLI_LINE_MAX is room for any valid line of numbers. */
 #define CLI_LINE_MAX 512
-int cli_read_line(FILE *f, char *buf, int cap);
+long cli_read_line(FILE *f, char **buf, size_t *cap, size_t max);
 
 /* The rest of f as a NUL-terminated string (caller frees); NULL when out
  * of memory. */

@@ -346,10 +346,11 @@ int cli_load_draft_vocab(struct cli_session *s, const struct skipper_config *cfg
 {
 	const char *file = skipper_config_get(cfg, "generate", "draft_vocab_file");
 	struct skipper_error err = { 0 };
-	char *found = NULL, line[CLI_LINE_MAX];
-	long want = 0;
+	char *found = NULL, *line = NULL;
+	size_t cap = 0;
+	long want = 0, len = 0;
 	int32_t *ids = NULL;
-	int n = 0, rc = EXIT_FAILURE_GENERIC, V = s->model->hp.n_vocab, lineno = 0, len = 0;
+	int n = 0, rc = EXIT_FAILURE_GENERIC, V = s->model->hp.n_vocab, lineno = 0;
 	FILE *f;
 
 	skipper_config_get_int(cfg, "generate", "draft_vocab", &want, NULL);
@@ -372,7 +373,7 @@ int cli_load_draft_vocab(struct cli_session *s, const struct skipper_config *cfg
 		free(seen);
 		goto out;
 	}
-	while (n < want && (len = cli_read_line(f, line, sizeof line)) > 0) {
+	while (n < want && (len = cli_read_line(f, &line, &cap, CLI_LINE_MAX)) > 0) {
 		long id;
 		char *end;
 		lineno++;
@@ -392,7 +393,8 @@ int cli_load_draft_vocab(struct cli_session *s, const struct skipper_config *cfg
 	free(seen);
 	if (len < -1 || ferror(f)) {
 		fprintf(stderr, "skipper: %s:%d: %s\n", file, lineno + 1,
-		        len == -2 ? "line too long" : len == -3 ? "NUL byte in line" : strerror(errno));
+		        len == -2 ? "line too long" : len == -3 ? "NUL byte in line" : len == -4 ? "out of memory"
+		                                                                         : strerror(errno));
 		rc = EXIT_USAGE;
 		goto out;
 	}
@@ -408,6 +410,7 @@ int cli_load_draft_vocab(struct cli_session *s, const struct skipper_config *cfg
 	rc = EXIT_OK;
 out:
 	fclose(f);
+	free(line);
 	free(ids);
 	free(found);
 	return rc;

@@ -225,20 +225,31 @@ int cli_atomic_close(const char *who, FILE *f, char *tmp, const char *path)
 }
 
 /* See cli.h. */
-int cli_read_line(FILE *f, char *buf, int cap)
+long cli_read_line(FILE *f, char **buf, size_t *cap, size_t max)
 {
-	int n = 0, c;
+	size_t n = 0;
+	int c;
 	while ((c = getc(f)) != EOF) {
 		if (c == '\0')
 			return -3;
-		if (n == cap - 1)
+		if (n + 1 >= max)
 			return -2;
-		buf[n++] = (char)c;
+		if (n + 2 > *cap) {
+			size_t want = *cap ? 2 * *cap : 256;
+			char *b = realloc(*buf, want < max ? want : max);
+			if (!b)
+				return -4;
+			*buf = b;
+			*cap = want < max ? want : max;
+		}
+		(*buf)[n++] = (char)c;
 		if (c == '\n')
 			break;
 	}
-	buf[n] = '\0';
-	return n ? n : -1;
+	if (!n)
+		return -1;
+	(*buf)[n] = '\0';
+	return (long)n;
 }
 
 /* See cli.h. */

@@ -212,9 +212,11 @@ int cli_load_ngrams(struct cli_session *s, const struct skipper_config *cfg, str
 	const char *want = skipper_config_get(cfg, "lookup", "ngrams");
 	struct ngram_rows g = { 0 };
 	struct skipper_error err = { 0 };
-	char *found = NULL, line[CLI_LINE_MAX];
+	char *found = NULL, *line = NULL;
 	const char *file = want, *why = NULL;
-	int lineno = 0, len, rc = EXIT_USAGE;
+	size_t cap = 0;
+	long len;
+	int lineno = 0, rc = EXIT_USAGE;
 	FILE *f;
 
 	if (!want || !strcmp(want, "off"))
@@ -226,9 +228,9 @@ int cli_load_ngrams(struct cli_session *s, const struct skipper_config *cfg, str
 		free(found);
 		return EXIT_USAGE;
 	}
-	while ((len = cli_read_line(f, line, sizeof line)) != -1) {
+	while ((len = cli_read_line(f, &line, &cap, CLI_LINE_MAX)) != -1) {
 		lineno++;
-		why = len == -2 ? "line too long" : len == -3 ? "NUL byte in line" : NULL;
+		why = len == -2 ? "line too long" : len == -3 ? "NUL byte in line" : len == -4 ? "out of memory" : NULL;
 		if (!why && (line[0] == '#' || line[0] == '\n'))
 			continue;
 		if (why || parse_line(line, s->model->hp.n_vocab, &g, &why)) {
@@ -248,6 +250,7 @@ int cli_load_ngrams(struct cli_session *s, const struct skipper_config *cfg, str
 	rc = EXIT_OK;
 out:
 	fclose(f);
+	free(line);
 	free(found);
 	free(g.ctx);
 	free(g.next);

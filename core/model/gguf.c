@@ -4,16 +4,15 @@
  * the key or tensor involved. v2 and v3 share the little-endian layout (v3
  * only added big-endian files, which we refuse with a clear message). */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "error.h"
+#include "file.h"
 #include "gguf.h"
 #include "gguf_impl.h"
 #include "quant.h"
@@ -475,7 +474,6 @@ static int parse(struct skipper_gguf *g, struct skipper_error *err)
 int skipper_gguf_open(const char *path, struct skipper_gguf **out, struct skipper_error *err)
 {
 	struct skipper_gguf *g;
-	struct stat st;
 	int fd, rc;
 
 	*out = NULL;
@@ -486,21 +484,11 @@ int skipper_gguf_open(const char *path, struct skipper_gguf **out, struct skippe
 	}
 	if (getrandom(&g->hash_seed, sizeof g->hash_seed, GRND_NONBLOCK) != (ssize_t)sizeof g->hash_seed)
 		g->hash_seed = (uint64_t)(uintptr_t)g ^ (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull;
-	/* O_NONBLOCK: a FIFO is refused below instead of waited on; no effect
-	 * on the regular file that is read */
-	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0) {
-		rc = skipper_fail(err, errno == ENOENT ? SKIPPER_ERR_NOT_FOUND : SKIPPER_ERR_IO, "%s: %s", path, strerror(errno));
+	if ((fd = skipper_open_regular_fd(path, 0, NULL, &g->size, err)) < 0) {
+		rc = err ? err->status : SKIPPER_ERR_IO;
 		skipper_gguf_close(g);
 		return rc;
 	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", path, S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
-		close(fd);
-		skipper_gguf_close(g);
-		return rc;
-	}
-	g->size = (uint64_t)st.st_size;
 	if (g->size < 24) {
 		close(fd);
 		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: truncated file: %llu bytes is shorter than a GGUF header (24)",

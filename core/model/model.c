@@ -358,10 +358,8 @@ int skipper_model_load(const char *path, struct skipper_model **out, struct skip
 	if (skipper_gguf_get_str(m->gguf, "general.name", &s) == SKIPPER_OK && s.len > 0) {
 		size_t n = s.len < sizeof m->name - 1 ? (size_t)s.len : sizeof m->name - 1;
 		memcpy(m->name, s.ptr, n);
-		/* printed by info and written into file headers: one line, no escapes */
-		for (size_t i = 0; i < n; i++)
-			if ((unsigned char)m->name[i] < 0x20 || m->name[i] == 0x7f)
-				m->name[i] = '?';
+		m->name[n] = '\0';
+		skipper_printable(m->name); /* printed by info and written into file headers: one line */
 	} else {
 		const char *base = strrchr(path, '/');
 		snprintf(m->name, sizeof m->name, "%s", base ? base + 1 : path);
@@ -438,12 +436,14 @@ out:
 static void print_gstr(FILE *f, const struct skipper_gguf *g, const char *key, const char *def)
 {
 	struct skipper_gguf_str s;
+	char buf[201];
 	if (skipper_gguf_get_str(g, key, &s) != SKIPPER_OK) {
 		fputs(def, f);
 		return;
 	}
-	for (uint64_t i = 0; i < s.len && i < 200; i++) /* a file's bytes: no escapes to the terminal */
-		fputc((unsigned char)s.ptr[i] < 0x20 || s.ptr[i] == 0x7f ? '?' : s.ptr[i], f);
+	snprintf(buf, sizeof buf, "%.*s", (int)(s.len < 200 ? s.len : 200), s.ptr);
+	skipper_printable(buf); /* a file's bytes: no escapes to the terminal */
+	fputs(buf, f);
 }
 
 static void human(char *buf, size_t cap, double v, const char *unit)
