@@ -114,6 +114,9 @@ int cuda_fail(struct skipper_error *err, const char *what, cudaError_t e);
 int cuda_failf(struct skipper_error *err, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int cublas_fail(struct skipper_error *err, const char *what, cublasStatus_t s);
+/* A pass whose top logit was not finite (cuda_topk's -1): the model
+ * overflows; SKIPPER_ERR_BACKEND naming it. */
+int cuda_nonfinite(const struct cuda_backend *be, struct skipper_error *err);
 
 #define CU_TRY(call, what)                                  \
 	do {                                                \

@@ -268,13 +268,17 @@ static int enqueue_chunk(struct cuda_backend *be, const struct skipper_forward *
 }
 
 /* Copy the head results of the last pass (m rows, out indices be->hidx) to
- * the caller, after the stream was synchronised. */
-static void scatter_head(struct cuda_backend *be, const struct skipper_forward *fw, int m)
+ * the caller, after the stream was synchronised; a row whose top logit was
+ * not finite fails the pass. */
+static int scatter_head(struct cuda_backend *be, const struct skipper_forward *fw, int m,
+                        struct skipper_error *err)
 {
 	size_t nv = (size_t)be->n_vocab, k = (size_t)fw->top_k;
 	for (int j = 0; j < m; j++) {
 		int o = be->hidx[j];
 		if (k > 0) {
+			if (be->top_ids_h[(size_t)j * k] < 0)
+				return cuda_nonfinite(be, err);
 			memcpy(fw->top_ids + (size_t)o * k, be->top_ids_h + (size_t)j * k, k * 4);
 			if (fw->top_probs)
 				memcpy(fw->top_probs + (size_t)o * k, be->top_probs_h + (size_t)j * k, k * 4);
@@ -282,6 +286,7 @@ static void scatter_head(struct cuda_backend *be, const struct skipper_forward *
 		if (fw->logits)
 			memcpy(fw->logits + (size_t)o * nv, be->logits_h + (size_t)j * nv, nv * 4);
 	}
+	return 0;
 }
 
 /* Next up to CUDA_HEAD_CHUNK out rows falling in [r0, r0 + nr), from out
@@ -432,8 +437,8 @@ int cuda_be_forward(struct skipper_backend *base, const struct skipper_forward *
 			return rc;
 		for (;;) {
 			CU_TRY(cudaStreamSynchronize(be->st), "forward");
-			if (m > 0)
-				scatter_head(be, fw, m);
+			if (m > 0 && (rc = scatter_head(be, fw, m, err)))
+				return rc;
 			if ((m = gather_head(be, fw, r0, nr, &cur)) == 0)
 				break;
 			/* more out rows in this chunk than one head pass takes */

@@ -101,7 +101,9 @@ k_topk(const float *logits, int n_vocab, int k, int32_t *ids, float *probs)
 			z = sz[0];
 		}
 		if (threadIdx.x == 0) {
-			ids[(size_t)r * k + j] = bid;
+			/* a top logit that is not finite (a row of NaNs, an overflow)
+			 * is marked -1: the host fails the pass, as the CPU backend does */
+			ids[(size_t)r * k + j] = j == 0 && !isfinite(bv) ? -1 : bid;
 			if (probs)
 				probs[(size_t)r * k + j] = expf(bv - mx) / z;
 		}

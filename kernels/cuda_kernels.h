@@ -112,7 +112,8 @@ cudaError_t cuda_attention(const struct cuda_attn_args *a, cudaStream_t st);
 
 /* For each of nr rows of logits [nr][n_vocab]: the top k (<= CUDA_MAX_TOPK)
  * ids by descending logit, ties by lower id, and their softmax
- * probabilities (probs may be NULL: argmax only). ids/probs rows k apart. */
+ * probabilities (probs may be NULL: argmax only). ids/probs rows k apart.
+ * A row whose top logit is not finite gets -1 as its first id. */
 cudaError_t cuda_topk(const float *logits, int nr, int n_vocab, int k, int32_t *ids, float *probs,
                       cudaStream_t st);
 

@@ -142,6 +142,9 @@ int cuda_be_head_argmax(struct skipper_backend *base, int n, const float *states
 		if ((rc = cuda_head(be, NULL, m, 1, 0, 0, err)))
 			return rc;
 		CU_TRY(cudaStreamSynchronize(be->st), "head_argmax");
+		for (int j = 0; j < m; j++)
+			if (be->top_ids_h[j] < 0)
+				return cuda_nonfinite(be, err);
 		memcpy(ids + r0, be->top_ids_h, (size_t)m * 4);
 	}
 	return 0;

@@ -524,6 +524,14 @@ static void test_nonfinite(void)
 	int rc1 = be->ops->forward(be, &fw, &e);
 	ok(rc0 == 0 && rc1 == SKIPPER_ERR_BACKEND && strstr(e.msg, "logits are not finite"),
 	   "non-finite logits fail the pass: %s", e.msg);
+	float *state = calloc((size_t)tm->m.hp.n_embd, sizeof *state);
+	int32_t id = 7;
+	state[1] = 1.0f;
+	struct skipper_error e2 = { 0 };
+	int rc2 = be->ops->head_argmax(be, 1, state, &id, &e2);
+	ok(rc2 == SKIPPER_ERR_BACKEND && strstr(e2.msg, "logits are not finite") && id == 7, "and the head service: %s",
+	   e2.msg);
+	free(state);
 	be->ops->destroy(be);
 	tm_free(tm);
 }

@@ -546,6 +546,31 @@ static void test_smollm2(void)
 	skipper_model_free(m);
 }
 
+/* NaN logits (a corrupt file's overflow) fail the pass and the head
+ * service instead of reading as token 0, as on the CPU backend. */
+static void test_nonfinite(void)
+{
+	struct tm_opts o = { .type = SKIPPER_F32, .n_layer = 1, .seed = 3, .rope_style = SKIPPER_ROPE_PAIRS };
+	struct tm_model *tm = tm_build(&o);
+	((float *)(uintptr_t)tm->m.out_norm.data)[0] = NAN; /* the test model's own buffer */
+	struct skipper_backend *be = cuda(&tm->m);
+	struct skipper_error e = { 0 }, e2 = { 0 };
+	int32_t tok = 5, top = 7, row = 0, id = 7;
+	float *state = calloc((size_t)tm->m.hp.n_embd, sizeof *state);
+	struct skipper_forward fw = { .n = 1, .tokens = &tok, .kv_write = 1, .n_out = 1, .out_rows = &row,
+	                              .top_k = 1, .top_ids = &top };
+	int rc = be->ops->forward(be, &fw, &e);
+	ok(rc == SKIPPER_ERR_BACKEND && strstr(e.msg, "logits are not finite"), "non-finite logits fail the pass: %s",
+	   e.msg);
+	state[1] = 1.0f;
+	rc = be->ops->head_argmax(be, 1, state, &id, &e2);
+	ok(rc == SKIPPER_ERR_BACKEND && strstr(e2.msg, "logits are not finite") && id == 7,
+	   "and the head service: %s", e2.msg);
+	free(state);
+	be->ops->destroy(be);
+	tm_free(tm);
+}
+
 int main(void)
 {
 	static const struct { const char *name; int type; } types[] = {
@@ -569,5 +594,6 @@ int main(void)
 	                     .n_embd = 256, .n_ff = 1824, .n_head = 2, .n_head_kv = 1, .head_dim = 128 };
 	test_model("wide bf16", &w);
 	test_smollm2();
+	test_nonfinite();
 	return tap_done();
 }

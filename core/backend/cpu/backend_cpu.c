@@ -442,6 +442,15 @@ static void head_chunk(struct cpu_backend *be, const struct skipper_forward *fw,
 	}
 }
 
+/* A row's top logit was NaN or infinite: the model overflows. */
+static int nonfinite_fail(const struct skipper_model *mdl, struct skipper_error *err)
+{
+	return skipper_fail(err, SKIPPER_ERR_BACKEND,
+	                    "%s: the model's logits are not finite (NaN or infinite): its weights or "
+	                    "hyper-parameters overflow (a corrupt model file?)",
+	                    mdl->gguf ? skipper_gguf_path(mdl->gguf) : mdl->name);
+}
+
 static int cpu_forward(struct skipper_backend *base, const struct skipper_forward *fw,
                        struct skipper_error *err)
 {
@@ -494,10 +503,7 @@ static int cpu_forward(struct skipper_backend *base, const struct skipper_forwar
 		be->prof.wait[be->prof_multi] += skipper_threadpool_waited(be->tp);
 	}
 	if (be->nonfinite)
-		return skipper_fail(err, SKIPPER_ERR_BACKEND,
-		                    "%s: the model's logits are not finite (NaN or infinite): its weights or "
-		                    "hyper-parameters overflow (a corrupt model file?)",
-		                    mdl->gguf ? skipper_gguf_path(mdl->gguf) : mdl->name);
+		return nonfinite_fail(mdl, err);
 	return 0;
 }
 
@@ -595,8 +601,15 @@ static int cpu_head_argmax(struct skipper_backend *base, int n, const float *sta
 	for (int r0 = 0; r0 < n; r0 += CPU_HEAD_CHUNK) {
 		int nr = n - r0 < CPU_HEAD_CHUNK ? n - r0 : CPU_HEAD_CHUNK;
 		cpu_head_logits(be, states + (size_t)r0 * ne, ne, nr, 0);
-		for (int r = 0; r < nr; r++)
-			ids[r0 + r] = cpu_argmax(be->logits + (size_t)r * be->n_vocab, be->n_vocab);
+		for (int r = 0; r < nr; r++) {
+			const float *lg = be->logits + (size_t)r * be->n_vocab;
+			int32_t id = cpu_argmax(lg, be->n_vocab);
+			if (!isfinite(lg[id])) {
+				be->prof_on = prof;
+				return nonfinite_fail(base->model, err);
+			}
+			ids[r0 + r] = id;
+		}
 	}
 	be->prof_on = prof;
 	return 0;
