@@ -7,6 +7,22 @@
 #include "error.h"
 #include "hub/client.h"
 
+/* An endpoint every request can be built on: http or https, with a host
+ * (curl only fetches those two; anything else would fail on every call). */
+static int endpoint_ok(const char *url)
+{
+	CURLU *u = curl_url();
+	char *scheme = NULL, *host = NULL;
+	int ok = u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	         curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+	         curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK && *host &&
+	         (strcmp(scheme, "http") == 0 || strcmp(scheme, "https") == 0);
+	curl_free(scheme);
+	curl_free(host);
+	curl_url_cleanup(u);
+	return ok;
+}
+
 int skipper_hub_new(struct skipper_hub **out, const struct skipper_hub_options *opt, struct skipper_error *err)
 {
 	struct skipper_hub *hub;
@@ -15,6 +31,9 @@ int skipper_hub_new(struct skipper_hub **out, const struct skipper_hub_options *
 	*out = NULL;
 	if (!opt->endpoint || !opt->cache_dir)
 		return skipper_fail(err, SKIPPER_ERR_ARG, "hub: endpoint and cache directory are required");
+	if (!endpoint_ok(opt->endpoint))
+		return skipper_fail(err, SKIPPER_ERR_ARG, "endpoint \"%s\" is not an http:// or https:// URL with a host",
+		                    opt->endpoint);
 	/* Reference-counted by libcurl; never undone, since other handles in the
 	 * process may still be live when one hub is freed. */
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)

@@ -131,9 +131,11 @@ int hub_cli_open(struct hub_cli *h, const struct skipper_config *cfg, int force_
 	o.progress = progress;
 	o.progress_arg = h;
 	if (skipper_hub_new(&h->hub, &o, &err)) {
-		fprintf(stderr, "skipper: %s\n", err.msg);
+		int usage = err.status == SKIPPER_ERR_ARG;
+		fprintf(stderr, "skipper: %s%s\n", usage ? (cfg_str(cfg, "endpoint") ? "[hub] " : "HF_ENDPOINT: ") : "",
+		        err.msg);
 		hub_cli_close(h);
-		return EXIT_FAILURE_GENERIC;
+		return usage ? EXIT_USAGE : EXIT_FAILURE_GENERIC;
 	}
 	return EXIT_OK;
 config:

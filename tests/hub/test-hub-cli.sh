@@ -166,6 +166,13 @@ rm "$T/pf/pipe.ini"
 "$SKIPPER" profile publish "$T/pf" --repo team/pf --out "$T/tree" >/dev/null
 [ "$(stat -c %i "$T/pf/fast.ini")" != "$(stat -c %i "$(find "$T/tree/team/pf/resolve" -name fast.ini)")" ]
 ok $? "publish copies the files (an edit of the source does not change the hub)"
+for e in ftp://127.0.0.1 file:///tmp http:// 'not a url'; do
+	"$SKIPPER" pull --set "hub.endpoint=$e" team/profiles fast.ini >/dev/null 2>"$T/err"; r=$?
+	[ $r = 2 ] && grep -q "\[hub\] endpoint \"$e\" is not an http:// or https:// URL with a host" "$T/err"
+	ok $? "endpoint $e: exit $r, $(cat "$T/err")"
+done
+HF_ENDPOINT=gopher://127.0.0.1 "$SKIPPER" pull team/profiles fast.ini >/dev/null 2>"$T/err"; r=$?
+[ $r = 2 ] && grep -q "HF_ENDPOINT: endpoint" "$T/err"; ok $? "a bad HF_ENDPOINT names the variable: exit $r"
 
 # a 429 that says when to come back: not earlier (the default first pause is 0.5 s)
 t0=$(date +%s%N)
