@@ -57,8 +57,10 @@ profile "$t/data/profiles/tiny/bo-static.ini" bo-static "$sha" 6
 profile "$t/data2/profiles/$sha/bo-static.ini" knn-router "$sha" 4
 SKIPPER_DATA_PATH="$t/data:$t/data2" run
 rc=$?
+other=$(echo x | sha256sum | cut -c1-12)
 [ "$rc" != 0 ] && grep -q "no skip profile" "$t/err" && [ ! -s "$t/out" ] &&
-	echo "ok 4 - profiles for another model, layer count or method are not taken" ||
+	grep -q "note: $t/cache/profiles/tiny/bo-static.ini: made for sha256 $other, method bo-static, 4 layers (this model: sha256 $(echo "$sha" | cut -c1-12), 4 layers): not used" "$t/err" &&
+	echo "ok 4 - profiles for another model, layer count or method are not taken; the first is named" ||
 	{ sed 's/^/# /' "$t/err"; echo "not ok 4 - exit $rc"; }
 
 # $SKIPPER_DATA_PATH, a colon list, is searched after the cache
