@@ -20,7 +20,7 @@ check() { # description, expected exit code, expected stderr substring, command.
 		sed 's/^/#   /' "$t/err"
 	fi
 }
-echo "1..33"
+echo "1..34"
 printf '[model]\nthreads = 2\nbogus = 1\n' >"$t/a.ini"
 printf '[policy]\nname = fixed\n[fixed]\ndraft_lenght = 3\n' >"$t/b.ini"
 printf '[policy]\nname = nosuchpolicy\n' >"$t/c.ini"
@@ -118,3 +118,13 @@ check "a context the model file caps says so, not 'raise [model] ctx'" 1 "the mo
 	"$S" generate -m "$t/c16.gguf" --ctx 4096 -p "$long" -n 4
 check "a context [model] ctx caps says to raise it" 1 "raise [model] ctx" \
 	"$S" generate -m "$t/esc.gguf" --ctx 16 -p "$long" -n 4
+# a vocabulary of 321 tokens over 320 embedding rows (and vocab_size 320, so
+# the shapes agree): info reads the tokenizer and refuses it as generate does
+le() { v=$1; i=0; while [ $i -lt "$2" ]; do printf "\\$(printf %03o $((v & 255)))"; v=$((v >> 8)); i=$((i + 1)); done; }
+"$top_builddir/tests/gen-model" --out "$t/v.gguf" --layers 1 --tied >/dev/null
+o=$(grep -obUa "token_embd.weight" "$t/v.gguf" | head -1 | cut -d: -f1)
+le 320 8 | dd of="$t/v.gguf" bs=1 seek=$((o + 29)) conv=notrunc 2>/dev/null # name, n_dims, ne0, then ne1
+o=$(grep -obUa "llama.vocab_size" "$t/v.gguf" | head -1 | cut -d: -f1)
+le 320 4 | dd of="$t/v.gguf" bs=1 seek=$((o + 20)) conv=notrunc 2>/dev/null # key, type, then the value
+check "info refuses a vocabulary of another size than token_embd's rows" 1 \
+	"$t/v.gguf: the vocabulary has 321 tokens, token_embd 320 rows" "$S" info -m "$t/v.gguf"

@@ -50,7 +50,6 @@ int cmd_info(int argc, char **argv)
 		rc = EXIT_FAILURE_GENERIC;
 	} else {
 		struct skipper_tokenizer *tok = NULL;
-		printf("file: %s\n", path);
 		skipper_model_print_info(m, stdout);
 		rc = EXIT_OK;
 		/* the vocabulary is part of the file: what generate would refuse
