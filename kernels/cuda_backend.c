@@ -44,10 +44,7 @@ int cublas_fail(struct skipper_error *err, const char *what, cublasStatus_t s)
 
 int cuda_nonfinite(const struct cuda_backend *be, struct skipper_error *err)
 {
-	return cuda_failf(err, SKIPPER_ERR_BACKEND,
-	                  "%s: the model's logits are not finite (NaN or infinite): its weights or "
-	                  "hyper-parameters overflow (a corrupt model file?)",
-	                  be->base.model->name);
+	return cuda_failf(err, SKIPPER_ERR_BACKEND, "%s: " SKIPPER_BACKEND_NONFINITE, be->base.model->name);
 }
 
 int cuda_dalloc(struct cuda_backend *be, void **p, size_t bytes, const char *what,

@@ -209,6 +209,13 @@ struct skipper_backend_profile {
 
 struct skipper_backend;
 
+/* What forward and head_argmax say, after the model's file or name, when a
+ * row's top logit is NaN or infinite (they fail with SKIPPER_ERR_BACKEND
+ * rather than return an id for it). */
+#define SKIPPER_BACKEND_NONFINITE                                                       \
+	"the model's logits are not finite (NaN or infinite): its weights or hyper-parameters " \
+	"overflow (a corrupt model file?)"
+
 struct skipper_backend_ops {
 	const char *name;
 

@@ -445,9 +445,7 @@ static void head_chunk(struct cpu_backend *be, const struct skipper_forward *fw,
 /* A row's top logit was NaN or infinite: the model overflows. */
 static int nonfinite_fail(const struct skipper_model *mdl, struct skipper_error *err)
 {
-	return skipper_fail(err, SKIPPER_ERR_BACKEND,
-	                    "%s: the model's logits are not finite (NaN or infinite): its weights or "
-	                    "hyper-parameters overflow (a corrupt model file?)",
+	return skipper_fail(err, SKIPPER_ERR_BACKEND, "%s: " SKIPPER_BACKEND_NONFINITE,
 	                    mdl->gguf ? skipper_gguf_path(mdl->gguf) : mdl->name);
 }
 
