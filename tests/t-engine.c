@@ -1207,23 +1207,32 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width, int 
 	free(p3);
 }
 
+/* the test model's file, removed however the program ends (a skip for want
+ * of a CUDA device, a bail-out) */
+static char model_file[] = "/tmp/skipper-t-engine-XXXXXX";
+
+static void remove_model_file(void)
+{
+	unlink(model_file);
+}
+
 int main(void)
 {
-	char path[] = "/tmp/skipper-t-engine-XXXXXX";
-	int fd = mkstemp(path);
+	int fd = mkstemp(model_file);
 	struct skipper_test_model_opts o;
 	int32_t *prompt;
 	size_t n_prompt;
 	static const int dtypes[] = { SKIPPER_F32, SKIPPER_Q4_1 };
 
 	close(fd);
+	atexit(remove_model_file);
 	for (int d = 0; d < 2; d++) {
 		skipper_test_model_defaults(&o);
 		o.dtype = dtypes[d];
 		o.n_layer = 6;
 		o.seed = 7 + d;
 		o.redundant[2] = o.redundant[3] = 1;
-		if (skipper_test_model_write(path, &o) || skipper_model_load(path, &model, &err) ||
+		if (skipper_test_model_write(model_file, &o) || skipper_model_load(model_file, &model, &err) ||
 		    skipper_tokenizer_from_gguf(model->gguf, &tok, &err))
 			BAIL(err.msg);
 		if (skipper_tokenize(tok, "The quick brown fox", 19, 0, 0, &prompt, &n_prompt, &err))
@@ -1263,7 +1272,7 @@ int main(void)
 	o.n_layer = 2;
 	o.seed = 5;
 	o.redundant[0] = o.redundant[1] = 1;
-	if (skipper_test_model_write(path, &o) || skipper_model_load(path, &model, &err) ||
+	if (skipper_test_model_write(model_file, &o) || skipper_model_load(model_file, &model, &err) ||
 	    skipper_tokenizer_from_gguf(model->gguf, &tok, &err))
 		BAIL(err.msg);
 	{
@@ -1298,6 +1307,5 @@ int main(void)
 	}
 	skipper_tokenizer_free(tok);
 	skipper_model_free(model);
-	unlink(path);
 	return tap_done();
 }
