@@ -108,7 +108,7 @@ int main(void)
 	       "unknown section");
 	expect("[generate]\nmax_tokens = lots\n", ":2: [generate] max_tokens: 'lots' is not an integer", "bad number");
 	expect("[generate]\ntemperature = 1e\n", ":2: [generate] temperature: '1e' is not a number", "bad double");
-	expect("[generate]\nmax_tokens = 0\n", ":2: [generate] max_tokens: 0 is out of range [1, 1.04858e+06]",
+	expect("[generate]\nmax_tokens = 0\n", ":2: [generate] max_tokens: 0 is out of range [1, 1048576]",
 	       "out of range");
 	expect("[hub]\noffline = maybe\n",
 	       ":2: [hub] offline: 'maybe' is not a boolean (yes/no, true/false, on/off, 1/0)", "bad bool");

@@ -470,7 +470,7 @@ static int check_value(const struct skipper_config_key *k, const struct skipper_
 		return SKIPPER_OK;
 	}
 	if ((k->min || k->max) && (d < k->min || d > k->max))
-		return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s: [%s] %s: %s is out of range [%g, %g]", at,
+		return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s: [%s] %s: %s is out of range [%.15g, %.15g]", at,
 		                    e->section, e->key, e->value, k->min, k->max);
 	return SKIPPER_OK;
 }
