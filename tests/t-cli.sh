@@ -20,7 +20,7 @@ check() { # description, expected exit code, expected stderr substring, command.
 		sed 's/^/#   /' "$t/err"
 	fi
 }
-echo "1..34"
+echo "1..36"
 printf '[model]\nthreads = 2\nbogus = 1\n' >"$t/a.ini"
 printf '[policy]\nname = fixed\n[fixed]\ndraft_lenght = 3\n' >"$t/b.ini"
 printf '[policy]\nname = nosuchpolicy\n' >"$t/c.ini"
@@ -41,6 +41,11 @@ check "missing model file" 1 "/nonexistent.gguf" \
 printf 'GGUF\003\000\000\000' >"$t/trunc.gguf"
 check "truncated model file" 1 "$t/trunc.gguf" "$S" info "$t/trunc.gguf"
 check "unknown command" 2 "unknown command 'frobnicate'" "$S" frobnicate
+check "help of an unknown command" 2 "unknown command 'frobnicate'" "$S" help frobnicate
+n=$((n + 1))
+"$S" help bench >"$t/out" 2>&1 && "$S" bench --help >"$t/out2" 2>&1 && cmp -s "$t/out" "$t/out2" &&
+	grep -q "usage: skipper bench" "$t/out" && echo "ok $n - skipper help COMMAND is COMMAND --help" ||
+	echo "not ok $n - skipper help bench: $(head -n 1 "$t/out")"
 check "unknown option" 2 "unknown or incomplete option '--bogus'" "$S" generate --bogus
 check "bench needs --data" 2 "--data FILE.jsonl is required" "$S" bench
 printf '{"turns": ["hi"]}\nnot json\n' >"$t/bad.jsonl"

@@ -29,6 +29,17 @@ static void usage(FILE *f)
 	fprintf(f, "\n`skipper COMMAND --help` for the options of a command; man skipper(1).\n");
 }
 
+/* argv[0] is the command's name. */
+static int run_command(int argc, char **argv)
+{
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (strcmp(argv[0], commands[i].name) == 0)
+			return commands[i].run(argc, argv);
+	fprintf(stderr, "skipper: unknown command '%s'\n", argv[0]);
+	usage(stderr);
+	return EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -39,14 +50,14 @@ int main(int argc, char **argv)
 		printf("skipper %s\n", PACKAGE_VERSION);
 		return EXIT_OK;
 	}
+	if (strcmp(argv[1], "help") == 0 && argc > 2) {
+		/* skipper help COMMAND = skipper COMMAND --help */
+		char *args[] = { argv[2], "--help", NULL };
+		return run_command(2, args);
+	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
 		usage(stdout);
 		return EXIT_OK;
 	}
-	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		if (strcmp(argv[1], commands[i].name) == 0)
-			return commands[i].run(argc - 1, argv + 1);
-	fprintf(stderr, "skipper: unknown command '%s'\n", argv[1]);
-	usage(stderr);
-	return EXIT_USAGE;
+	return run_command(argc - 1, argv + 1);
 }
