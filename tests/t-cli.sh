@@ -20,7 +20,7 @@ check() { # description, expected exit code, expected stderr substring, command.
 		sed 's/^/#   /' "$t/err"
 	fi
 }
-echo "1..36"
+echo "1..39"
 printf '[model]\nthreads = 2\nbogus = 1\n' >"$t/a.ini"
 printf '[policy]\nname = fixed\n[fixed]\ndraft_lenght = 3\n' >"$t/b.ini"
 printf '[policy]\nname = nosuchpolicy\n' >"$t/c.ini"
@@ -50,13 +50,14 @@ check "unknown option" 2 "unknown or incomplete option '--bogus'" "$S" generate 
 check "bench needs --data" 2 "--data FILE.jsonl is required" "$S" bench
 printf '{"turns": ["hi"]}\nnot json\n' >"$t/bad.jsonl"
 check "bench names the bad JSONL line" 2 "$t/bad.jsonl:2: not a JSON object" "$S" bench --data "$t/bad.jsonl" -m /nonexistent.gguf
-"$S" --version >"$t/out" 2>&1 && grep -q '^skipper [0-9]' "$t/out" && echo "ok 13 - --version" || echo "not ok 13 - --version"
+n=$((n + 1))
+"$S" --version >"$t/out" 2>&1 && grep -q '^skipper [0-9]' "$t/out" && echo "ok $n - --version" || echo "not ok $n - --version"
+n=$((n + 1))
 "$S" policies >"$t/out" 2>"$t/err" && grep -q '^none ' "$t/out" && grep -q '^fixed ' "$t/out" &&
-	echo "ok 14 - policies lists none and fixed" || { echo "not ok 14 - policies"; sed 's/^/#   /' "$t/out" "$t/err"; }
+	echo "ok $n - policies lists none and fixed" || { echo "not ok $n - policies"; sed 's/^/#   /' "$t/out" "$t/err"; }
 
 # Known model names resolve into the model cache (an empty cache here), for
 # every name scripts/fetch-model.sh knows; a cached one loads.
-n=14
 for name in $("$top_srcdir/scripts/fetch-model.sh" --list | awk '{print $1}'); do
 	SKIPPER_CACHE_DIR="$t/cache" "$S" info -m "$name" >"$t/out" 2>"$t/err"
 	grep -qF "model $name is not in the cache ($t/cache/models/" "$t/err" &&
@@ -116,6 +117,13 @@ grep -q "multiples of 32" "$t/err" && echo "ok $n - ... and says what it needs" 
 
 check "JSONL prompts are read by bounded lines (/dev/zero is refused, not read to the end of memory)" 2 \
 	"/dev/zero:1: NUL byte in line" "$S" bench --data /dev/zero -m /nonexistent.gguf
+check "a prompt file that is a directory says so (it read as an empty prompt)" 2 "$t: Is a directory" \
+	"$S" generate -m "$t/esc.gguf" -f "$t" -n 2
+check "a prompt file is read to a bound (/dev/zero is refused, not read to the end of memory)" 2 \
+	"/dev/zero: more than 64 MiB of text" "$S" generate -m "$t/esc.gguf" -f /dev/zero -n 2
+printf 'a\000b' >"$t/nul.txt"
+check "a NUL byte in a prompt file is refused (the prompt was cut there)" 2 "$t/nul.txt: NUL byte in the text" \
+	"$S" generate -m "$t/esc.gguf" -f "$t/nul.txt" -n 2
 check "an option without its value says so" 2 "unknown or incomplete option '-r'" "$S" pull -r
 "$top_builddir/tests/gen-model" --out "$t/c16.gguf" --layers 1 --ctx 16 >/dev/null
 long="one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"

@@ -136,9 +136,11 @@ int cli_atomic_close(const char *who, FILE *f, char *tmp, const char *path);
 #define CLI_LINE_MAX 512
 long cli_read_line(FILE *f, char **buf, size_t *cap, size_t max);
 
-/* The rest of f as a NUL-terminated string (caller frees); NULL when out
- * of memory. */
-char *cli_read_all(FILE *f);
+/* The rest of f, text of at most max bytes, as a NUL-terminated string
+ * (caller frees). NULL with why[0..why_n) saying what is wrong: a read
+ * error (a directory's), a NUL byte, more than max bytes (/dev/zero ends
+ * there), out of memory. */
+char *cli_read_all(FILE *f, size_t max, char *why, size_t why_n);
 
 #include <jansson.h>
 /* Stats as text (--stats) and as a JSON object (new reference). */

@@ -1,4 +1,5 @@
 /* skipper generate: one prompt in, streamed text out. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,25 +168,34 @@ static int parse_args(struct gen_opts *o, int argc, char **argv)
 	return -1;
 }
 
+/* a prompt file longer than any context: text of a million tokens is ~4 MiB */
+#define PROMPT_MAX ((size_t)64 << 20)
+
 /* The prompt from -p, -f FILE or standard input; *owned is what to free. */
 static int read_prompt(const struct gen_opts *o, const char **prompt, char **owned)
 {
 	*prompt = o->prompt;
 	*owned = NULL;
+	char why[256];
 	if (o->prompt_file) {
 		FILE *f = fopen(o->prompt_file, "r");
 		if (!f) {
-			fprintf(stderr, "skipper generate: %s: cannot open prompt file\n", o->prompt_file);
+			fprintf(stderr, "skipper generate: %s: cannot open prompt file: %s\n", o->prompt_file,
+			        strerror(errno));
 			return EXIT_USAGE;
 		}
-		*prompt = *owned = cli_read_all(f);
+		*prompt = *owned = cli_read_all(f, PROMPT_MAX, why, sizeof why);
 		fclose(f);
 	} else if (!*prompt) {
 		if (isatty(STDIN_FILENO))
 			fprintf(stderr, "skipper generate: reading the prompt from standard input (end with Ctrl-D)\n");
-		*prompt = *owned = cli_read_all(stdin);
+		*prompt = *owned = cli_read_all(stdin, PROMPT_MAX, why, sizeof why);
 	}
-	if (!*prompt || !**prompt) {
+	if (!*prompt) {
+		fprintf(stderr, "skipper generate: %s: %s\n", o->prompt_file ? o->prompt_file : "standard input", why);
+		return EXIT_USAGE;
+	}
+	if (!**prompt) {
 		fprintf(stderr, "skipper generate: empty prompt\n");
 		return EXIT_USAGE;
 	}

@@ -201,20 +201,14 @@ static int load_corpus(const char *data, struct bench_prompt **prompts, int *n_p
 		}
 	} else {
 		FILE *f = fopen(data, "rb");
-		int e = 0;
 		if (f) {
-			*text = cli_read_all(f);
-			if (ferror(f)) {
-				e = errno;
-				free(*text);
-				*text = NULL;
-			}
+			*text = cli_read_all(f, (size_t)1 << 30, errbuf, sizeof errbuf);
 			fclose(f);
 		} else {
-			e = errno;
+			snprintf(errbuf, sizeof errbuf, "%s", strerror(errno));
 		}
 		if (!*text) {
-			fprintf(stderr, "skipper vocab: %s: %s\n", data, e ? strerror(e) : "out of memory");
+			fprintf(stderr, "skipper vocab: %s: %s\n", data, errbuf);
 			return EXIT_USAGE;
 		}
 	}

@@ -253,7 +253,7 @@ long cli_read_line(FILE *f, char **buf, size_t *cap, size_t max)
 }
 
 /* See cli.h. */
-char *cli_read_all(FILE *f)
+char *cli_read_all(FILE *f, size_t max, char *why, size_t why_n)
 {
 	size_t len = 0, cap = 4096;
 	char *s = malloc(cap);
@@ -263,16 +263,23 @@ char *cli_read_all(FILE *f)
 		len += n;
 		if (n == 0)
 			break;
+		if (len > max) {
+			snprintf(why, why_n, "more than %zu MiB of text", max >> 20);
+			free(s);
+			return NULL;
+		}
 		if (len + 1 == cap) {
 			char *t = realloc(s, cap *= 2);
-			if (!t) {
+			if (!t)
 				free(s);
-				return NULL;
-			}
 			s = t;
 		}
 	}
-	if (s)
-		s[len] = '\0';
+	if (!s || ferror(f) || memchr(s, '\0', len)) {
+		snprintf(why, why_n, "%s", !s ? "out of memory" : ferror(f) ? strerror(errno) : "NUL byte in the text");
+		free(s);
+		return NULL;
+	}
+	s[len] = '\0';
 	return s;
 }
