@@ -20,7 +20,7 @@ check() { # description, expected exit code, expected stderr substring, command.
 		sed 's/^/#   /' "$t/err"
 	fi
 }
-echo "1..39"
+echo "1..40"
 printf '[model]\nthreads = 2\nbogus = 1\n' >"$t/a.ini"
 printf '[policy]\nname = fixed\n[fixed]\ndraft_lenght = 3\n' >"$t/b.ini"
 printf '[policy]\nname = nosuchpolicy\n' >"$t/c.ini"
@@ -49,6 +49,9 @@ n=$((n + 1))
 check "unknown option" 2 "unknown or incomplete option '--bogus'" "$S" generate --bogus
 check "bench needs --data" 2 "--data FILE.jsonl is required" "$S" bench
 printf '{"turns": ["hi"]}\nnot json\n' >"$t/bad.jsonl"
+printf '{"turns": ["hi"]}\n' >"$t/one.jsonl"
+check "bench: an unknown policy in --policies is a usage error before the model loads" 2 \
+	"policy 'nosuchpolicy' not found" "$S" bench --data "$t/one.jsonl" --policies none,nosuchpolicy -m /nonexistent.gguf
 check "bench names the bad JSONL line" 2 "$t/bad.jsonl:2: not a JSON object" "$S" bench --data "$t/bad.jsonl" -m /nonexistent.gguf
 n=$((n + 1))
 "$S" --version >"$t/out" 2>&1 && grep -q '^skipper [0-9]' "$t/out" && echo "ok $n - --version" || echo "not ok $n - --version"

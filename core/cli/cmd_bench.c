@@ -95,29 +95,46 @@ static int ends_with(const char *s, const char *suffix)
 	return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-/* Build one variant: a policy name, or an INI file layered on the base. */
-static int open_variant(struct cli_session *s, const struct cli_common *base, const char *item, struct variant *v)
+/* One variant's configuration, before any model is loaded (a bad one is
+ * a usage error, as for generate): an INI file layered on the base, or
+ * the base with [policy] name set to the item. */
+static int variant_config(const struct cli_common *base, const char *item, struct variant *v)
 {
-	struct skipper_error err = { 0 };
-	const char *name = item;
+	struct cli_common c = *base;
+	char **sets = NULL, *set = NULL;
+	int rc;
 
 	memset(v, 0, sizeof *v);
 	if (ends_with(item, ".ini")) {
-		struct cli_common c = *base;
-		const char *slash = strrchr(item, '/');
-		int rc;
+		const char *file = strrchr(item, '/') ? strrchr(item, '/') + 1 : item;
 		c.extra_file = item;
-		if ((rc = cli_load_config(&c, &v->cfg)))
-			return rc;
-		name = skipper_config_get(v->cfg, "policy", "name");
-		v->label = strndup(slash ? slash + 1 : item, strlen(slash ? slash + 1 : item) - 4);
+		v->label = strndup(file, strlen(file) - 4);
 	} else {
-		struct cli_common c = *base;
-		int rc;
-		if ((rc = cli_load_config(&c, &v->cfg)))
-			return rc;
+		sets = malloc(((size_t)c.n_sets + 1) * sizeof *sets);
+		if (sets && asprintf(&set, "policy.name=%s", item) >= 0) {
+			memcpy(sets, c.sets, (size_t)c.n_sets * sizeof *sets);
+			sets[c.n_sets++] = set;
+			c.sets = sets;
+		}
 		v->label = strdup(item);
 	}
+	if (!v->label || (!ends_with(item, ".ini") && !set)) {
+		fprintf(stderr, "skipper bench: out of memory\n");
+		rc = EXIT_FAILURE_GENERIC;
+	} else {
+		rc = cli_load_config(&c, &v->cfg);
+	}
+	free(set);
+	free(sets);
+	return rc;
+}
+
+/* Its policy and engine on the loaded model. */
+static int open_variant(struct cli_session *s, struct variant *v)
+{
+	struct skipper_error err = { 0 };
+	const char *name = skipper_config_get(v->cfg, "policy", "name");
+
 	if (strcmp(name, "none") != 0 && cli_policy_open(s, v->cfg, name, &v->policy, &err)) {
 		fprintf(stderr, "skipper: %s\n", err.msg);
 		return EXIT_FAILURE_GENERIC;
@@ -291,14 +308,22 @@ static int open_variants(struct bench_run *b, struct skipper_config *cfg)
 		skipper_config_free(cfg);
 		return EXIT_FAILURE_GENERIC;
 	}
+	if (!(b->vars = calloc((size_t)b->n_items, sizeof *b->vars))) {
+		skipper_config_free(cfg);
+		return EXIT_FAILURE_GENERIC;
+	}
+	for (int i = 0; i < b->n_items; i++)
+		if ((rc = variant_config(&b->c, b->items[i], &b->vars[i]))) {
+			skipper_config_free(cfg);
+			return rc;
+		}
 	if ((rc = cli_session_open(&b->s, cfg)))
 		return rc;
-	b->vars = calloc((size_t)b->n_items, sizeof *b->vars);
 	rep->n_policies = b->n_items;
 	rep->policies = calloc((size_t)b->n_items, sizeof *rep->policies);
 	rep->baseline = -1;
 	for (int i = 0; i < b->n_items; i++) {
-		if ((rc = open_variant(&b->s, &b->c, b->items[i], &b->vars[i])))
+		if ((rc = open_variant(&b->s, &b->vars[i])))
 			return rc;
 		rep->policies[i] = b->vars[i].label;
 		if (strcmp(b->items[i], "none") == 0 && rep->baseline < 0)
