@@ -26,6 +26,7 @@ enum {
 struct cli_common {
 	const char *config_file;
 	const char *extra_file; /* layered after config_file (bench variants) */
+	const char *extra_set;  /* one more "section.key=value" after sets (bench variants) */
 	char **sets;     /* "section.key=value", owned */
 	int n_sets;
 };

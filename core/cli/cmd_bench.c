@@ -101,31 +101,23 @@ static int ends_with(const char *s, const char *suffix)
 static int variant_config(const struct cli_common *base, const char *item, struct variant *v)
 {
 	struct cli_common c = *base;
-	char **sets = NULL, *set = NULL;
-	int rc;
+	const char *file = strrchr(item, '/') ? strrchr(item, '/') + 1 : item;
+	char *set = NULL;
+	int rc, ini = ends_with(item, ".ini");
 
 	memset(v, 0, sizeof *v);
-	if (ends_with(item, ".ini")) {
-		const char *file = strrchr(item, '/') ? strrchr(item, '/') + 1 : item;
+	if (ini)
 		c.extra_file = item;
-		v->label = strndup(file, strlen(file) - 4);
-	} else {
-		sets = malloc(((size_t)c.n_sets + 1) * sizeof *sets);
-		if (sets && asprintf(&set, "policy.name=%s", item) >= 0) {
-			memcpy(sets, c.sets, (size_t)c.n_sets * sizeof *sets);
-			sets[c.n_sets++] = set;
-			c.sets = sets;
-		}
-		v->label = strdup(item);
-	}
-	if (!v->label || (!ends_with(item, ".ini") && !set)) {
+	else if (asprintf(&set, "policy.name=%s", item) >= 0)
+		c.extra_set = set;
+	v->label = ini ? strndup(file, strlen(file) - 4) : strdup(item);
+	if (!v->label || (!ini && !set)) {
 		fprintf(stderr, "skipper bench: out of memory\n");
 		rc = EXIT_FAILURE_GENERIC;
 	} else {
 		rc = cli_load_config(&c, &v->cfg);
 	}
 	free(set);
-	free(sets);
 	return rc;
 }
 

@@ -180,6 +180,8 @@ int cli_load_config(const struct cli_common *c, struct skipper_config **out)
 		rc = skipper_config_load_file(cfg, c->extra_file, 1, &err);
 	for (int i = 0; !rc && i < c->n_sets; i++)
 		rc = skipper_config_set(cfg, c->sets[i], &err);
+	if (!rc && c->extra_set)
+		rc = skipper_config_set(cfg, c->extra_set, &err);
 	if (!rc)
 		rc = skipper_config_validate(cfg, cli_policy_section_ok, cfg, &err);
 	if (!rc)

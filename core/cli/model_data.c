@@ -80,7 +80,8 @@ char *cli_model_data_file(const struct cli_session *s, const char *name)
 struct wanted {
 	const char *sha, *method;
 	int n_layer;
-	char *other; /* the first profile of this name in a model directory that did not fit, and why */
+	int tell;    /* keep the first misfit (the model directories: the hub cache holds other models') */
+	char *other; /* that misfit, and why */
 };
 
 /* A profile made for this model (hash and layer count) and this method. */
@@ -104,7 +105,7 @@ static int profile_fits(const char *path, void *arg)
 	method = skipper_profile_get(p, "profile", "method");
 	fits = sha && method && !strcasecmp(sha, w->sha) && !strcmp(method, w->method) &&
 	       skipper_profile_n_layers(p) == w->n_layer;
-	if (!fits && !w->other && asprintf(&w->other, "%s: made for %s%.12s, method %s, %d layers (this model: sha256 "
+	if (!fits && w->tell && !w->other && asprintf(&w->other, "%s: made for %s%.12s, method %s, %d layers (this model: sha256 "
 	                                              "%.12s, %d layers)",
 	                                   path, sha ? "sha256 " : "", sha ? sha : "no model", method ? method : "none",
 	                                   skipper_profile_n_layers(p), w->sha, w->n_layer) < 0)
@@ -149,29 +150,24 @@ static void scan_hub(const char *dir, int depth, const char *name, struct wanted
 
 char *cli_find_profile(const struct cli_session *s, const char *method, const char *sha)
 {
-	struct wanted w = { sha, method, s->model->hp.n_layer, NULL };
+	struct wanted w = { sha, method, s->model->hp.n_layer, 1, NULL };
 	const char *hub_dir = skipper_config_get(s->cfg, "hub", "cache_dir");
-	char name[256], *path, *dflt = NULL, *other;
+	char name[256], *path, *dflt = NULL;
 	time_t mtime = 0;
 
 	if (snprintf(name, sizeof name, "%s.ini", method) >= (int)sizeof name)
 		return NULL;
-	if ((path = search_model_dirs(s, name, sha, profile_fits, &w))) {
-		free(w.other);
-		return path;
+	path = search_model_dirs(s, name, sha, profile_fits, &w);
+	w.tell = 0;
+	if (!path) {
+		if (!hub_dir || !*hub_dir)
+			hub_dir = dflt = skipper_hub_default_cache_dir();
+		if (hub_dir)
+			scan_hub(hub_dir, 6, name, &w, &path, &mtime);
+		free(dflt);
 	}
-	/* the hub cache holds other models' profiles: only the model
-	 * directories' misfits are worth telling about */
-	other = w.other;
-	w.other = NULL;
-	if (!hub_dir || !*hub_dir)
-		hub_dir = dflt = skipper_hub_default_cache_dir();
-	if (hub_dir)
-		scan_hub(hub_dir, 6, name, &w, &path, &mtime);
-	free(dflt);
+	if (!path && w.other)
+		fprintf(stderr, "skipper: note: %s: not used\n", w.other);
 	free(w.other);
-	if (!path && other)
-		fprintf(stderr, "skipper: note: %s: not used\n", other);
-	free(other);
 	return path;
 }
