@@ -38,10 +38,11 @@ DIR/summary.csv, DIR/chart.svg and the raw logs under DIR/raw/.
                          over all rounds; more rounds average out a machine
                          whose speed drifts (default 1)
   --ctx N                context size, both engines (default 4096)
-  --draft-vocab N        skipper's draft passes compute the LM head over the N
+  --draft-vocab N|auto   skipper's draft passes compute the LM head over the N
                          most frequent tokens ([generate] draft_vocab; the
                          ranking ships for the benchmark models); 0: the whole
-                         vocabulary (default 0)
+                         vocabulary; auto: the shipped ranking's 32768 for
+                         the policies that draft with the model (default auto)
   --model NAME|FILE      target model, a scripts/fetch-model.sh name or a GGUF
                          file (default qwen2.5-coder-1.5b)
   --draft-model NAME|FILE
@@ -91,7 +92,7 @@ command_line="scripts/bench-peers.sh"
 for a in "$@"; do command_line="$command_line $(quote "$a")"; done
 
 data="$(cd "$root/.." && pwd)/shared/data/spec_bench/question.jsonl,$root/scripts/data/code-edit.jsonl"
-categories="" per_cat=3 tokens=128 threads=2 warmup=1 reps=1 ctx=4096 draft_vocab=0
+categories="" per_cat=3 tokens=128 threads=2 warmup=1 reps=1 ctx=4096 draft_vocab=auto
 model=qwen2.5-coder-1.5b draft=qwen2.5-coder-0.5b
 policies=$all_policies peers=plain,lookup,speculative
 llama_bin="${LLAMA_BIN:-}" out=""
@@ -110,7 +111,7 @@ while [ $# -gt 0 ]; do
 		--warmup) count "$1" "$2" 0; warmup=$2 ;;
 		--reps) count "$1" "$2" 1; reps=$2 ;;
 		--ctx) count "$1" "$2" 64; ctx=$2 ;;
-		--draft-vocab) count "$1" "$2" 0; draft_vocab=$2 ;;
+		--draft-vocab) [ "$2" = auto ] || count "$1" "$2" 0; draft_vocab=$2 ;;
 		--model) model=$2 ;;
 		--draft-model) draft=$2 ;;
 		--policies) policies=$2 ;;
@@ -535,7 +536,7 @@ def report(out):
           f"- prompts: the first {meta['per_category']} of each category of `{meta['data']}` "
           f"({sum(len(c['prompts']) for c in plan['categories'])} in all), first turn, chat template {plan['template']}; "
           f"at most {meta['tokens']} new tokens, greedy, context {meta['ctx']}; skipper draft vocabulary "
-          f"{meta.get('draft_vocab', '0')} (0: the whole); warm-up: the first {meta['warmup']} "
+          f"{meta.get('draft_vocab', '0')} (0: the whole; auto: the shipped ranking for policies that draft with the model); warm-up: the first {meta['warmup']} "
           "prompt(s) of each category once per configuration, not timed",
           "- order: prompt by prompt, category by category: `skipper bench` (every skipper configuration), "
           "then llama.cpp plain, lookup, speculative, then the next prompt" +

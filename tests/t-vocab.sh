@@ -10,7 +10,7 @@ set -u
 sk="$top_builddir/skipper"
 t=$(mktemp -d "${TMPDIR:-/tmp}/t-vocab.XXXXXX") || exit 1
 trap 'rm -rf "$t"' EXIT
-echo "1..31"
+echo "1..39"
 
 "$top_builddir/tests/gen-model" --out "$t/tiny.gguf" --layers 4 --embd 64 --ff 128 --redundant 1 --vocab 256 \
 	--ctx 256 >/dev/null || { echo "Bail out! gen-model failed"; exit 1; }
@@ -139,3 +139,21 @@ fails 30 "an n-gram file that cannot be written is an error naming it" "$t/no/ng
 	$sk vocab $common --data "$t/p2.jsonl" --generate 4 --out "$t/z.txt" --ngrams "$t/no/ng.txt"
 [ ! -e "$t/z.txt" ] && [ -z "$(ls "$t" | grep '\.tmp')" ] && echo "ok 31 - ... and neither output is left behind" ||
 	echo "not ok 31 - files left behind: $(ls "$t")"
+
+# [generate] draft_vocab = auto (the default): the model's ranking, all of
+# it, for a policy that drafts with the model; none and lookup do not read it
+{ grep '^#' "$t/v.txt"; grep -v '^#' "$t/v.txt" | head -40; } >"$t/cache/profiles/tiny/draft-vocab.txt"
+check 32 "auto drafts over the ranking beside the model" $gen --stats
+grep -q "^draft head  *40 most frequent tokens" "$t/err" && [ "$(cat "$t/out")" = "$plain" ] &&
+	echo "ok 33 - ... all 40 of its ids, and the text is plain decoding's" ||
+	{ sed 's/^/# /' "$t/err"; echo "not ok 33 - auto's draft head or text"; }
+echo "# only a comment" >"$t/cache/profiles/tiny/draft-vocab.txt"
+fails 34 "auto with a ranking that holds no id is an error naming it" "draft-vocab.txt: no token ids" $gen
+check 35 "... which plain decoding does not read" $sk generate $common -p cats -n 4 --stats
+grep -q "^draft head  *the whole vocabulary" "$t/err" && echo "ok 36 - ... and its draft head is the whole" ||
+	{ sed 's/^/# /' "$t/err"; echo "not ok 36 - plain decoding's draft head"; }
+check 37 "draft_vocab = 0 is the whole vocabulary, ranking or not" $gen --set generate.draft_vocab=0 --stats
+grep -q "^draft head  *the whole vocabulary" "$t/err" && echo "ok 38 - ... as --stats says" ||
+	{ sed 's/^/# /' "$t/err"; echo "not ok 38 - draft_vocab = 0's draft head"; }
+fails 39 "a draft_vocab that is neither a number nor auto" "draft_vocab: 'most' is not an integer or auto" \
+	$gen --set generate.draft_vocab=most

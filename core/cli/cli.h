@@ -72,8 +72,11 @@ int cli_engine_setup(struct cli_session *s, const struct skipper_config *cfg, co
                      struct skipper_engine *e);
 /* [generate] draft_vocab: the first draft_vocab ids of the ranking
  * ([generate] draft_vocab_file, else the model's draft-vocab.txt) as the
- * engine's draft head. Prints errors; returns an exit code. */
-int cli_load_draft_vocab(struct cli_session *s, const struct skipper_config *cfg, struct skipper_engine *e);
+ * engine's draft head; auto: all the ids of that ranking when one exists
+ * and the policy drafts with the model (drafts is non-zero), else the whole
+ * vocabulary. Prints errors; returns an exit code. */
+int cli_load_draft_vocab(struct cli_session *s, const struct skipper_config *cfg, int drafts,
+                         struct skipper_engine *e);
 /* [lookup] ngrams: off, a file, or auto (the model's ngrams.txt, found as
  * cli_model_data_file does, if one exists) into the engine. Prints errors
  * naming the file and line; returns an exit code. */

@@ -336,20 +336,31 @@ done:
 	return rc;
 }
 
-int cli_load_draft_vocab(struct cli_session *s, const struct skipper_config *cfg, struct skipper_engine *e)
+int cli_load_draft_vocab(struct cli_session *s, const struct skipper_config *cfg, int drafts,
+                         struct skipper_engine *e)
 {
 	const char *file = skipper_config_get(cfg, "generate", "draft_vocab_file");
+	const char *value = skipper_config_get(cfg, "generate", "draft_vocab");
 	struct skipper_error err = { 0 };
 	char *found = NULL, *line = NULL;
 	size_t cap = 0;
 	long want = 0, len = 0;
 	int32_t *ids = NULL;
 	int n = 0, rc = EXIT_FAILURE_GENERIC, V = s->model->hp.n_vocab, lineno = 0;
+	int automatic = value && strcmp(value, "auto") == 0;
 	FILE *f;
 
-	skipper_config_get_int(cfg, "generate", "draft_vocab", &want, NULL);
-	if (want <= 0 || want >= V)
+	/* auto: as many ids as the ranking holds; a run without draft passes
+	 * (none, lookup) has no use for one and does not read it */
+	if (automatic) {
+		if (!drafts)
+			return EXIT_OK;
+		want = V; /* a ranking of every id is the whole head (skipper_engine_set_draft_vocab) */
+		if ((!file || !*file) && !(file = found = cli_model_data_file(s, "draft-vocab.txt")))
+			return EXIT_OK;
+	} else if (skipper_config_get_int(cfg, "generate", "draft_vocab", &want, NULL) || want <= 0 || want >= V) {
 		return EXIT_OK;
+	}
 	if ((!file || !*file) && !(file = found = cli_model_data_file(s, "draft-vocab.txt"))) {
 		fprintf(stderr,
 		        "skipper: [generate] draft_vocab = %ld needs a ranking of %s's vocabulary: none ships for it; "
@@ -392,8 +403,12 @@ int cli_load_draft_vocab(struct cli_session *s, const struct skipper_config *cfg
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	if (n < want) {
-		fprintf(stderr, "skipper: %s: %d token ids, [generate] draft_vocab asks for %ld\n", file, n, want);
+	if (automatic ? n == 0 : n < want) {
+		if (automatic)
+			fprintf(stderr, "skipper: %s: no token ids\n", file);
+		else
+			fprintf(stderr, "skipper: %s: %d token ids, [generate] draft_vocab asks for %ld\n", file, n,
+			        want);
 		rc = EXIT_USAGE;
 		goto out;
 	}

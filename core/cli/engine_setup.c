@@ -123,7 +123,8 @@ int cli_engine_setup(struct cli_session *s, const struct skipper_config *cfg, co
 	int guard = 1;
 	skipper_config_get_bool(cfg, "policy", "guard", &guard, NULL);
 	skipper_engine_set_guard(e, guard);
-	int rc = cli_load_draft_vocab(s, cfg, e);
+	int drafts = strcmp(policy, "none") != 0 && strcmp(policy, "lookup") != 0;
+	int rc = cli_load_draft_vocab(s, cfg, drafts, e);
 	if (rc || (lk.enable && (rc = cli_load_ngrams(s, cfg, e))))
 		return rc;
 	/* plain decoding needs no costs; everything that drafts sizes its

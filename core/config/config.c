@@ -435,9 +435,12 @@ static int check_value(const struct skipper_config_key *k, const struct skipper_
 	where(e, at, sizeof at);
 	switch (k->kind) {
 	case SKIPPER_KEY_INT:
+		if (k->choices && strcmp(e->value, k->choices) == 0)
+			return SKIPPER_OK;
 		if (skipper_parse_long(e->value, &l))
-			return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s: [%s] %s: '%s' is not an integer", at,
-			                    e->section, e->key, e->value);
+			return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s: [%s] %s: '%s' is not an integer%s%s", at,
+			                    e->section, e->key, e->value, k->choices ? " or " : "",
+			                    k->choices ? k->choices : "");
 		d = (double)l;
 		break;
 	case SKIPPER_KEY_DOUBLE:

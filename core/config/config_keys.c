@@ -18,7 +18,7 @@ const struct skipper_config_key skipper_config_keys[] = {
 	{ "generate", "seed", "0", SKIPPER_KEY_INT, NULL, 0, 0x7fffffff },
 	{ "generate", "chat_template", "auto", SKIPPER_KEY_ENUM, "auto,none,chatml,llama2,llama3,mistral,zephyr" },
 	{ "generate", "system", "", SKIPPER_KEY_STRING, NULL },
-	{ "generate", "draft_vocab", "0", SKIPPER_KEY_INT, NULL, 0, 1 << 24 },
+	{ "generate", "draft_vocab", "auto", SKIPPER_KEY_INT, "auto", 0, 1 << 24 },
 	{ "generate", "draft_vocab_file", "", SKIPPER_KEY_STRING, NULL },
 
 	{ "policy", "name", "none", SKIPPER_KEY_STRING, NULL },

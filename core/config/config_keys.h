@@ -10,7 +10,8 @@ enum skipper_key_kind {
 struct skipper_config_key {
 	const char *section, *key, *def;
 	int kind;
-	const char *choices;
+	const char *choices; /* ENUM: the comma-separated words; INT: one word also taken (a default
+	                      * its reader resolves, as draft_vocab's "auto"), or NULL */
 	double min, max; /* INT and DOUBLE ranges (both 0: unbounded) */
 };
 

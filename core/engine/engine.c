@@ -711,6 +711,7 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 
 	memset(st, 0, sizeof *st);
 	st->n_prompt = n_prompt;
+	st->draft_head = e->draft_n;
 	if (n_prompt <= 0)
 		return skipper_fail(err, SKIPPER_ERR_ARG, "empty prompt");
 	if (gp->max_tokens <= 0)

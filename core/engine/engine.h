@@ -36,6 +36,7 @@ struct skipper_run_stats {
 	int backoffs;        /* times drafting was found slower than plain steps and paused */
 	double mean_accepted;/* M: tokens committed per verify pass (1.00 for autoregressive) */
 	double tokens_per_s; /* decode speed: tokens after the first / (t_total - t_prefill) */
+	int draft_head;      /* tokens the draft passes' LM head covers; 0: the whole vocabulary */
 };
 
 /* Called for every committed token, in order; return non-zero to stop. */
