@@ -356,12 +356,12 @@ int cli_load_draft_vocab(struct cli_session *s, const struct skipper_config *cfg
 		if (!drafts)
 			return EXIT_OK;
 		want = V; /* a ranking of every id is the whole head (skipper_engine_set_draft_vocab) */
-		if ((!file || !*file) && !(file = found = cli_model_data_file(s, "draft-vocab.txt")))
-			return EXIT_OK;
 	} else if (skipper_config_get_int(cfg, "generate", "draft_vocab", &want, NULL) || want <= 0 || want >= V) {
 		return EXIT_OK;
 	}
 	if ((!file || !*file) && !(file = found = cli_model_data_file(s, "draft-vocab.txt"))) {
+		if (automatic)
+			return EXIT_OK;
 		fprintf(stderr,
 		        "skipper: [generate] draft_vocab = %ld needs a ranking of %s's vocabulary: none ships for it; "
 		        "make one with skipper vocab and name it in [generate] draft_vocab_file\n",
