@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "hub/cache.h"
 
 char *skipper_hub_repo_dir(const char *cache_dir, const char *repo)

@@ -4,7 +4,7 @@
 
 #include <openssl/crypto.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "hub/client.h"
 
 /* An endpoint every request can be built on: http or https, with a host

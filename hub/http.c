@@ -12,7 +12,7 @@
 
 #include <openssl/crypto.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "hub/http.h"
 
 #define SKIPPER_HUB_MAX_REDIRECTS 10

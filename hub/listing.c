@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "hub/hub.h"
 
 #define SKIPPER_HUB_MAX_FILES 100000

@@ -14,7 +14,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "hub/cache.h"
 #include "hub/hash.h"
 #include "hub/hub.h"

@@ -10,7 +10,7 @@
 
 #include <openssl/evp.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "hub/cache.h"
 #include "hub/download.h"
 #include "hub/hash.h"

@@ -6,7 +6,7 @@
 
 #include <openssl/evp.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "hub/hash.h"
 
 void skipper_hub_hex(const unsigned char *bytes, size_t n, char *hex)

@@ -12,7 +12,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "hub/sign.h"
 
 #define SIG_LEN 64

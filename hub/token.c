@@ -7,7 +7,7 @@
 
 #include <openssl/crypto.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "hub/hub.h"
 
 static char *trimmed_dup(const char *s, size_t n)

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
-#include "error.h"
+#include "base/error.h"
 #include "model/model.h"
 
 static double clk(clockid_t id)

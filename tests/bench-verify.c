@@ -21,7 +21,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
-#include "error.h"
+#include "base/error.h"
 #include "model/model.h"
 
 #define MAXN 64

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
-#include "error.h"
+#include "base/error.h"
 #include "tap.h"
 #include "testmodel.h"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "error.h"
+#include "base/error.h"
 #include "t-backend-model.h"
 
 /* Forward n rows (n <= 256), logits of every row into lg[n][V] (NULL: no head). */

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
-#include "error.h"
+#include "base/error.h"
 #include "tap.h"
 #include "t-backend-model.h"
 #include "t-backend-util.h"

@@ -45,7 +45,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "error.h"
+#include "base/error.h"
 #include "model/model.h"
 #include "tap.h"
 #include "t-backend-model.h"

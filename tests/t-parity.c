@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "error.h"
+#include "base/error.h"
 #include "model/model.h"
 #include "tap.h"
 #include "testmodel.h"

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "policy/policy_host.h"
 #include "policy/profile.h"
 #include "tap.h"

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
-#include "error.h"
+#include "base/error.h"
 #include "tap.h"
 
 static inline int test_backend_kind(void)

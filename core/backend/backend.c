@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "backend.h"
-#include "error.h"
+#include "base/error.h"
 
 #ifndef SKIPPER_PLUGINDIR
 #define SKIPPER_PLUGINDIR "/usr/local/lib/skipper/plugins"

@@ -8,7 +8,7 @@
 #include "cli.h"
 #include "cli_policy.h"
 #include "engine/engine_services.h"
-#include "error.h"
+#include "base/error.h"
 #include "hub_cli.h"
 #include "policy/policy_builtin.h"
 #include "model/quant.h"

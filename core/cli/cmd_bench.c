@@ -9,7 +9,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "cli_policy.h"
-#include "error.h"
+#include "base/error.h"
 
 static void usage(FILE *f)
 {

@@ -8,7 +8,7 @@
 
 #include "cli.h"
 #include "cli_policy.h"
-#include "error.h"
+#include "base/error.h"
 
 static void usage(FILE *f)
 {

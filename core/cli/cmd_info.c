@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "error.h"
+#include "base/error.h"
 
 int cmd_info(int argc, char **argv)
 {

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "error.h"
+#include "base/error.h"
 #include "policy/profile.h"
 #include "hub/publish.h"
 #include "hub/sign.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "error.h"
+#include "base/error.h"
 #include "hub_cli.h"
 
 static void usage(FILE *f)

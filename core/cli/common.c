@@ -11,7 +11,7 @@
 
 #include "cli.h"
 #include "cli_policy.h"
-#include "error.h"
+#include "base/error.h"
 
 volatile sig_atomic_t cli_interrupted;
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "error.h"
+#include "base/error.h"
 
 /* The processor, as far as the kernels' speed depends on it: the fields of
  * /proc/cpuinfo's first entry that name its make and instruction set, one

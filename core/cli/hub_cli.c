@@ -10,7 +10,7 @@
 
 #include "build-config.h"
 #include "cli.h"
-#include "error.h"
+#include "base/error.h"
 #include "hub/hub.h"
 #include "hub/sign.h"
 #include "hub_cli.h"

@@ -8,7 +8,7 @@
 #include "backend/backend.h"
 #include "cli.h"
 #include "cli_policy.h"
-#include "error.h"
+#include "base/error.h"
 #include "hub_cli.h"
 
 static int fail(struct skipper_error *err, int code)

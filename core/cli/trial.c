@@ -6,7 +6,7 @@
 
 #include "cli.h"
 #include "cli_policy.h"
-#include "error.h"
+#include "base/error.h"
 
 /* The session behind a policy context (cli_policy.c). */
 struct cli_session *cli_policy_session(void *ctx);

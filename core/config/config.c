@@ -11,7 +11,7 @@
 
 #include "config.h"
 #include "config_keys.h"
-#include "error.h"
+#include "base/error.h"
 
 struct skipper_config {
 	struct skipper_config_entry *e;

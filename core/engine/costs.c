@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "engine_impl.h"
-#include "error.h"
+#include "base/error.h"
 
 #define COST_CTX 128
 /* passes timed per point at most */

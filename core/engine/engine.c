@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "engine_impl.h"
-#include "error.h"
+#include "base/error.h"
 
 void skipper_engine_set_fixed_plan(struct skipper_engine *e, const uint8_t *skip_attn, const uint8_t *skip_mlp,
                                    int max_draft, double threshold)

@@ -6,7 +6,7 @@
 
 #include "engine.h"
 #include "engine_services.h"
-#include "error.h"
+#include "base/error.h"
 
 int skipper_engine_score_mask(void *engine, const uint8_t *skip_attn, const uint8_t *skip_mlp,
                               const int32_t *tokens, int n, int start_pos, int32_t *argmax_out,

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "engine_impl.h"
-#include "error.h"
+#include "base/error.h"
 #include "model/quant.h"
 
 /* out += sum over n rows (stride floats apart) of rmsnorm(row) * w / n_total:

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "engine_impl.h"
-#include "error.h"
+#include "base/error.h"
 
 /* Residual distribution norm(max(0, p - q)) into p; returns 0 if empty. */
 static int residual(float *p, const float *q, int n)

@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "file.h"
+#include "base/error.h"
+#include "base/file.h"
 #include "gguf.h"
 #include "gguf_impl.h"
 #include "quant.h"

@@ -3,7 +3,7 @@
  * gguf.c built and checked. */
 #include <string.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "gguf.h"
 #include "gguf_impl.h"
 

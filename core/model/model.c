@@ -12,7 +12,7 @@
 
 #include <openssl/evp.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "model.h"
 #include "quant.h"
 

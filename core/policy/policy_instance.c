@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "config/config.h"
-#include "error.h"
+#include "base/error.h"
 #include "policy_internal.h"
 
 static void clear_msg(struct skipper_policy_instance *inst)

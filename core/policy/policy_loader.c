@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "build-config.h"
-#include "error.h"
+#include "base/error.h"
 #include "policy_internal.h"
 
 #ifndef SKIPPER_PLUGINDIR

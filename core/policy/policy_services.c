@@ -10,7 +10,7 @@
 
 #include "build-config.h"
 #include "config/config.h"
-#include "error.h"
+#include "base/error.h"
 #include "policy_internal.h"
 #include "profile.h"
 #include "tensor_file.h"

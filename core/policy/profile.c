@@ -8,8 +8,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "file.h"
+#include "base/error.h"
+#include "base/file.h"
 #include "profile.h"
 
 /* far above any profile written (a few kilobytes) */

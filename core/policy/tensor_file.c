@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "file.h"
+#include "base/error.h"
+#include "base/file.h"
 #include "tensor_file.h"
 
 static int little_endian(void)

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "tokenizer.h"
 
 static const struct { const char *name; int tmpl; } names[] = {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "tokenizer_impl.h"
 
 /* One piece of the input after special tokens were cut out: either raw

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "tokenizer.h"
 
 static int32_t opt_id(const struct skipper_gguf *g, const char *key)

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "tokenizer.h"
 
 struct pipe_info { int bytelevel, bytelevel_regex, digits_single, metaspace, split_llama3, split_qwen2, split_other; };

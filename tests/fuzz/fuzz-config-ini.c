@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
-#include "error.h"
+#include "base/error.h"
 
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "fuzz-config-ini: %s failed\n", #c); abort(); } } while (0)
 

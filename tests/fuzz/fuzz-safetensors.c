@@ -17,7 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "policy/tensor_file.h"
 
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "fuzz-safetensors: %s failed\n", #c); abort(); } } while (0)

@@ -68,7 +68,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$flags $FUZZ_CORE_SOURCES $FUZZ_
 	{
 		for s in $FUZZ_CORE_SOURCES; do
 			case $s in
-			core/error.c | core/model/*.c | core/tokenizer/*.c | core/config/*.c | core/policy/*.c) echo "core $s" ;;
+			core/base/*.c | core/model/*.c | core/tokenizer/*.c | core/config/*.c | core/policy/*.c) echo "core $s" ;;
 			esac
 		done
 		for s in $FUZZ_HUB_SOURCES; do

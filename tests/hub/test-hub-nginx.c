@@ -6,7 +6,7 @@
 
 #include <openssl/evp.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "harness.h"
 #include "hub/hub.h"
 #include "hub/hub.h"

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "cpu_backend.h"
-#include "error.h"
+#include "base/error.h"
 #include "model/gguf.h"
 #include "model/quant.h"
 
