@@ -16,7 +16,7 @@
 
 #include "backend/backend.h"
 #include "engine/engine.h"
-#include "engine/engine_services.h"
+#include "engine/engine.h"
 #include "clasp_dp.h"
 #include "mock-host.h"
 #include "model/model.h"

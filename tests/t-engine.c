@@ -173,11 +173,28 @@ static int next_curve_told; /* work_run: the cost curve set to what the work clo
 
 struct run {
 	struct skipper_backend *be;
-	struct skipper_policy_lib *lib;
-	struct skipper_policy_instance *inst;
 	struct skipper_engine *eng;
+	const struct skipper_policy *desc; /* the policy, NULL: none */
+	struct skipper_engine_opts o;      /* what eng was made with */
 	struct skipper_policy_env env;
+	/* corpus n-grams (ngrams_set) */
+	int32_t ng_ctx[SKIPPER_NGRAM_MAX_CTX * 512], ng_next[512];
+	uint8_t ng_n[512];
+	float ng_p[512];
+	struct skipper_ngram_set ng;
 };
+
+/* (Re)make r->eng as r->o says, with a fresh instance of r->desc. */
+static void run_make(struct run *r)
+{
+	skipper_engine_free(r->eng);
+	r->eng = NULL;
+	r->o.lib = NULL;
+	r->o.env = r->desc ? &r->env : NULL;
+	if ((r->desc && skipper_policy_load_builtin(r->desc, &r->o.lib, &err)) ||
+	    skipper_engine_new(r->be, tok, &r->o, &r->eng, &err))
+		BAIL(err.msg);
+}
 
 static void run_open(struct run *r, const struct tp_state *policy)
 {
@@ -185,29 +202,23 @@ static void run_open(struct run *r, const struct tp_state *policy)
 	r->be = test_backend_open(model, test_backend_kind(), 256, 1); /* thread counts: t-backend */
 	if (policy) {
 		tp_cfg = *policy;
+		r->desc = next_desc;
 		r->env.n_layer = model->hp.n_layer;
 		r->env.n_embd = model->hp.n_embd;
 		r->env.n_vocab = model->hp.n_vocab;
 		r->env.n_ctx = 256;
-		if (skipper_policy_load_builtin(next_desc, &r->lib, &err) ||
-		    skipper_policy_instance_new(r->lib, &r->env, NULL, &r->inst, &err))
-			BAIL(err.msg);
+		r->o.draft_vocab = subset_ids;
+		r->o.n_draft_vocab = subset_n;
 	}
-	if (skipper_engine_new(r->be, tok, r->inst, &r->eng, &err))
-		BAIL(err.msg);
-	if (policy && subset_n && skipper_engine_set_draft_vocab(r->eng, subset_ids, subset_n, &err))
-		BAIL(err.msg);
-	struct skipper_lookup_opts lk = { .enable = next_lookup, .min_ngram = 1, .max_ngram = 3, .max_draft = 8,
-		                          .branches = next_branches };
-	skipper_engine_set_lookup(r->eng, &lk);
-	skipper_engine_set_guard(r->eng, 0); /* draft on this tiny model even where it does not pay */
+	r->o.lookup = (struct skipper_lookup_opts){ .enable = next_lookup, .min_ngram = 1, .max_ngram = 3,
+		                                    .max_draft = 8, .branches = next_branches };
+	r->o.no_guard = 1; /* draft on this tiny model even where it does not pay */
+	run_make(r);
 }
 
 static void run_close(struct run *r)
 {
 	skipper_engine_free(r->eng);
-	skipper_policy_instance_free(r->inst);
-	skipper_policy_unload(r->lib);
 	r->be->ops->destroy(r->be);
 }
 
@@ -380,20 +391,18 @@ static void draft_vocab_lossless(int32_t *prompt, int n_prompt)
  * repeats itself so that lookup has something to propose. */
 static int lookup_drafted, lookup_accepted; /* over both test models */
 static int ngram_drafted, ngram_accepted;
-/* Corpus n-grams for eng: after the n_ctx tokens ctx[i * n_ctx ..] comes
- * next[i], with probability p. */
-static void ngrams_set(struct skipper_engine *eng, const int32_t *ctx, int n_ctx, const int32_t *next, int n, float p)
+/* Corpus n-grams for r's next engine (run_make): after the n_ctx tokens
+ * ctx[i * n_ctx ..] comes next[i], with probability p. */
+static void ngrams_set(struct run *r, const int32_t *ctx, int n_ctx, const int32_t *next, int n, float p)
 {
-	int32_t c4[SKIPPER_NGRAM_MAX_CTX * 512];
-	uint8_t cn[512];
-	float pp[512];
 	for (int i = 0; i < n && i < 512; i++) {
-		memcpy(c4 + SKIPPER_NGRAM_MAX_CTX * i, ctx + n_ctx * i, n_ctx * sizeof *ctx);
-		cn[i] = (uint8_t)n_ctx;
-		pp[i] = p;
+		memcpy(r->ng_ctx + SKIPPER_NGRAM_MAX_CTX * i, ctx + n_ctx * i, n_ctx * sizeof *ctx);
+		r->ng_n[i] = (uint8_t)n_ctx;
+		r->ng_next[i] = next[i];
+		r->ng_p[i] = p;
 	}
-	if (skipper_engine_set_ngrams(eng, c4, cn, next, pp, n < 512 ? n : 512, &err))
-		BAIL(err.msg);
+	r->ng = (struct skipper_ngram_set){ r->ng_ctx, r->ng_n, r->ng_next, r->ng_p, n < 512 ? n : 512 };
+	r->o.ngrams = &r->ng; /* for the next run_make */
 }
 
 /* The tree's nodes as "token/parent/count/first" items, for comparing
@@ -528,7 +537,8 @@ static void lookup_lossless(const int32_t *prompt, int n_prompt)
 			int32_t wrong[512];
 			for (int i = 0; i < n_pairs; i++)
 				wrong[i] = v == 7 && i % 2 ? next[i] : (ctx[i] + 1) % model->hp.n_vocab;
-			ngrams_set(ssd.eng, ctx, 1, v >= 6 ? wrong : next, n_pairs, 0.9f);
+			ngrams_set(&ssd, ctx, 1, v >= 6 ? wrong : next, n_pairs, 0.9f);
+			run_make(&ssd);
 		}
 		if (generate(&ssd, rep, n, &gp, &got, &st) == 0) {
 			ok(got.n == ref.n && !memcmp(got.t, ref.t, ref.n * sizeof *ref.t),
@@ -614,8 +624,9 @@ static void guard_pauses(const int32_t *prompt, int n_prompt)
 	mask_set(p.mlp, "1", p.n_layer);
 	run_open(&ar, NULL);
 	run_open(&ssd, &p);
+	ssd.o.no_guard = 0;
+	run_make(&ssd);
 	work_clock_on(&ssd);
-	skipper_engine_set_guard(ssd.eng, 1);
 	if (generate(&ar, prompt, n_prompt, &gp, &ref, &st) || generate(&ssd, prompt, n_prompt, &gp, &got, &st))
 		BAIL("generation failed");
 	ok(got.n == ref.n && !memcmp(got.t, ref.t, ref.n * sizeof *ref.t), "guarded SSD == AR");
@@ -639,7 +650,7 @@ static void step_follows(const int32_t *prompt, int n_prompt)
 	struct run r;
 
 	run_open(&r, NULL);
-	if (skipper_engine_costs(r.eng, NULL, &c, &err))
+	if (skipper_engine_costs(r.eng, &c, &err))
 		BAIL(err.msg);
 	((struct skipper_costs *)c)->step_seconds = 1000;
 	work_clock_on(&r);
@@ -662,7 +673,9 @@ static void rewritten_curve(const char *path, const char *const *set, int n_set,
 	size_t len = 0;
 
 	run_open(r, NULL);
-	if (skipper_engine_costs(r->eng, path, c, &err)) /* measures, writes the cache */
+	r->o.cost_cache = path;
+	run_make(r);
+	if (skipper_engine_costs(r->eng, c, &err)) /* measures, writes the cache */
 		BAIL(err.msg);
 	run_close(r);
 	if (!(in = fopen(path, "r")) || !(out = open_memstream(&text, &len)))
@@ -682,7 +695,9 @@ static void rewritten_curve(const char *path, const char *const *set, int n_set,
 	fclose(out);
 	free(text);
 	run_open(r, NULL);
-	if (skipper_engine_costs(r->eng, path, c, &err))
+	r->o.cost_cache = path;
+	run_make(r);
+	if (skipper_engine_costs(r->eng, c, &err))
 		BAIL(err.msg);
 }
 
@@ -742,9 +757,11 @@ static double work_run(const int32_t *prompt, int n_prompt, int lookup, const st
 	next_lookup = lookup;
 	run_open(&r, policy);
 	next_lookup = 0;
+	r.o.no_guard = !guard;
+	run_make(&r);
 	if (next_curve_told) { /* the engine's curve: what the work clock charges */
 		const struct skipper_costs *c;
-		if (skipper_engine_costs(r.eng, NULL, &c, &err))
+		if (skipper_engine_costs(r.eng, &c, &err))
 			BAIL(err.msg);
 		struct skipper_costs *w = (struct skipper_costs *)c;
 		w->step_seconds = 1.1; /* 0.1 + 1 */
@@ -753,7 +770,6 @@ static double work_run(const int32_t *prompt, int n_prompt, int lookup, const st
 	}
 	work_clock_on(&r);
 	wclock.row = row;
-	skipper_engine_set_guard(r.eng, guard);
 	if (generate(&r, prompt, n_prompt, &gp, got, st))
 		BAIL("generation failed");
 	work_clock_off(&r);
@@ -1155,17 +1171,14 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width, int 
 			/* a fresh engine: what lookup learnt from earlier samples (its
 			 * acceptance, its pauses) would otherwise stop its proposals;
 			 * with trees, on a curve where rows are nearly free */
-			struct skipper_lookup_opts lk = { .enable = 1, .min_ngram = 1, .max_ngram = 3, .max_draft = 8,
-			                                  .branches = LOOKUP_BRANCHES };
-			skipper_engine_free(ssd.eng);
-			if (skipper_engine_new(ssd.be, tok, ssd.inst, &ssd.eng, &err) ||
-			    (subset_n && skipper_engine_set_draft_vocab(ssd.eng, subset_ids, subset_n, &err)))
-				BAIL(err.msg);
-			skipper_engine_set_lookup(ssd.eng, &lk);
-			skipper_engine_set_guard(ssd.eng, 0);
+			ssd.o.lookup = (struct skipper_lookup_opts){ .enable = 1, .min_ngram = 1, .max_ngram = 3,
+				                                     .max_draft = 8, .branches = LOOKUP_BRANCHES };
 			if (lookup == 2)
-				ngrams_set(ssd.eng, ng_ctx, 1, ng_next, n_ng, 0.9f);
-			if (lookup == 3 && skipper_engine_costs(ssd.eng, flat_path, &flat, &err))
+				ngrams_set(&ssd, ng_ctx, 1, ng_next, n_ng, 0.9f);
+			if (lookup == 3)
+				ssd.o.cost_cache = flat_path;
+			run_make(&ssd);
+			if (lookup == 3 && skipper_engine_costs(ssd.eng, &flat, &err))
 				BAIL(err.msg);
 		}
 		if (generate(&ssd, prompt, n_prompt, &gp, &got, &st))

@@ -18,7 +18,7 @@
 #include "backend/backend.h"
 #include "config/config.h"
 #include "engine/engine.h"
-#include "engine/engine_services.h"
+#include "engine/engine.h"
 #include "mock-host.h"
 #include "model/model.h"
 #include "policy/policy_host.h"
@@ -406,10 +406,8 @@ static void tiny(void)
 	struct skipper_tokenizer *tok;
 	struct skipper_backend_opts bo = { .n_ctx = 512, .n_threads = 1 };
 	struct skipper_backend *be;
-	struct skipper_policy_lib *lib;
-	struct skipper_policy_instance *inst;
 	struct skipper_engine *eng, *ar;
-	struct skipper_config *cfg;
+	struct skipper_config *cfg, *plain_cfg;
 	struct skipper_policy_env env = { 0 };
 	static const char *texts[] = { "The quick brown fox", "jumps over", "the lazy dog and", "a cat sat on",
 	                               "Hello, world", "once upon a time" };
@@ -425,8 +423,12 @@ static void tiny(void)
 	    skipper_tokenizer_from_gguf(model->gguf, &tok, &err) || skipper_backend_cpu_create(model, &bo, &be, &err))
 		BAIL(err.msg);
 	if (skipper_config_new(&cfg, &err) || skipper_config_set(cfg, "swift.gamma=16", &err) ||
-	    skipper_config_set(cfg, "swift.skip_ratio=0.5", &err) || skipper_config_set(cfg, "swift.max_steps=400", &err))
+	    skipper_config_set(cfg, "swift.skip_ratio=0.5", &err) || skipper_config_set(cfg, "swift.max_steps=400", &err) ||
+	    skipper_config_set(cfg, "swift.costs=false", &err) || skipper_config_new(&plain_cfg, &err) ||
+	    skipper_config_set(plain_cfg, "swift.costs=false", &err))
 		BAIL(err.msg);
+	/* costs = false: the paper's search and draft lengths, whatever drafting
+	 * costs on this machine (the engine measures a curve for every policy) */
 	env.n_layer = model->hp.n_layer;
 	env.n_embd = model->hp.n_embd;
 	env.n_vocab = model->hp.n_vocab;
@@ -434,16 +436,11 @@ static void tiny(void)
 	env.seed = 42;
 	env.log = log_line;
 	env.log_level = SKIPPER_LOG_INFO;
-	env.score_mask = skipper_engine_score_mask;
-	env.sublayer_forward = skipper_engine_sublayer_forward;
-	env.head_argmax = skipper_engine_head_argmax;
-	env.time_sublayer = skipper_engine_time_sublayer;
-	if (skipper_policy_load("swift", &(struct skipper_policy_search){ 0 }, &lib, &err) ||
-	    skipper_policy_instance_new(lib, &env, cfg, &inst, &err) || skipper_engine_new(be, tok, inst, &eng, &err) ||
-	    skipper_engine_new(be, tok, NULL, &ar, &err))
+	/* no guard: the search and its lossless check need drafting rounds */
+	struct skipper_engine_opts eo = { .env = &env, .cfg = cfg, .no_guard = 1 };
+	if (skipper_policy_load("swift", &(struct skipper_policy_search){ 0 }, &eo.lib, &err) ||
+	    skipper_engine_new(be, tok, &eo, &eng, &err) || skipper_engine_new(be, tok, NULL, &ar, &err))
 		BAIL(err.msg);
-	env.engine = eng;
-	skipper_engine_set_guard(eng, 0); /* the search and its lossless check need drafting rounds */
 
 	/* requests until the search freezes (matchness > 0.95) or 40 requests */
 	for (int r = 0; r < 40 && !frozen; r++) {
@@ -472,26 +469,22 @@ static void tiny(void)
 	{
 		/* a fresh instance: the uniform set (blocks 1 and 3) is a poor draft,
 		 * so many candidates are rejected */
-		struct skipper_policy_instance *inst2;
 		struct skipper_engine *eng2;
-		struct skipper_policy_env env2 = env;
+		/* no guard: a poor draft on purpose, it must draft anyway */
+		struct skipper_engine_opts eo2 = { .env = &env, .cfg = plain_cfg, .no_guard = 1 };
 		int32_t *prompt;
 		size_t n;
-		if (skipper_policy_instance_new(lib, &env2, NULL, &inst2, &err) ||
-		    skipper_engine_new(be, tok, inst2, &eng2, &err) || skipper_tokenize(tok, "ab", 2, 0, 0, &prompt, &n, &err))
+		if (skipper_policy_load("swift", &(struct skipper_policy_search){ 0 }, &eo2.lib, &err) ||
+		    skipper_engine_new(be, tok, &eo2, &eng2, &err) || skipper_tokenize(tok, "ab", 2, 0, 0, &prompt, &n, &err))
 			BAIL(err.msg);
-		env2.engine = eng2;
-		skipper_engine_set_guard(eng2, 0); /* a poor draft on purpose: it must draft anyway */
 		sampling(model, tok, eng2, prompt, (int)n);
 		free(prompt);
 		skipper_engine_free(eng2);
-		skipper_policy_instance_free(inst2);
 	}
 	skipper_engine_free(eng);
 	skipper_engine_free(ar);
-	skipper_policy_instance_free(inst);
-	skipper_policy_unload(lib);
 	skipper_config_free(cfg);
+	skipper_config_free(plain_cfg);
 	be->ops->destroy(be);
 	skipper_tokenizer_free(tok);
 	skipper_model_free(model);

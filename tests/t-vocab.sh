@@ -130,7 +130,7 @@ fails 25 "an endless line is refused, not read to the end of memory" "long.txt:1
 	$lk --set lookup.ngrams="$t/long.txt"
 fails 26 "so is one of a draft vocabulary" "long.txt:1: line too long" \
 	$gen --set generate.draft_vocab=3 --set generate.draft_vocab_file="$t/long.txt"
-fails 27 "a directory as n-gram file says why" "Is a directory" $lk --set lookup.ngrams="$t"
+fails 27 "a directory as n-gram file says why" "is a directory" $lk --set lookup.ngrams="$t"
 fails 28 "a count option that is not a number" "--limit: expected a whole number, got 'abc'" \
 	$sk vocab $common --data "$t/p.jsonl" --out "$t/z.txt" --limit abc
 fails 29 "a corpus with nothing to count" "no tokens to count (--skip passes every prompt)" \

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/text.h"
 #include "bench.h"
 #include "cli.h"
 
@@ -43,7 +44,7 @@ int bench_load_prompts(const char *path, struct bench_prompt **out, int *n, char
 		snprintf(errbuf, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	while ((len = cli_read_line(f, &line, &cap, PROMPT_LINE_MAX)) != -1) {
+	while ((len = skipper_read_line(f, &line, &cap, PROMPT_LINE_MAX)) != -1) {
 		json_error_t je;
 		json_t *o, *turns;
 		struct bench_prompt bp = { 0 };

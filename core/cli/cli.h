@@ -1,16 +1,14 @@
-/* Sub-commands of the `skipper` CLI; each returns a process exit code. */
+/* The skipper command: its sub-commands (cmd_*.c, each returns a process
+ * exit code) and what they share: the common options and configuration
+ * layering, library statuses as exit codes, the hooks that print notes and
+ * progress. Everything else is the library's (core/session/). */
 #ifndef SKIPPER_CLI_H
 #define SKIPPER_CLI_H
 
 #include <signal.h>
 #include <stdio.h>
 
-#include "config/config.h"
-#include "engine/engine.h"
-#include "model/model.h"
-#include "tokenizer/tokenizer.h"
-
-#define SKIPPER_DEFAULT_MODEL "SmolLM2-135M-Instruct.Q4_1.gguf"
+#include "session/session.h"
 
 /* Exit codes (documented in skipper(1)). */
 enum {
@@ -40,47 +38,49 @@ void cli_common_free(struct cli_common *c);
  * error naming who and opt printed and -1 ("--limit abc" is no limit). */
 int cli_count_arg(const char *who, const char *opt, const char *arg, int *out);
 
-/* defaults < system skipper.ini < -c FILE < --set, validated before any
- * model is loaded. Prints the error and returns EXIT_USAGE on failure. */
+/* defaults < system skipper.ini < -c FILE < --set, checked
+ * (skipper_config_check) before any model is loaded. Prints the error and
+ * returns EXIT_USAGE on failure. */
 int cli_load_config(const struct cli_common *c, struct skipper_config **cfg);
 
-/* Everything a generation needs, loaded from a configuration. */
-struct cli_session {
-	struct skipper_config *cfg;
-	struct skipper_model *model;
-	struct skipper_tokenizer *tok;
-	struct skipper_backend *be;
-	struct cli_policy *policy;     /* NULL for `none` */
-	struct skipper_engine *engine;
-	int chat_template;
-	char *system;                  /* system prompt, NULL = none */
-	struct skipper_gen_params gen;
-	int no_profile_search;         /* set before cli_session_open (calibrate): no profile is looked for */
-};
+/* The exit code (skipper(1)) for a library status: configuration errors
+ * EXIT_USAGE, what the hub or the network did EXIT_NETWORK, a signal
+ * EXIT_INTERRUPTED, the rest EXIT_FAILURE_GENERIC. */
+int cli_exit_code(int status);
+/* For skipper pull and profile: a missing, malformed or oversized file
+ * from the hub is the hub's doing too. */
+int cli_hub_exit_code(int status);
+/* Print "skipper: MESSAGE" and return cli_exit_code(status). */
+int cli_fail(const struct skipper_error *err, int status);
 
-/* Load model, tokenizer, backend and policy as configured. Prints errors;
- * returns an exit code. cfg is taken over by the session. */
-int cli_session_open(struct cli_session *s, struct skipper_config *cfg);
-/* Switch the session's policy (bench); name "none" = autoregressive. */
-int cli_session_set_policy(struct cli_session *s, const char *name);
-void cli_session_close(struct cli_session *s);
+/* The hooks every command gives the library: its notes on stderr
+ * ("skipper: ..."), a progress bar on a terminal, and a stop when SIGINT
+ * or SIGTERM came (cli_install_signals). */
+extern const struct skipper_session_hooks cli_hooks;
 
-/* Configure a new engine e for policy NAME under cfg: [policy] lookup and
- * the [lookup] keys, and, unless it never drafts, the cost curve (cached per
- * model and machine). Prints errors; returns an exit code. */
-int cli_engine_setup(struct cli_session *s, const struct skipper_config *cfg, const char *policy,
-                     struct skipper_engine *e);
-/* [generate] draft_vocab: the first draft_vocab ids of the ranking
- * ([generate] draft_vocab_file, else the model's draft-vocab.txt) as the
- * engine's draft head; auto: all the ids of that ranking when one exists
- * and the policy drafts with the model (drafts is non-zero), else the whole
- * vocabulary. Prints errors; returns an exit code. */
-int cli_load_draft_vocab(struct cli_session *s, const struct skipper_config *cfg, int drafts,
-                         struct skipper_engine *e);
-/* [lookup] ngrams: off, a file, or auto (the model's ngrams.txt, found as
- * cli_model_data_file does, if one exists) into the engine. Prints errors
- * naming the file and line; returns an exit code. */
-int cli_load_ngrams(struct cli_session *s, const struct skipper_config *cfg, struct skipper_engine *e);
+/* Open the session of a model-using command (cfg read during the call;
+ * flags: the members of struct skipper_session_opts beyond the hooks).
+ * Prints errors; returns an exit code. */
+int cli_session_open(const struct skipper_config *cfg, const struct skipper_session_opts *o,
+                     struct skipper_session **s);
+
+/* Everything written to standard output so far flushed and checked
+ * (write_errno: a failure seen earlier, else 0): EXIT_OK, or the error
+ * printed and EXIT_FAILURE_GENERIC. A full disk or a closed descriptor
+ * must not pass for success. */
+int cli_stdout_check(int write_errno);
+
+/* Set by SIGINT/SIGTERM handlers the long-running commands install. */
+extern volatile sig_atomic_t cli_interrupted;
+void cli_install_signals(void);
+
+/* An atomic write of path: cli_atomic_open opens a temporary file beside
+ * it (NULL after printing "WHO: ..." on failure); cli_atomic_close closes
+ * it and renames it over path, or removes it and prints why. Returns an
+ * exit code; the temporary name is freed either way. */
+FILE *cli_atomic_open(const char *who, const char *path, char **tmp);
+int cli_atomic_close(const char *who, FILE *f, char *tmp, const char *path);
+
 /* The token streams skipper vocab --ngrams counts: prompts' tokens (pushed
  * with generated = 0, after a -1 that starts each prompt) and what the
  * model wrote after them (generated = 1). */
@@ -95,56 +95,6 @@ void ngram_corpus_free(struct ngram_corpus *c);
 /* The n-gram file of the corpus's generated tokens into f (the caller
  * opened it atomically). Prints errors; returns an exit code. */
 int ngram_file_write(FILE *f, const struct ngram_corpus *c, const char *model, const char *data, int n_prompts);
-/* $SKIPPER_CACHE_DIR, else $XDG_CACHE_HOME/skipper, else ~/.cache/skipper,
- * with "/sub" appended unless sub is "", into buf. -1 if it does not fit. */
-int cli_cache_dir(char *buf, size_t n, const char *sub);
-/* A file that goes with the loaded model: profiles/STEM/NAME (STEM = the
- * model file's name without .gguf) in the skipper cache, each directory of
- * $SKIPPER_DATA_PATH, then the installed data directory. malloc'ed path,
- * or NULL when none exists. */
-char *cli_model_data_file(const struct cli_session *s, const char *name);
-/* The skip profile for METHOD when none is configured: METHOD.ini in
- * profiles/SHA/ or profiles/STEM/ of the directories above, then the newest
- * METHOD.ini in the hub cache ([hub] cache_dir), taking only a profile whose
- * [profile] model_sha256 is sha and whose method is METHOD. malloc'ed path,
- * or NULL. */
-char *cli_find_profile(const struct cli_session *s, const char *method, const char *sha);
-/* The engine's cost curve, from the cache or measured (a note on a TTY). */
-int cli_engine_costs(struct cli_session *s, struct skipper_engine *e, const struct skipper_costs **out,
-                     struct skipper_error *err);
-
-/* Apply the chat template and tokenize one user text; *ids malloc'ed. */
-int cli_prompt_tokens(struct cli_session *s, const char *user, int32_t **ids, size_t *n);
-
-/* Path of the model to load: [model] path, [model] hub (resolved through the
- * hub cache), or the default model. *path malloc'ed. */
-int cli_model_path(const struct skipper_config *cfg, char **path);
-
-/* Set by SIGINT/SIGTERM handlers the long-running commands install. */
-extern volatile sig_atomic_t cli_interrupted;
-void cli_install_signals(void);
-
-/* An atomic write of path: cli_atomic_open opens a temporary file beside
- * it (NULL after printing "WHO: ..." on failure); cli_atomic_close closes
- * it and renames it over path, or removes it and prints why. Returns an
- * exit code; the temporary name is freed either way. */
-FILE *cli_atomic_open(const char *who, const char *path, char **tmp);
-int cli_atomic_close(const char *who, FILE *f, char *tmp, const char *path);
-
-/* One line of a data file (n-grams, a draft vocabulary, JSONL prompts) with
- * its newline into *buf, grown as needed (*cap its size; the caller frees
- * it): its length, -1 at the end of the file (or an error: ferror), -2 if
- * longer than max - 1 bytes, -3 if it holds a NUL byte, -4 out of memory;
- * reading stops at any of these, so /dev/zero is refused, not read to the
- * end of memory. CLI_LINE_MAX is room for any valid line of numbers. */
-#define CLI_LINE_MAX 512
-long cli_read_line(FILE *f, char **buf, size_t *cap, size_t max);
-
-/* The rest of f, text of at most max bytes, as a NUL-terminated string
- * (caller frees). NULL with why[0..why_n) saying what is wrong: a read
- * error (a directory's), a NUL byte, more than max bytes (/dev/zero ends
- * there), out of memory. */
-char *cli_read_all(FILE *f, size_t max, char *why, size_t why_n);
 
 #include <jansson.h>
 /* Stats as text (--stats) and as a JSON object (new reference). */
@@ -157,5 +107,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_policies(int argc, char **argv);
 int cmd_vocab(int argc, char **argv);
+int cmd_pull(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 
 #endif

@@ -7,9 +7,8 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "cli.h"
-#include "cli_policy.h"
 #include "base/error.h"
+#include "cli.h"
 
 static void usage(FILE *f)
 {
@@ -23,8 +22,7 @@ static void usage(FILE *f)
 
 struct variant {
 	char *label;
-	struct skipper_config *cfg; /* NULL for none */
-	struct cli_policy *policy;
+	struct skipper_config *cfg;
 	struct skipper_engine *engine;
 };
 
@@ -122,28 +120,16 @@ static int variant_config(const struct cli_common *base, const char *item, struc
 }
 
 /* Its policy and engine on the loaded model. */
-static int open_variant(struct cli_session *s, struct variant *v)
+static int open_variant(struct skipper_session *s, struct variant *v)
 {
 	struct skipper_error err = { 0 };
-	const char *name = skipper_config_get(v->cfg, "policy", "name");
-
-	if (strcmp(name, "none") != 0 && cli_policy_open(s, v->cfg, name, &v->policy, &err)) {
-		fprintf(stderr, "skipper: %s\n", err.msg);
-		return EXIT_FAILURE_GENERIC;
-	}
-	if (skipper_engine_new(s->be, s->tok, v->policy ? cli_policy_instance(v->policy) : NULL, &v->engine, &err)) {
-		fprintf(stderr, "skipper: %s\n", err.msg);
-		return EXIT_FAILURE_GENERIC;
-	}
-	if (v->policy)
-		cli_policy_bind_engine(v->policy, v->engine);
-	return cli_engine_setup(s, v->cfg, name, v->engine);
+	int rc = skipper_session_engine(s, v->cfg, &v->engine, &err);
+	return rc ? cli_fail(&err, rc) : EXIT_OK;
 }
 
 static void close_variant(struct variant *v)
 {
 	skipper_engine_free(v->engine);
-	cli_policy_close(v->policy);
 	skipper_config_free(v->cfg);
 	free(v->label);
 }
@@ -174,10 +160,11 @@ struct bench_run {
 	struct bench_prompt *prompts;
 	int n_prompts;
 	int *sel, n_sel;          /* indices of the measured prompts, in run order */
-	struct cli_session s;
+	struct skipper_session *s;
 	struct variant *vars;     /* [n_items] */
 	struct bench_report rep;
-	FILE *jsonl;
+	FILE *jsonl;              /* --out: PREFIX.jsonl, written beside as jsonl_tmp until the run ends */
+	char *jsonl_tmp, *jsonl_path;
 	struct collect base_out, cur;
 };
 
@@ -309,13 +296,15 @@ static int open_variants(struct bench_run *b, struct skipper_config *cfg)
 			skipper_config_free(cfg);
 			return rc;
 		}
-	if ((rc = cli_session_open(&b->s, cfg)))
+	rc = cli_session_open(cfg, NULL, &b->s);
+	skipper_config_free(cfg);
+	if (rc)
 		return rc;
 	rep->n_policies = b->n_items;
 	rep->policies = calloc((size_t)b->n_items, sizeof *rep->policies);
 	rep->baseline = -1;
 	for (int i = 0; i < b->n_items; i++) {
-		if ((rc = open_variant(&b->s, &b->vars[i])))
+		if ((rc = open_variant(b->s, &b->vars[i])))
 			return rc;
 		rep->policies[i] = b->vars[i].label;
 		if (strcmp(b->items[i], "none") == 0 && rep->baseline < 0)
@@ -325,10 +314,8 @@ static int open_variants(struct bench_run *b, struct skipper_config *cfg)
 	if (b->out) {
 		char path[4096];
 		snprintf(path, sizeof path, "%s.jsonl", b->out);
-		if (!(b->jsonl = fopen(path, "w"))) {
-			fprintf(stderr, "skipper bench: %s: cannot write\n", path);
+		if (!(b->jsonl_path = strdup(path)) || !(b->jsonl = cli_atomic_open("skipper bench", path, &b->jsonl_tmp)))
 			return EXIT_FAILURE_GENERIC;
-		}
 	}
 	return EXIT_OK;
 }
@@ -343,15 +330,16 @@ static int run_prompt(struct bench_run *b, int pi, int measured)
 	int32_t *ids = NULL;
 	size_t n_ids = 0;
 
-	if ((rc = cli_prompt_tokens(&b->s, pr->text, &ids, &n_ids)))
-		return rc;
+	struct skipper_error perr = { 0 };
+	if ((rc = skipper_session_prompt_tokens(b->s, pr->text, &ids, &n_ids, &perr)))
+		return cli_fail(&perr, rc);
 	for (int o = 0; o < b->n_items; o++) {
 		int v = rep->baseline < 0 ? o : o == 0 ? rep->baseline : o <= rep->baseline ? o - 1 : o;
 		struct skipper_run_stats st;
 		struct skipper_error err = { 0 };
 		int mismatch = 0;
 		b->cur.n = 0;
-		if (skipper_engine_generate(b->vars[v].engine, ids, (int)n_ids, &b->s.gen, on_token, &b->cur, &st, &err)) {
+		if (skipper_engine_generate(b->vars[v].engine, ids, (int)n_ids, &b->s->gen, on_token, &b->cur, &st, &err)) {
 			fprintf(stderr, "\nskipper bench: %s on prompt %s: %s\n", b->vars[v].label, pr->id, err.msg);
 			free(ids);
 			return EXIT_FAILURE_GENERIC;
@@ -362,7 +350,7 @@ static int run_prompt(struct bench_run *b, int pi, int measured)
 			b->base_out.n = 0;
 			for (int t = 0; t < b->cur.n; t++)
 				on_token(&b->base_out, b->cur.tok[t]);
-		} else if (rep->baseline >= 0 && b->s.gen.sampling.temperature <= 0) {
+		} else if (rep->baseline >= 0 && b->s->gen.sampling.temperature <= 0) {
 			mismatch = b->cur.n != b->base_out.n ||
 			           memcmp(b->cur.tok, b->base_out.tok, (size_t)b->cur.n * sizeof *b->cur.tok);
 		}
@@ -387,17 +375,24 @@ static int run_prompt(struct bench_run *b, int pi, int measured)
 static int report(struct bench_run *b)
 {
 	struct bench_report *rep = &b->rep;
-	int bad = 0;
+	int bad = 0, rc;
 
 	bench_write_markdown(rep, stdout);
 	if (b->out) {
-		char path[4096];
+		/* the run's outputs appear whole, or not at all */
+		char path[4096], *tmp;
 		FILE *md;
+		rc = cli_atomic_close("skipper bench", b->jsonl, b->jsonl_tmp, b->jsonl_path);
+		b->jsonl = NULL;
+		b->jsonl_tmp = NULL;
+		if (rc)
+			return rc;
 		snprintf(path, sizeof path, "%s.md", b->out);
-		if ((md = fopen(path, "w"))) {
-			bench_write_markdown(rep, md);
-			fclose(md);
-		}
+		if (!(md = cli_atomic_open("skipper bench", path, &tmp)))
+			return EXIT_FAILURE_GENERIC;
+		bench_write_markdown(rep, md);
+		if ((rc = cli_atomic_close("skipper bench", md, tmp, path)))
+			return rc;
 		snprintf(path, sizeof path, "%s.svg", b->out);
 		if (bench_write_chart(rep, path) == 0)
 			fprintf(stderr, "skipper bench: wrote %s.jsonl, %s.md and %s\n", b->out, b->out, path);
@@ -411,13 +406,19 @@ static int report(struct bench_run *b)
 		fprintf(stderr, "skipper bench: %d greedy outputs differ from none's: the lossless guarantee failed\n", bad);
 		return EXIT_FAILURE_GENERIC;
 	}
+	if ((rc = cli_stdout_check(0)))
+		return rc;
 	return cli_interrupted ? EXIT_INTERRUPTED : EXIT_OK;
 }
 
 static void bench_free(struct bench_run *b)
 {
-	if (b->jsonl)
+	if (b->jsonl) { /* a run that failed leaves no partial file */
 		fclose(b->jsonl);
+		unlink(b->jsonl_tmp);
+	}
+	free(b->jsonl_tmp);
+	free(b->jsonl_path);
 	for (int i = 0; b->vars && i < b->n_items; i++)
 		close_variant(&b->vars[i]);
 	free(b->vars);
@@ -433,8 +434,7 @@ static void bench_free(struct bench_run *b)
 	free_list(b->items, b->n_items);
 	free_list(b->want_cats, b->n_want);
 	cli_common_free(&b->c);
-	if (b->s.cfg)
-		cli_session_close(&b->s);
+	skipper_session_close(b->s);
 }
 
 int cmd_bench(int argc, char **argv)

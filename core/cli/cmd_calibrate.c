@@ -9,9 +9,8 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "cli.h"
-#include "cli_policy.h"
 #include "base/error.h"
+#include "cli.h"
 
 static void usage(FILE *f)
 {
@@ -237,7 +236,7 @@ static int pick_prompts(struct calib_run *b)
 }
 
 /* The policy's calibrate hook on the picked prompts, writing OUT/POLICY.ini. */
-static int calibrate(struct calib_run *b, struct cli_session *s)
+static int calibrate(struct calib_run *b, struct skipper_session *s)
 {
 	struct skipper_error err = { 0 };
 	char *path = malloc(strlen(b->out) + strlen(b->policy) + 8);
@@ -253,7 +252,7 @@ static int calibrate(struct calib_run *b, struct cli_session *s)
 		.progress_ctx = &tty,
 	};
 	fprintf(stderr, "skipper calibrate: %s on %d prompts from %s\n", b->policy, b->n, b->data);
-	if (skipper_policy_calibrate(cli_policy_instance(s->policy), &cal, &err)) {
+	if (skipper_policy_calibrate(skipper_engine_policy(s->engine), &cal, &err)) {
 		fprintf(stderr, "skipper calibrate: %s\n", err.msg);
 		if (cli_interrupted)
 			fprintf(stderr, "skipper calibrate: finished evaluations are kept in %s/%s.search; "
@@ -270,7 +269,8 @@ int cmd_calibrate(int argc, char **argv)
 {
 	struct calib_run b = { .seed = 1 };
 	struct skipper_config *cfg = NULL;
-	struct cli_session s = { 0 };
+	struct skipper_session *s = NULL;
+	struct skipper_session_opts so = { .no_profile_search = 1 };
 	int rc;
 
 	int n_args;
@@ -299,20 +299,18 @@ int cmd_calibrate(int argc, char **argv)
 		rc = EXIT_USAGE;
 		goto done;
 	}
-	s.no_profile_search = 1; /* calibrate writes a profile; it does not start from one it finds */
-	rc = cli_session_open(&s, cfg);
-	cfg = NULL; /* the session owns it now */
-	if (rc)
+	/* calibrate writes a profile; it does not start from one it finds */
+	if ((rc = cli_session_open(cfg, &so, &s)))
 		goto done;
-	if (!s.policy) {
+	if (!skipper_engine_policy(s->engine)) {
 		fprintf(stderr, "skipper calibrate: policy 'none' has nothing to calibrate\n");
 		rc = EXIT_USAGE;
 		goto done;
 	}
-	rc = calibrate(&b, &s);
+	rc = calibrate(&b, s);
 done:
 	skipper_config_free(cfg);
-	cli_session_close(&s);
+	skipper_session_close(s);
 	if (b.prompts)
 		bench_free_prompts(b.prompts, b.n_prompts);
 	for (int i = 0; b.labels && i < b.n_prompts; i++)

@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "cli_policy.h"
 #include "base/error.h"
+#include "base/text.h"
+#include "cli.h"
 
 static void usage(FILE *f)
 {
@@ -27,6 +27,7 @@ struct out_ctx {
 	size_t len, cap;
 	int n_eog;        /* end-of-generation tokens are not printed */
 	const struct skipper_tokenizer *tok;
+	int write_errno;  /* standard output failed: generation stops, the command fails */
 };
 
 static int collect(struct out_ctx *o, const char *buf, size_t n)
@@ -54,9 +55,9 @@ static int on_token(void *user, int32_t tok)
 	if (skipper_tokenizer_is_eog(o->tok, tok))
 		return cli_interrupted != 0;
 	n = skipper_detok_push(&o->dt, tok, buf, sizeof buf);
-	if (o->stream) {
-		fwrite(buf, 1, n, stdout);
-		fflush(stdout);
+	if (o->stream && (fwrite(buf, 1, n, stdout) != n || fflush(stdout) != 0)) {
+		o->write_errno = errno ? errno : EIO;
+		return 1; /* nobody reads what follows */
 	}
 	if (collect(o, buf, n))
 		return 1;
@@ -188,12 +189,12 @@ static int read_prompt(const struct gen_opts *o, const char **prompt, char **own
 			        strerror(errno));
 			return EXIT_USAGE;
 		}
-		*prompt = *owned = cli_read_all(f, PROMPT_MAX, why, sizeof why);
+		*prompt = *owned = skipper_read_all(f, PROMPT_MAX, why, sizeof why);
 		fclose(f);
 	} else if (!*prompt) {
 		if (isatty(STDIN_FILENO))
 			fprintf(stderr, "skipper generate: reading the prompt from standard input (end with Ctrl-D)\n");
-		*prompt = *owned = cli_read_all(stdin, PROMPT_MAX, why, sizeof why);
+		*prompt = *owned = skipper_read_all(stdin, PROMPT_MAX, why, sizeof why);
 	}
 	if (!*prompt) {
 		fprintf(stderr, "skipper generate: %s: %s\n", o->prompt_file ? o->prompt_file : "standard input", why);
@@ -207,7 +208,7 @@ static int read_prompt(const struct gen_opts *o, const char **prompt, char **own
 }
 
 /* --json: the text and the stats as one object; --stats: the stats on stderr. */
-static void report(const struct gen_opts *opt, struct cli_session *s, const struct out_ctx *o,
+static void report(const struct gen_opts *opt, struct skipper_session *s, const struct out_ctx *o,
                    const struct skipper_run_stats *st)
 {
 	if (opt->json) {
@@ -228,7 +229,8 @@ int cmd_generate(int argc, char **argv)
 {
 	struct gen_opts opt = { 0 };
 	struct skipper_config *cfg = NULL;
-	struct cli_session s = { 0 };
+	struct skipper_session *s = NULL;
+	struct skipper_session_opts so = { 0 };
 	struct skipper_error err = { 0 };
 	struct skipper_run_stats st;
 	struct out_ctx o = { 0 };
@@ -247,25 +249,30 @@ int cmd_generate(int argc, char **argv)
 		skipper_config_free(cfg);
 		goto out;
 	}
-	if ((rc = cli_session_open(&s, cfg)))
+	/* --stats: the policy's own statistics line (INFO) too */
+	if (opt.stats && !getenv("SKIPPER_DEBUG"))
+		so.log_level = SKIPPER_LOG_INFO;
+	rc = cli_session_open(cfg, &so, &s);
+	skipper_config_free(cfg);
+	if (rc)
 		goto out;
-	if (opt.stats && s.policy)
-		cli_policy_show_info(s.policy); /* the policy's own stats line */
-	if ((rc = cli_prompt_tokens(&s, prompt, &ids, &n_ids)))
+	if ((rc = skipper_session_prompt_tokens(s, prompt, &ids, &n_ids, &err))) {
+		rc = cli_fail(&err, rc);
 		goto out;
+	}
 
 	cli_install_signals();
-	skipper_detok_init(&o.dt, s.tok, 0);
-	o.tok = s.tok;
+	skipper_detok_init(&o.dt, s->tok, 0);
+	o.tok = s->tok;
 	o.stream = !opt.json;
-	if (opt.profile && !s.be->ops->profile) {
-		fprintf(stderr, "skipper generate: --timing: the %s backend does not time its work\n", s.be->ops->name);
+	if (opt.profile && !s->be->ops->profile) {
+		fprintf(stderr, "skipper generate: --timing: the %s backend does not time its work\n", s->be->ops->name);
 		rc = EXIT_USAGE;
 		goto out;
 	}
 	if (opt.profile)
-		s.be->ops->profile(s.be, 1, NULL);
-	rc = skipper_engine_generate(s.engine, ids, (int)n_ids, &s.gen, on_token, &o, &st, &err);
+		s->be->ops->profile(s->be, 1, NULL);
+	rc = skipper_engine_generate(s->engine, ids, (int)n_ids, &s->gen, on_token, &o, &st, &err);
 	size_t n = skipper_detok_flush(&o.dt, buf, sizeof buf);
 	if (o.stream)
 		fwrite(buf, 1, n, stdout);
@@ -273,14 +280,15 @@ int cmd_generate(int argc, char **argv)
 	if (o.stream && (o.len || !rc)) /* a failure before any text prints nothing */
 		fputc('\n', stdout);
 	if (rc) {
-		fprintf(stderr, "skipper: %s\n", err.msg);
-		rc = EXIT_FAILURE_GENERIC;
+		rc = cli_fail(&err, rc);
 		goto out;
 	}
-	report(&opt, &s, &o, &st);
+	report(&opt, s, &o, &st);
+	if ((rc = cli_stdout_check(o.write_errno)))
+		goto out;
 	if (opt.profile) {
 		struct skipper_backend_profile prof;
-		s.be->ops->profile(s.be, 0, &prof);
+		s->be->ops->profile(s->be, 0, &prof);
 		print_profile(stderr, &prof, &st);
 	}
 	rc = cli_interrupted ? EXIT_INTERRUPTED : EXIT_OK;
@@ -288,6 +296,6 @@ out:
 	free(ids);
 	free(o.text);
 	free(owned);
-	cli_session_close(&s);
+	skipper_session_close(s);
 	return rc;
 }

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
 #include "base/error.h"
+#include "cli.h"
 
 int cmd_info(int argc, char **argv)
 {
@@ -40,9 +40,9 @@ int cmd_info(int argc, char **argv)
 		return rc;
 	if (file)
 		path = strdup(file);
-	else if ((rc = cli_model_path(cfg, &path))) {
+	else if ((rc = skipper_session_model_path(cfg, &cli_hooks, &path, &err))) {
 		skipper_config_free(cfg);
-		return rc;
+		return cli_fail(&err, rc);
 	}
 	rc = skipper_model_load(path, &m, &err);
 	if (rc) {

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "cli_policy.h"
+#include "policy/policy_host.h"
 
 int cmd_policies(int argc, char **argv)
 {
@@ -37,7 +37,7 @@ int cmd_policies(int argc, char **argv)
 	cli_common_free(&c);
 	if (rc)
 		return rc;
-	cli_policy_search(cfg, &search);
+	session_policy_search(cfg, &search);
 	if (skipper_policy_list(&search, &list, &n, &err)) {
 		fprintf(stderr, "skipper: %s\n", err.msg);
 		skipper_config_free(cfg);

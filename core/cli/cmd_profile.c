@@ -7,12 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
 #include "base/error.h"
+#include "cli.h"
+#include "hub/hub.h"
 #include "policy/profile.h"
 #include "hub/publish.h"
 #include "hub/sign.h"
-#include "hub_cli.h"
 
 #define MAX_KEYS 32
 
@@ -89,12 +89,15 @@ static int show(const struct skipper_config *cfg, const char *what)
 	struct skipper_error err = {0};
 	const char *keys[MAX_KEYS], *sect = "", *section, *key, *value;
 	char *path = NULL, *kbuf = NULL, *sigpath = NULL;
-	size_t nkeys = hub_cli_trusted_keys(cfg, &kbuf, keys, MAX_KEYS);
+	size_t nkeys = session_trusted_keys(cfg, &kbuf, keys, MAX_KEYS);
 	int n_layers, rc;
 
 	if (strncmp(what, "hub:", 4) == 0) {
-		if ((rc = cli_hub_profile_path(cfg, what, &path)))
+		if ((rc = session_hub_profile(cfg, what, &cli_hooks, &path, &err))) {
+			fprintf(stderr, "skipper: %s\n", err.msg);
+			rc = cli_hub_exit_code(rc);
 			goto out;
+		}
 	} else if (!(path = strdup(what))) {
 		rc = EXIT_FAILURE_GENERIC;
 		goto out;
@@ -147,7 +150,7 @@ static int verify(const struct skipper_config *cfg, struct args *a)
 	if (nkeys)
 		memcpy(keys, a->keys, nkeys * sizeof *keys);
 	else
-		nkeys = hub_cli_trusted_keys(cfg, &kbuf, keys, MAX_KEYS);
+		nkeys = session_trusted_keys(cfg, &kbuf, keys, MAX_KEYS);
 	if (nkeys == 0) {
 		fprintf(stderr, "skipper profile verify: no key: give --key PUB.pem or set [hub] trusted_keys\n");
 		free(kbuf);
@@ -225,8 +228,8 @@ static int pull(const struct skipper_config *cfg, struct args *a)
 	struct pulled got = {0};
 	const char *keys[MAX_KEYS];
 	char *kbuf = NULL;
-	size_t nkeys = hub_cli_trusted_keys(cfg, &kbuf, keys, MAX_KEYS);
-	struct hub_cli h;
+	size_t nkeys = session_trusted_keys(cfg, &kbuf, keys, MAX_KEYS);
+	struct session_hub h;
 	int rc = EXIT_OK, st = SKIPPER_OK;
 
 	if (skipper_sign_check_keys(keys, nkeys, &err)) {
@@ -242,9 +245,9 @@ static int pull(const struct skipper_config *cfg, struct args *a)
 			free(kbuf);
 			return EXIT_USAGE;
 		}
-	if ((rc = hub_cli_open(&h, cfg, a->offline))) {
+	if ((rc = session_hub_open(&h, cfg, a->offline, &cli_hooks, &err))) {
 		free(kbuf);
-		return rc;
+		return cli_fail(&err, rc);
 	}
 	cli_install_signals();
 	if (a->npos == 1)
@@ -268,7 +271,7 @@ static int pull(const struct skipper_config *cfg, struct args *a)
 	}
 	if (st) {
 		fprintf(stderr, "skipper profile pull: %s\n", err.msg);
-		rc = hub_cli_exit_code(st);
+		rc = cli_hub_exit_code(st);
 		goto out;
 	}
 	if (got.nomem) {
@@ -292,7 +295,7 @@ out:
 	for (size_t i = 0; i < got.n; i++)
 		free(got.paths[i]);
 	free(got.paths);
-	hub_cli_close(&h);
+	session_hub_close(&h);
 	free(kbuf);
 	return rc;
 }

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
 #include "base/error.h"
-#include "hub_cli.h"
+#include "cli.h"
+#include "hub/hub.h"
 
 static void usage(FILE *f)
 {
@@ -38,7 +38,7 @@ int cmd_pull(int argc, char **argv)
 	struct skipper_error err = {0};
 	struct skipper_hub_request req = {0};
 	struct printer pr = {0};
-	struct hub_cli h;
+	struct session_hub h;
 	const char **files = calloc((size_t)argc + 1, sizeof *files);
 	int offline = 0, rc;
 	size_t nf = 0;
@@ -89,18 +89,19 @@ int cmd_pull(int argc, char **argv)
 	if (rc)
 		goto out;
 	cli_install_signals();
-	rc = hub_cli_open(&h, cfg, offline);
-	if (rc)
+	if ((rc = session_hub_open(&h, cfg, offline, &cli_hooks, &err))) {
+		rc = cli_fail(&err, rc);
 		goto out;
+	}
 	rc = skipper_hub_pull(h.hub, &req, print_file, &pr, &err);
 	if (rc) {
 		fprintf(stderr, "skipper pull: %s\n", err.msg);
-		rc = hub_cli_exit_code(rc);
+		rc = cli_hub_exit_code(rc);
 	} else if (pr.n == 0) {
 		fprintf(stderr, "skipper pull: no file of %s matches %s\n", req.repo, req.include ? req.include : "");
 		rc = EXIT_NETWORK;
 	}
-	hub_cli_close(&h);
+	session_hub_close(&h);
 	goto out;
 usage:
 	usage(stderr);

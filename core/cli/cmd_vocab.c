@@ -10,8 +10,9 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "cli.h"
 #include "base/error.h"
+#include "base/text.h"
+#include "cli.h"
 
 static void usage(FILE *f)
 {
@@ -66,7 +67,7 @@ static int by_count(const void *a, const void *b)
 }
 
 /* The ranking into f: a header, then "id count" lines. */
-static int write_ranking(FILE *f, const struct cli_session *s, const char *data, int n_prompts, int gen,
+static int write_ranking(FILE *f, const struct skipper_session *s, const char *data, int n_prompts, int gen,
                          const struct counts *c)
 {
 	int V = s->model->hp.n_vocab;
@@ -202,7 +203,7 @@ static int load_corpus(const char *data, struct bench_prompt **prompts, int *n_p
 	} else {
 		FILE *f = fopen(data, "rb");
 		if (f) {
-			*text = cli_read_all(f, (size_t)1 << 30, errbuf, sizeof errbuf);
+			*text = skipper_read_all(f, (size_t)1 << 30, errbuf, sizeof errbuf);
 			fclose(f);
 		} else {
 			snprintf(errbuf, sizeof errbuf, "%s", strerror(errno));
@@ -217,12 +218,13 @@ static int load_corpus(const char *data, struct bench_prompt **prompts, int *n_p
 
 /* Counts the tokens of the text or of each prompt (with the chat template)
  * and, with va->gen, of what the model writes; *n_used: prompts counted. */
-static int count_corpus(struct cli_session *s, const struct vocab_args *va, const char *text,
+static int count_corpus(struct skipper_session *s, const struct vocab_args *va, const char *text,
                         const struct bench_prompt *prompts, int n_prompts, struct counts *cnt, int *n_used)
 {
 	struct skipper_error err = { 0 };
 	int32_t *ids;
 	size_t n;
+	int rc;
 
 	if (text) {
 		if (skipper_tokenize(s->tok, text, strlen(text), 0, 0, &ids, &n, &err)) {
@@ -238,8 +240,8 @@ static int count_corpus(struct cli_session *s, const struct vocab_args *va, cons
 	for (int i = va->skip; prompts && i < n_prompts && (!va->limit || *n_used < va->limit) && !cli_interrupted;
 	     i++) {
 		struct skipper_run_stats st;
-		if (cli_prompt_tokens(s, prompts[i].text, &ids, &n))
-			return EXIT_FAILURE_GENERIC;
+		if ((rc = skipper_session_prompt_tokens(s, prompts[i].text, &ids, &n, &err)))
+			return cli_fail(&err, rc);
 		/* a -1 first: no context reaches back into the previous answer */
 		if (cnt->ngrams && ngram_corpus_push(cnt->ngrams, -1, 0))
 			cnt->oom = 1;
@@ -273,7 +275,7 @@ int cmd_vocab(int argc, char **argv)
 	struct cli_common c = { 0 };
 	struct vocab_args va = { 0 };
 	struct skipper_config *cfg = NULL;
-	struct cli_session s = { 0 };
+	struct skipper_session *s = NULL;
 	struct bench_prompt *prompts = NULL;
 	struct counts cnt = { 0 };
 	struct ngram_corpus ngrams = { 0 };
@@ -300,16 +302,18 @@ int cmd_vocab(int argc, char **argv)
 		rc = EXIT_FAILURE_GENERIC;
 		goto done;
 	}
-	if ((rc = cli_session_open(&s, cfg)))
+	rc = cli_session_open(cfg, NULL, &s);
+	skipper_config_free(cfg);
+	if (rc)
 		goto done;
 	rc = EXIT_FAILURE_GENERIC;
-	if (!(cnt.n = calloc((size_t)s.model->hp.n_vocab, sizeof *cnt.n)))
+	if (!(cnt.n = calloc((size_t)s->model->hp.n_vocab, sizeof *cnt.n)))
 		goto done;
 	cnt.ngrams = va.ngrams ? &ngrams : NULL;
 	if ((rc = outputs_open(&out, &va)))
 		goto done;
 	cli_install_signals();
-	if ((rc = count_corpus(&s, &va, text, prompts, n_prompts, &cnt, &n_used)))
+	if ((rc = count_corpus(s, &va, text, prompts, n_prompts, &cnt, &n_used)))
 		goto done;
 	if (!cnt.total) {
 		fprintf(stderr, "skipper vocab: %s: no tokens to count%s\n", va.data,
@@ -317,8 +321,8 @@ int cmd_vocab(int argc, char **argv)
 		rc = EXIT_USAGE;
 		goto done;
 	}
-	if ((rc = write_ranking(out.rank, &s, va.data, n_used, va.gen, &cnt)) ||
-	    (va.ngrams && (rc = ngram_file_write(out.ngrams, &ngrams, s.model->name, va.data, n_used))) ||
+	if ((rc = write_ranking(out.rank, s, va.data, n_used, va.gen, &cnt)) ||
+	    (va.ngrams && (rc = ngram_file_write(out.ngrams, &ngrams, s->model->name, va.data, n_used))) ||
 	    (rc = outputs_close(&out, &va)))
 		goto done;
 	printf("%s\n", va.out);
@@ -332,95 +336,6 @@ done:
 	if (prompts)
 		bench_free_prompts(prompts, n_prompts);
 	cli_common_free(&c);
-	cli_session_close(&s);
-	return rc;
-}
-
-int cli_load_draft_vocab(struct cli_session *s, const struct skipper_config *cfg, int drafts,
-                         struct skipper_engine *e)
-{
-	const char *file = skipper_config_get(cfg, "generate", "draft_vocab_file");
-	const char *value = skipper_config_get(cfg, "generate", "draft_vocab");
-	struct skipper_error err = { 0 };
-	char *found = NULL, *line = NULL;
-	size_t cap = 0;
-	long want = 0, len = 0;
-	int32_t *ids = NULL;
-	int n = 0, rc = EXIT_FAILURE_GENERIC, V = s->model->hp.n_vocab, lineno = 0;
-	int automatic = value && strcmp(value, "auto") == 0;
-	FILE *f;
-
-	/* auto: as many ids as the ranking holds; a run without draft passes
-	 * (none, lookup) has no use for one and does not read it */
-	if (automatic) {
-		if (!drafts)
-			return EXIT_OK;
-		want = V; /* a ranking of every id is the whole head (skipper_engine_set_draft_vocab) */
-	} else if (skipper_config_get_int(cfg, "generate", "draft_vocab", &want, NULL) || want <= 0 || want >= V) {
-		return EXIT_OK;
-	}
-	if ((!file || !*file) && !(file = found = cli_model_data_file(s, "draft-vocab.txt"))) {
-		if (automatic)
-			return EXIT_OK;
-		fprintf(stderr,
-		        "skipper: [generate] draft_vocab = %ld needs a ranking of %s's vocabulary: none ships for it; "
-		        "make one with skipper vocab and name it in [generate] draft_vocab_file\n",
-		        want, s->model->name);
-		return EXIT_USAGE;
-	}
-	if (!(f = fopen(file, "r"))) {
-		fprintf(stderr, "skipper: [generate] draft_vocab_file %s: %s\n", file, strerror(errno));
-		free(found);
-		return EXIT_USAGE;
-	}
-	uint8_t *seen = calloc((size_t)V, 1);
-	if (!(ids = malloc(sizeof *ids * (size_t)want)) || !seen) {
-		free(seen);
-		goto out;
-	}
-	while (n < want && (len = cli_read_line(f, &line, &cap, CLI_LINE_MAX)) > 0) {
-		long id;
-		char *end;
-		lineno++;
-		if (line[0] == '#' || line[0] == '\n')
-			continue;
-		id = strtol(line, &end, 10);
-		if (end == line || id < 0 || id >= V || seen[id]) {
-			fprintf(stderr, "skipper: %s:%d: %s token id of this model (0..%d)\n", file, lineno,
-			        end != line && id >= 0 && id < V ? "a repeated" : "not a", V - 1);
-			free(seen);
-			rc = EXIT_USAGE;
-			goto out;
-		}
-		seen[id] = 1;
-		ids[n++] = (int32_t)id;
-	}
-	free(seen);
-	if (len < -1 || ferror(f)) {
-		fprintf(stderr, "skipper: %s:%d: %s\n", file, lineno + 1,
-		        len == -2 ? "line too long" : len == -3 ? "NUL byte in line" : len == -4 ? "out of memory"
-		                                                                         : strerror(errno));
-		rc = EXIT_USAGE;
-		goto out;
-	}
-	if (automatic ? n == 0 : n < want) {
-		if (automatic)
-			fprintf(stderr, "skipper: %s: no token ids\n", file);
-		else
-			fprintf(stderr, "skipper: %s: %d token ids, [generate] draft_vocab asks for %ld\n", file, n,
-			        want);
-		rc = EXIT_USAGE;
-		goto out;
-	}
-	if (skipper_engine_set_draft_vocab(e, ids, n, &err)) {
-		fprintf(stderr, "skipper: %s: %s\n", file, err.msg);
-		goto out;
-	}
-	rc = EXIT_OK;
-out:
-	fclose(f);
-	free(line);
-	free(ids);
-	free(found);
+	skipper_session_close(s);
 	return rc;
 }

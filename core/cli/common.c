@@ -1,5 +1,5 @@
-/* Options and configuration loading shared by the model-using commands,
- * and the small file helpers they share (atomic writes, reading a file). */
+/* Options and configuration layering shared by the model-using commands,
+ * signals, and atomic writes of their outputs. */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "build-config.h"
 #include "cli.h"
-#include "cli_policy.h"
 #include "base/error.h"
 
 volatile sig_atomic_t cli_interrupted;
@@ -110,58 +110,6 @@ void cli_common_free(struct cli_common *c)
 	c->n_sets = 0;
 }
 
-/* A section of another policy than the configured one (a file that keeps
- * several policies' sections): its plugin must load and know each key. */
-static int check_other_section(const struct skipper_config_entry *first, const struct skipper_policy_search *search,
-                               const struct skipper_config *cfg, struct skipper_error *err)
-{
-	struct skipper_policy_lib *lib = NULL;
-	int rc = skipper_policy_load(first->section, search, &lib, err);
-
-	if (rc)
-		return first->line > 0 ? skipper_fail_prefix(err, "%s:%d: [%s]", first->file, first->line, first->section)
-		                       : skipper_fail_prefix(err, "%s: [%s]", first->file, first->section);
-	rc = skipper_policy_check_keys(lib, cfg, err);
-	skipper_policy_unload(lib);
-	return rc;
-}
-
-/* Policy sections are checked by their plugins, with no model bound, so a
- * typo there is reported before any model loads: the configured policy's
- * section in full, every other policy's section key by key. */
-static int check_policy_keys(const struct skipper_config *cfg, struct skipper_error *err)
-{
-	struct skipper_policy_search search;
-	struct skipper_policy_lib *lib = NULL;
-	const struct skipper_config_entry *e;
-	const char *name = skipper_config_get(cfg, "policy", "name"), *why = NULL;
-	struct stat st;
-	int rc;
-
-	cli_policy_search(cfg, &search);
-	if (search.plugin_dir)
-		why = stat(search.plugin_dir, &st) != 0 ? strerror(errno) : !S_ISDIR(st.st_mode) ? "not a directory" : NULL;
-	if (why) {
-		e = skipper_config_find(cfg, "policy", "plugin_dir");
-		return e->line > 0 ? skipper_fail(err, SKIPPER_ERR_CONFIG, "%s:%d: [policy] plugin_dir %s: %s", e->file,
-		                                  e->line, e->value, why)
-		                   : skipper_fail(err, SKIPPER_ERR_CONFIG, "%s: [policy] plugin_dir %s: %s", e->file,
-		                                  e->value, why);
-	}
-	if ((rc = skipper_policy_load(name, &search, &lib, err)))
-		return rc;
-	rc = skipper_policy_check_config(lib, cfg, err);
-	skipper_policy_unload(lib);
-	for (size_t i = 0; !rc && (e = skipper_config_entry_at(cfg, i)); i++) {
-		int seen = skipper_config_core_section(e->section) || !strcmp(e->section, name);
-		for (size_t j = 0; !seen && j < i; j++)
-			seen = !strcmp(skipper_config_entry_at(cfg, j)->section, e->section);
-		if (!seen)
-			rc = check_other_section(e, &search, cfg, err);
-	}
-	return rc;
-}
-
 int cli_load_config(const struct cli_common *c, struct skipper_config **out)
 {
 	struct skipper_config *cfg;
@@ -183,9 +131,7 @@ int cli_load_config(const struct cli_common *c, struct skipper_config **out)
 	if (!rc && c->extra_set)
 		rc = skipper_config_set(cfg, c->extra_set, &err);
 	if (!rc)
-		rc = skipper_config_validate(cfg, cli_policy_section_ok, cfg, &err);
-	if (!rc)
-		rc = check_policy_keys(cfg, &err);
+		rc = skipper_config_check(cfg, &err);
 	if (rc) {
 		fprintf(stderr, "skipper: %s\n", err.msg);
 		skipper_config_free(cfg);
@@ -226,62 +172,12 @@ int cli_atomic_close(const char *who, FILE *f, char *tmp, const char *path)
 	return rc;
 }
 
-/* See cli.h. */
-long cli_read_line(FILE *f, char **buf, size_t *cap, size_t max)
-{
-	size_t n = 0;
-	int c;
-	while ((c = getc(f)) != EOF) {
-		if (c == '\0')
-			return -3;
-		if (n + 1 >= max)
-			return -2;
-		if (n + 2 > *cap) {
-			size_t want = *cap ? 2 * *cap : 256;
-			char *b = realloc(*buf, want < max ? want : max);
-			if (!b)
-				return -4;
-			*buf = b;
-			*cap = want < max ? want : max;
-		}
-		(*buf)[n++] = (char)c;
-		if (c == '\n')
-			break;
-	}
-	if (!n)
-		return -1;
-	(*buf)[n] = '\0';
-	return (long)n;
-}
 
-/* See cli.h. */
-char *cli_read_all(FILE *f, size_t max, char *why, size_t why_n)
+int cli_stdout_check(int write_errno)
 {
-	size_t len = 0, cap = 4096;
-	char *s = malloc(cap);
-
-	while (s) {
-		size_t n = fread(s + len, 1, cap - len - 1, f);
-		len += n;
-		if (n == 0)
-			break;
-		if (len > max) {
-			snprintf(why, why_n, "more than %zu MiB of text", max >> 20);
-			free(s);
-			return NULL;
-		}
-		if (len + 1 == cap) {
-			char *t = realloc(s, cap *= 2);
-			if (!t)
-				free(s);
-			s = t;
-		}
-	}
-	if (!s || ferror(f) || memchr(s, '\0', len)) {
-		snprintf(why, why_n, "%s", !s ? "out of memory" : ferror(f) ? strerror(errno) : "NUL byte in the text");
-		free(s);
-		return NULL;
-	}
-	s[len] = '\0';
-	return s;
+	if (!write_errno && fflush(stdout) == 0 && !ferror(stdout))
+		return EXIT_OK;
+	fprintf(stderr, "skipper: standard output: %s (the output is lost)\n",
+	        strerror(write_errno ? write_errno : errno ? errno : EIO));
+	return EXIT_FAILURE_GENERIC;
 }

@@ -4,7 +4,6 @@
 
 #include "build-config.h"
 #include "cli.h"
-#include "hub_cli.h"
 
 static const struct {
 	const char *name;

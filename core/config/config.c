@@ -62,6 +62,36 @@ static const char *intern_file(struct skipper_config *cfg, const char *path)
 	return nf[cfg->n_files++];
 }
 
+int skipper_config_copy(const struct skipper_config *src, struct skipper_config **out, struct skipper_error *err)
+{
+	struct skipper_config *cfg = calloc(1, sizeof *cfg);
+
+	if (!cfg)
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < src->n; i++) {
+		const struct skipper_config_entry *e = &src->e[i];
+		const char *file = e->file;
+		/* a file name read from disk is interned per configuration; the
+		 * literals ("<default>", "--set") are shared */
+		for (size_t f = 0; f < src->n_files; f++)
+			if (src->files[f] == e->file)
+				file = NULL;
+		if (!file) {
+			for (size_t f = 0; !file && f < cfg->n_files; f++)
+				if (!strcmp(cfg->files[f], e->file))
+					file = cfg->files[f];
+			if (!file)
+				file = intern_file(cfg, e->file);
+		}
+		if (!file || push(cfg, e->section, e->key, e->value, file, e->line)) {
+			skipper_config_free(cfg);
+			return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+		}
+	}
+	*out = cfg;
+	return SKIPPER_OK;
+}
+
 int skipper_config_new(struct skipper_config **out, struct skipper_error *err)
 {
 	struct skipper_config *cfg = calloc(1, sizeof *cfg);

@@ -22,6 +22,10 @@ struct skipper_config_entry {
 int skipper_config_new(struct skipper_config **out, struct skipper_error *err);
 void skipper_config_free(struct skipper_config *cfg);
 
+/* A copy of src, entry for entry (where each came from included). *out
+ * owned by the caller. */
+int skipper_config_copy(const struct skipper_config *src, struct skipper_config **out, struct skipper_error *err);
+
 /* Read an INI file on top of what is there. must_exist = 0 lets a missing
  * file pass silently (the system-wide file). Syntax errors, duplicate
  * sections and duplicate keys name file:line. */

@@ -161,7 +161,7 @@ static int measure(struct skipper_engine *e, struct skipper_costs *c, struct ski
 		goto out;
 	c->step_seconds = median(t + 3, COST_REPS - 3);
 	c->head = c->draft_head = fmin(1.0, r);
-	if (e->draft_n) { /* the draft head: all sub-layers skipped, the subset head */
+	if (e->draft.head_n) { /* the draft head: all sub-layers skipped, the subset head */
 		if ((rc = pass_ratio(e, 1, all, all, 1, 5, &r, err)))
 			goto out;
 		c->draft_head = fmin(c->head, r);
@@ -208,7 +208,7 @@ static void identity(const struct skipper_engine *e, char *buf, size_t n)
 {
 	const struct skipper_model *m = e->be->model;
 	snprintf(buf, n, "%s %s %d layers %d embd %d vocab %llu bytes draft vocab %d", e->be->ops->name, m->arch,
-	         m->hp.n_layer, m->hp.n_embd, m->hp.n_vocab, (unsigned long long)m->weight_bytes, e->draft_n);
+	         m->hp.n_layer, m->hp.n_embd, m->hp.n_vocab, (unsigned long long)m->weight_bytes, e->draft.head_n);
 }
 
 static int read_cache(const struct skipper_engine *e, const char *path, struct skipper_costs *c)
@@ -281,65 +281,49 @@ static int write_cache(const struct skipper_engine *e, const char *path, const s
 	return rc;
 }
 
-int skipper_engine_costs(struct skipper_engine *e, const char *cache_path, const struct skipper_costs **out,
-                         struct skipper_error *err)
+static void note(const struct skipper_engine *e, const char *fmt, const char *path)
 {
+	char msg[4200];
+	if (!e->pace.note)
+		return;
+	snprintf(msg, sizeof msg, fmt, path);
+	e->pace.note(e->pace.note_ctx, msg);
+}
+
+int skipper_engine_costs(struct skipper_engine *e, const struct skipper_costs **out, struct skipper_error *err)
+{
+	const char *cache_path = e->pace.cost_cache;
 	int rc;
 
-	if (!e->have_costs) {
-		if (!cache_path || read_cache(e, cache_path, &e->costs) != 0) {
+	if (!e->pace.have_costs) {
+		if (!cache_path || read_cache(e, cache_path, &e->pace.costs) != 0) {
 			if (e->be->n_ctx < COST_CTX + 2)
 				return skipper_fail(err, SKIPPER_ERR_RANGE, "a context of %d is too small to measure costs",
 				                    e->be->n_ctx);
-			if ((rc = measure(e, &e->costs, err)))
+			note(e, "measuring what verification and drafting cost on this machine (once: %s)",
+			     cache_path ? cache_path : "not cached");
+			if ((rc = measure(e, &e->pace.costs, err)))
 				return rc;
 			/* a cache that cannot be written only costs a measurement next time */
 			if (cache_path) {
 				struct skipper_error ignore = { 0 };
-				write_cache(e, cache_path, &e->costs, &ignore);
+				write_cache(e, cache_path, &e->pace.costs, &ignore);
 			}
 		}
-		e->have_costs = 1;
+		e->pace.have_costs = 1;
 	}
-	*out = &e->costs;
+	*out = &e->pace.costs;
 	return SKIPPER_OK;
 }
 
 /* The curve at n rows (past the measured range: the last slope continues). */
-static double curve(const struct skipper_engine *e, int n)
+double engine_curve(const struct skipper_engine *e, int n)
 {
-	const struct skipper_costs *c = &e->costs;
-	if (!e->have_costs)
+	const struct skipper_costs *c = &e->pace.costs;
+	if (!e->pace.have_costs)
 		return 1.0 + 0.15 * (n - 1); /* until measured: a cautious CPU-like guess */
 	if (n <= c->n_max)
 		return c->verify[n < 1 ? 1 : n];
 	double slope = c->n_max > 1 ? c->verify[c->n_max] - c->verify[c->n_max - 1] : 1.0;
 	return c->verify[c->n_max] + slope * (n - c->n_max);
-}
-
-/* Weight of the prior (the curve holds) in the row scale, in steps. */
-#define ROW_PRIOR 0.1
-
-/* Cost of a pass over n rows, in decode steps: the curve, its part above
- * one step scaled by what such passes have cost lately against it. The
- * curve was measured once, at a short context on a quiet machine; a long
- * prompt (attention grows with it) or a busy core makes each extra row
- * dearer than that, and the scale follows. */
-double engine_verify_cost(const struct skipper_engine *e, int n)
-{
-	double scale = (e->row_seen + ROW_PRIOR) / (e->row_model + ROW_PRIOR);
-	return 1.0 + scale * (curve(e, n) - 1.0);
-}
-
-void engine_learn_rows(struct skipper_engine *e, int rows, double sec)
-{
-	e->row_seen *= 0.97;
-	e->row_model *= 0.97;
-	/* a step: what plain rounds cost lately, else the curve's */
-	double step = e->plain_tok > 0 ? e->plain_sec / e->plain_tok : e->have_costs ? e->costs.step_seconds : 0;
-	if (rows < 2 || step <= 0 || sec <= 0)
-		return;
-	double seen = sec / step - 1.0;
-	e->row_seen += seen > 0 ? seen : 0;
-	e->row_model += curve(e, rows) - 1.0;
 }

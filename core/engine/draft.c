@@ -25,44 +25,42 @@ int engine_draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, i
 	int n = 0, rc;
 	while (n < max_draft) {
 		int32_t pos = r->n_past + n, row = 0;
-		float *lg = r->greedy ? NULL : e->logits;
+		float *lg = r->greedy ? NULL : e->vb.logits;
 		struct skipper_forward fw = {
 			.n = 1, .tokens = &x, .pos = &pos, .n_past = r->n_past + n, .kv_write = 1,
-			.skip_attn = e->skip_attn, .skip_mlp = e->skip_mlp,
-			.n_out = 1, .out_rows = &row, .top_k = e->top_k,
-			.top_ids = &e->d_top_ids[n * e->top_k], .top_probs = &e->d_top_probs[n * e->top_k],
-			.logits = lg && e->draft_n ? e->sub_logits : lg, .head_subset = e->draft_n > 0,
+			.skip_attn = e->draft.skip_attn, .skip_mlp = e->draft.skip_mlp,
+			.n_out = 1, .out_rows = &row, .top_k = e->draft.top_k,
+			.top_ids = &e->draft.top_ids[n * e->draft.top_k], .top_probs = &e->draft.top_probs[n * e->draft.top_k],
+			.logits = lg && e->draft.head_n ? e->draft.sub_logits : lg, .head_subset = e->draft.head_n > 0,
 		};
 		if ((rc = e->be->ops->forward(e->be, &fw, err)))
 			return rc;
-		if (lg && e->draft_n) {
+		if (lg && e->draft.head_n) {
 			/* the draft's logits live on the subset: -inf elsewhere */
 			for (int i = 0; i < e->n_vocab; i++)
 				lg[i] = -INFINITY;
-			for (int i = 0; i < e->draft_n; i++)
-				lg[e->draft_ids[i]] = e->sub_logits[i];
+			for (int i = 0; i < e->draft.head_n; i++)
+				lg[e->draft.head_ids[i]] = e->draft.sub_logits[i];
 		}
 		if (r->greedy) {
-			e->d_tok[n] = e->d_top_ids[n * e->top_k];
-			e->d_prob[n] = e->d_top_probs[n * e->top_k];
+			e->draft.tok[n] = e->draft.top_ids[n * e->draft.top_k];
+			e->draft.prob[n] = e->draft.top_probs[n * e->draft.top_k];
 		} else {
 			double ts = engine_now();
-			float *q = &e->d_q[(size_t)n * e->n_vocab];
-			skipper_process_logits(&r->gp->sampling, lg, e->n_vocab, q, e->scratch);
-			e->d_tok[n] = skipper_sample_probs(q, e->n_vocab, &e->rng);
-			e->d_prob[n] = raw_prob(lg, e->n_vocab, e->d_tok[n]);
+			float *q = &e->draft.q[(size_t)n * e->n_vocab];
+			skipper_process_logits(&r->gp->sampling, lg, e->n_vocab, q, e->vb.scratch);
+			e->draft.tok[n] = skipper_sample_probs(q, e->n_vocab, &e->rng);
+			e->draft.prob[n] = raw_prob(lg, e->n_vocab, e->draft.tok[n]);
 			r->st->t_sample += engine_now() - ts;
 		}
-		x = e->d_tok[n];
+		x = e->draft.tok[n];
 		n++;
-		if (!e->pol && e->fixed_threshold > 0 && e->d_top_probs[(n - 1) * e->top_k] < e->fixed_threshold)
-			break;
 		if (e->pol) {
 			int stop = 0;
 			struct skipper_step step = {
-				.index = n - 1, .token = x, .prob = e->d_prob[n - 1], .top_k = e->top_k,
-				.top_ids = &e->d_top_ids[(n - 1) * e->top_k],
-				.top_probs = &e->d_top_probs[(n - 1) * e->top_k],
+				.index = n - 1, .token = x, .prob = e->draft.prob[n - 1], .top_k = e->draft.top_k,
+				.top_ids = &e->draft.top_ids[(n - 1) * e->draft.top_k],
+				.top_probs = &e->draft.top_probs[(n - 1) * e->draft.top_k],
 				.max_draft = max_draft, .n_committed = r->n_past,
 				.is_eos = skipper_tokenizer_is_eog(e->tok, x),
 			};

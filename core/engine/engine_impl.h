@@ -1,6 +1,17 @@
-/* What the parts of the engine share: the engine's state, one request's
- * round context, and the functions one part calls in another. Internal to
- * core/engine/. */
+/* What the parts of the engine share: the engine's state, grouped by job,
+ * one request's round context, and the functions one part calls in
+ * another. Internal to core/engine/.
+ *
+ * engine.c   lifecycle and the request loop
+ * plan.c     each round's plan: the policy's draft, lookup's proposal
+ *            sized by the cost curve (chains and trees)
+ * pacing.c   the guards that pause drafting slower than plain steps, and
+ *            what rounds teach about the cost curve
+ * draft.c    layer-skip draft steps
+ * verify.c   the verification pass, acceptance, KV compaction
+ * prefill.c  the full-model prefill and its captures
+ * costs.c    the cost curve: measured, cached
+ * lookup.c, ngram_table.c   lookup's proposals from the context and a corpus */
 #ifndef SKIPPER_ENGINE_IMPL_H
 #define SKIPPER_ENGINE_IMPL_H
 
@@ -14,94 +25,122 @@
 #define MAX_DRAFT 32        /* chain tokens per round */
 #define MAX_NODES 128       /* tree nodes per round (root excluded) */
 
-struct skipper_engine {
-	struct skipper_backend *be;
-	const struct skipper_tokenizer *tok;
-	struct skipper_policy_instance *pol; /* NULL = autoregressive */
-	int n_vocab, n_layer, top_k;
-	uint64_t request_id;
+/* This round's layer-skip draft chain (draft.c) and the draft head. */
+struct engine_draft {
+	uint8_t *skip_attn, *skip_mlp; /* [n_layer], the policy's mask */
+	int top_k;                     /* top-k per draft step the policy reads */
+	int32_t tok[MAX_DRAFT];
+	float prob[MAX_DRAFT];
+	int32_t *top_ids;   /* [MAX_DRAFT][top_k] */
+	float *top_probs;
+	float *q;           /* [MAX_DRAFT][n_vocab] processed draft distributions (sampling) */
+	/* draft head over a vocabulary subset (0 = full head) */
+	int head_n;
+	int32_t *head_ids;
+	float *sub_logits;  /* [head_n] a draft step's subset logits (sampling) */
+};
 
-	uint8_t *skip_attn, *skip_mlp;
-	/* draft chain */
-	int32_t d_tok[MAX_DRAFT];
-	float d_prob[MAX_DRAFT];
-	int32_t *d_top_ids;   /* [MAX_DRAFT][top_k] */
-	float *d_top_probs;
-	float *d_q;           /* [MAX_DRAFT][n_vocab] processed draft distributions (sampling) */
-	/* verification batch (root + nodes) */
-	int32_t b_tok[MAX_NODES + 1], b_pos[MAX_NODES + 1], b_parent[MAX_NODES + 1], b_rows[MAX_NODES + 1];
-	int32_t b_depth[MAX_NODES + 1];
-	int32_t v_top[MAX_NODES + 1];
-	float *logits;        /* [MAX_NODES + 1][n_vocab] */
+/* The verification pass (verify.c): root + candidates as batch rows. */
+struct engine_batch {
+	int32_t tok[MAX_NODES + 1], pos[MAX_NODES + 1], parent[MAX_NODES + 1], rows[MAX_NODES + 1];
+	int32_t depth[MAX_NODES + 1];
+	int32_t top[MAX_NODES + 1];   /* each row's target argmax */
+	float *logits;        /* [MAX_NODES + 1][n_vocab] (sampling) */
 	float *p, *q;         /* [n_vocab] work distributions */
 	struct skipper_prob_id *scratch;
-	/* tree handed to the policy */
+	/* the tree handed to the policy's verify hook */
 	int32_t t_tok[MAX_NODES], t_parent[MAX_NODES], t_chain[MAX_NODES];
-	/* output so far */
-	int32_t *gen;
-	int gen_cap;
-	int committed;        /* KV length visible to compute services */
-	/* captures the policy needs (skipper_needs) */
+};
+
+/* Hidden states the policy needs (skipper_needs). */
+struct engine_capture {
 	uint64_t needs;
 	int prompt_rows;
 	int n_points;         /* per captured row: n_layer + 1, or 2 n_layer + 1 (SUBLAYER_STATES) */
-	int cap_sub;          /* captures at sub-layer boundaries (backend cap_sublayers) */
-	int32_t cap_layers[1025];
-	float *cap;           /* [MAX_NODES + 1][n_points][n_embd] */
-	float *cap_sel;       /* the selected rows, handed to on_accept */
-	int32_t cap_pos[MAX_NODES + 1], cap_tok[MAX_NODES + 1];
-	/* fixed plan (no policy): host->trial */
-	uint8_t *fixed_attn, *fixed_mlp;
-	int fixed_max_draft;
-	double fixed_threshold;
-	double fixed_alpha, fixed_eps, fixed_beta1, fixed_beta2, fixed_ar; /* adaptive threshold (trial) */
-	struct skipper_rng rng;
-	/* context lookup: the history it searches (prompt + committed output),
-	 * this round's proposal (from the context, or from the corpus n-grams
-	 * when lk_corpus) with each token's acceptance to expect and, after
-	 * build_batch, the batch row of each proposed token (-1 = not
-	 * verified) */
-	struct skipper_lookup_opts lk;
+	int sub;              /* captures at sub-layer boundaries (backend cap_sublayers) */
+	int32_t layers[1025];
+	float *buf;           /* [MAX_NODES + 1][n_points][n_embd]; NULL: no captures */
+	float *sel;           /* the selected rows, handed to on_accept */
+	int32_t pos[MAX_NODES + 1], tok[MAX_NODES + 1];
+};
+
+/* Context lookup: the history it searches (prompt + committed output),
+ * this round's proposal (from the context, or from the corpus n-grams
+ * when corpus) with each token's acceptance to expect and, after the
+ * batch is built, the batch row of each proposed token (-1 = not
+ * verified). */
+struct engine_lookup {
+	struct skipper_lookup_opts opts;
 	int32_t *hist;
 	int hist_n, hist_cap;
-	struct lookup_stats lk_stats;
+	struct lookup_stats stats;
 	struct ngram_table ngrams;
 	struct ngram_stats ng_stats;
-	struct lookup_tree lk_tree;
-	/* lookup-only rounds verify the tree's most promising nodes (lk_sel) when
-	 * that promises more than the chain; lk_tree_n of them, 0 = the chain */
-	uint8_t lk_sel[LOOKUP_TREE_NODES];
-	int lk_tree_n;
-	int32_t lk_tok[MAX_DRAFT], lk_row[MAX_DRAFT];
-	float lk_p[MAX_DRAFT];   /* acceptance to expect, given the tokens before it were accepted */
-	float lk_table[MAX_DRAFT]; /* corpus proposals: the table's probabilities */
-	int lk_n, lk_ngram, lk_corpus;
-	/* draft head over a vocabulary subset (0 = full head) */
-	int draft_n;
-	int32_t *draft_ids;
-	float *sub_logits;    /* [draft_n] a draft step's subset logits (sampling) */
-	/* measured costs (costs.c) */
-	struct skipper_costs costs;
-	int have_costs;
-	/* never slower than plain steps: a rate guard per draft source */
-	struct guard {
-		double tok, sec;   /* tokens and seconds of recent rounds, decayed */
-		int rounds;        /* rounds in that window */
-		int pause;         /* rounds left in which this source does not draft */
-		int pause_len;     /* next pause, doubled by each failed probe */
-	} guard[3];
-	double plain_tok, plain_sec; /* recent plain rounds, decayed */
-	double row_seen, row_model;  /* extra steps of recent lookup passes: measured, and the curve's; decayed */
-	int no_guard;         /* skipper_engine_set_guard(e, 0) */
-	double (*clock)(void *ctx); /* skipper_engine_set_clock; NULL = engine_now */
-	void *clock_ctx;
-	double skip_hits, skip_tries; /* the policy drafts' tokens accepted / tried, decayed */
+	struct lookup_tree tree;
+	/* lookup-only rounds verify the tree's most promising nodes (sel) when
+	 * that promises more than the chain; tree_n of them, 0 = the chain */
+	uint8_t sel[LOOKUP_TREE_NODES];
+	int tree_n;
+	int32_t tok[MAX_DRAFT], row[MAX_DRAFT];
+	float p[MAX_DRAFT];     /* acceptance to expect, given the tokens before it were accepted */
+	float table[MAX_DRAFT]; /* corpus proposals: the table's probabilities */
+	int n, ngram, corpus;
+};
+
+/* Never slower than plain steps: a rate guard per draft source. */
+struct guard {
+	double tok, sec;   /* tokens and seconds of recent rounds, decayed */
+	int rounds;        /* rounds in that window */
+	int pause;         /* rounds left in which this source does not draft */
+	int pause_len;     /* next pause, doubled by each failed probe */
 };
 
 /* Corpus n-gram proposals have a guard of their own: where the model
  * writes unlike its corpus they fail, and they must not pause the
  * context's copies with them. */
 enum { GUARD_SKIP = 0, GUARD_LOOKUP = 1, GUARD_CORPUS = 2 };
+
+/* What drafting costs and has paid lately (costs.c, pacing.c). */
+struct engine_pacing {
+	struct skipper_costs costs;   /* measured (costs.c) */
+	int have_costs;
+	char *cost_cache;             /* where the curve is cached, or NULL */
+	struct guard guard[3];
+	double plain_tok, plain_sec;  /* recent plain rounds, decayed */
+	double row_seen, row_model;   /* extra steps of recent lookup passes: measured, and the curve's; decayed */
+	int no_guard;                 /* skipper_engine_opts.guard = 0 */
+	double (*clock)(void *ctx);   /* skipper_engine_set_clock; NULL = engine_now */
+	void *clock_ctx;
+	double skip_hits, skip_tries; /* the policy drafts' tokens accepted / tried, decayed */
+	void (*note)(void *ctx, const char *msg); /* skipper_engine_opts.note */
+	void *note_ctx;
+};
+
+/* The request's output so far. */
+struct engine_output {
+	int32_t *gen;
+	int cap;
+	int committed;        /* KV length visible to compute services */
+};
+
+struct skipper_engine {
+	struct skipper_backend *be;
+	const struct skipper_tokenizer *tok;
+	int n_vocab, n_layer;
+	uint64_t request_id;
+	struct skipper_rng rng;
+	/* the policy, made with the engine and freed with it */
+	struct skipper_policy_lib *lib;
+	struct skipper_policy_instance *pol; /* NULL = autoregressive */
+	struct skipper_policy_env env;
+
+	struct engine_draft draft;
+	struct engine_batch vb;
+	struct engine_capture cap;
+	struct engine_lookup lk;
+	struct engine_pacing pace;
+	struct engine_output out;
+};
 
 struct round_ctx {
 	const struct skipper_gen_params *gp;
@@ -132,8 +171,20 @@ static inline double engine_now(void)
  * (engine.c). */
 int engine_emit(struct skipper_engine *e, struct round_ctx *r, int32_t tok);
 
+/* This round's plan (plan.c): the skip mask (e->draft.skip_*) and draft
+ * length *n_draft from the policy, and the lookup tokens worth verifying
+ * (e->lk.n, or the tree's e->lk.tree_n nodes); r->lookup_only when the
+ * round is lookup's alone. */
+int engine_plan_round(struct skipper_engine *e, struct round_ctx *r, int *n_draft, struct skipper_error *err);
+
+/* What to do about a full context, for its error message (engine.c). */
+const char *engine_ctx_advice(const struct skipper_engine *e);
+
+/* A lookup-only round's chain into the draft arrays (plan.c). */
+int engine_lookup_as_chain(struct skipper_engine *e, const struct round_ctx *r);
+
 /* Draft up to max_draft chain tokens with the round's skip mask into
- * e->d_tok / d_prob / d_top_*; *n_out gets how many (draft.c). */
+ * e->draft; *n_out gets how many (draft.c). */
 int engine_draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, int *n_out,
                  struct skipper_error *err);
 
@@ -142,19 +193,38 @@ int engine_draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, i
  * the policy (verify.c). */
 int engine_verify(struct skipper_engine *e, struct round_ctx *r, int n_draft, struct skipper_error *err);
 
+/* Pacing (pacing.c). The clock rounds are timed with. */
+double engine_clock(const struct skipper_engine *e);
+/* Whether a draft source may draft this round (and one round of its
+ * pause served if not). */
+int engine_guard_open(struct skipper_engine *e, struct guard *g);
+/* What the layer-skip drafts delivered lately, as a multiple of plain
+ * steps' tokens per second. */
+double engine_skip_rate(const struct skipper_engine *e);
+/* After a round that drafted `drafted` tokens (all sources) and started
+ * with n_gen0 tokens out: the guards and the plain-step rate learn. */
+void engine_account_round(struct skipper_engine *e, struct round_ctx *r, int drafted, int n_gen0);
+
 /* Cost of a full-model pass over n rows, in decode steps, as passes cost
- * now (costs.c). */
+ * now (pacing.c). */
 double engine_verify_cost(const struct skipper_engine *e, int n);
 
 /* After every round: a round that was one verify pass over `rows` rows
  * (lookup alone; 0 otherwise) took sec seconds. engine_verify_cost scales
  * the curve's extra rows by what they cost, against plain steps; the
  * evidence fades round by round, so a curve found too cheap once is tried
- * again later (costs.c). */
+ * again later (pacing.c). */
 void engine_learn_rows(struct skipper_engine *e, int rows, double sec);
+
+/* The measured curve at n rows, past its range extrapolated (costs.c). */
+double engine_curve(const struct skipper_engine *e, int n);
 
 /* The one full-model prefill of a request (prefill.c); see there. */
 int engine_prefill(struct skipper_engine *e, const int32_t *prompt, int n_prompt, int greedy, float *mean,
                    int *st_rows, struct skipper_error *err);
+
+/* The compute services a policy calls through its host (services.c), set
+ * into the engine's policy env. */
+void engine_bind_services(struct skipper_engine *e);
 
 #endif

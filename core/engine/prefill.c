@@ -74,7 +74,7 @@ int skipper_engine_prompt_mean(struct skipper_engine *e, const int32_t *prompt, 
 }
 
 /* The one full-model prefill of a request. Its last row gives the first
- * token (top-1 in e->v_top[0], logits in e->logits when sampling). Captures
+ * token (top-1 in e->vb.top[0], logits in e->vb.logits when sampling). Captures
  * what the policy needs from this pass: the last *st_rows prompt rows at
  * every state point into cap_sel (*_STATES), and with mean != NULL the mean
  * post-final-norm state of all rows (PROMPT_MEAN). With both, the rows
@@ -85,29 +85,29 @@ int engine_prefill(struct skipper_engine *e, const int32_t *prompt, int n_prompt
 {
 	const struct skipper_model *m = e->be->model;
 	size_t d = (size_t)m->hp.n_embd;
-	int n_rows = e->cap ? (n_prompt < e->prompt_rows ? n_prompt : e->prompt_rows) : 0;
-	int split = e->cap && mean ? n_prompt - n_rows : 0, rc = SKIPPER_OK;
+	int n_rows = e->cap.buf ? (n_prompt < e->cap.prompt_rows ? n_prompt : e->cap.prompt_rows) : 0;
+	int split = e->cap.buf && mean ? n_prompt - n_rows : 0, rc = SKIPPER_OK;
 	float *lastcap = NULL; /* last-layer rows for the mean not in cap_sel */
-	int n_last = mean ? (e->cap ? split : n_prompt) : 0;
+	int n_last = mean ? (e->cap.buf ? split : n_prompt) : 0;
 
 	if (n_last > 0 && !(lastcap = malloc((size_t)n_last * d * sizeof *lastcap)))
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 	if (split > 0)
 		rc = forward_last_layer(e, prompt, split, 0, lastcap, err);
 	if (!rc) {
-		int32_t last = n_prompt - 1 - split, n = n_prompt - split, lastl = e->n_layer - 1, *rows = e->b_rows;
+		int32_t last = n_prompt - 1 - split, n = n_prompt - split, lastl = e->n_layer - 1, *rows = e->vb.rows;
 		struct skipper_forward fw = {
 			.n = n, .tokens = prompt + split, .n_past = split, .kv_write = 1, .n_out = 1, .out_rows = &last,
-			.top_k = 1, .top_ids = &e->v_top[0], .logits = greedy ? NULL : e->logits,
+			.top_k = 1, .top_ids = &e->vb.top[0], .logits = greedy ? NULL : e->vb.logits,
 		};
-		if (e->cap) {
+		if (e->cap.buf) {
 			for (int i = 0; i < n_rows; i++)
-				e->b_rows[i] = n - n_rows + i;
-			fw.n_cap_layers = e->n_points;
-			fw.cap_layers = e->cap_layers;
-			fw.cap_sublayers = e->cap_sub;
+				e->vb.rows[i] = n - n_rows + i;
+			fw.n_cap_layers = e->cap.n_points;
+			fw.cap_layers = e->cap.layers;
+			fw.cap_sublayers = e->cap.sub;
 			fw.n_cap_rows = n_rows;
-			fw.captures = e->cap_sel;
+			fw.captures = e->cap.sel;
 		} else if (mean) {
 			if (!(rows = malloc((size_t)n * sizeof *rows)))
 				rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
@@ -121,15 +121,15 @@ int engine_prefill(struct skipper_engine *e, const int32_t *prompt, int n_prompt
 		fw.cap_rows = rows;
 		if (!rc)
 			rc = e->be->ops->forward(e->be, &fw, err);
-		if (rows != e->b_rows)
+		if (rows != e->vb.rows)
 			free(rows);
-		for (int i = 0; e->cap && i < n_rows; i++)
-			e->b_rows[i] += split;
+		for (int i = 0; e->cap.buf && i < n_rows; i++)
+			e->vb.rows[i] += split;
 	}
 	if (!rc && mean) {
 		memset(mean, 0, d * sizeof *mean);
 		if (add_final_norm_mean(m, lastcap, d, n_last, n_prompt, mean) ||
-		    (e->cap && add_final_norm_mean(m, e->cap_sel + (size_t)(e->n_points - 1) * d, (size_t)e->n_points * d,
+		    (e->cap.buf && add_final_norm_mean(m, e->cap.sel + (size_t)(e->cap.n_points - 1) * d, (size_t)e->cap.n_points * d,
 		                                   n_rows, n_prompt, mean)))
 			rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 	}

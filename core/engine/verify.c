@@ -30,16 +30,16 @@ static int residual(float *p, const float *q, int n)
  * describe them; row r sits at position base + its index in the path. */
 static void select_states(struct skipper_engine *e, const int *rows, int n, int base, struct skipper_states *st)
 {
-	size_t per = (size_t)e->n_points * e->be->model->hp.n_embd;
+	size_t per = (size_t)e->cap.n_points * e->be->model->hp.n_embd;
 	for (int i = 0; i < n; i++) {
-		memcpy(&e->cap_sel[i * per], &e->cap[(size_t)rows[i] * per], per * sizeof *e->cap);
-		e->cap_pos[i] = base + i;
-		e->cap_tok[i] = e->b_tok[rows[i]];
+		memcpy(&e->cap.sel[i * per], &e->cap.buf[(size_t)rows[i] * per], per * sizeof *e->cap.buf);
+		e->cap.pos[i] = base + i;
+		e->cap.tok[i] = e->vb.tok[rows[i]];
 	}
 	if (n == 1) /* only the last committed row: its position is base + path length */
-		e->cap_pos[0] = base + e->b_depth[rows[0]];
-	*st = (struct skipper_states){ .n_rows = n, .n_points = e->n_points, .n_embd = e->be->model->hp.n_embd,
-	                               .pos = e->cap_pos, .token = e->cap_tok, .data = e->cap_sel };
+		e->cap.pos[0] = base + e->vb.depth[rows[0]];
+	*st = (struct skipper_states){ .n_rows = n, .n_points = e->cap.n_points, .n_embd = e->be->model->hp.n_embd,
+	                               .pos = e->cap.pos, .token = e->cap.tok, .data = e->cap.sel };
 }
 
 /* Build the verification batch from the policy's tree (or the chain).
@@ -57,26 +57,26 @@ static void select_states(struct skipper_engine *e, const int *rows, int n, int 
 static int add_lookup_branch(struct skipper_engine *e, int n_draft, int n)
 {
 	double t = 1, c, chain = 1;
-	double s = (e->skip_hits + 1.0) / (e->skip_tries + 2.0);
-	double d = e->have_costs ? skipper_draft_cost(&e->costs, e->n_layer, e->skip_attn, e->skip_mlp) : 0.5;
+	double s = (e->pace.skip_hits + 1.0) / (e->pace.skip_tries + 2.0);
+	double d = e->pace.have_costs ? skipper_draft_cost(&e->pace.costs, e->n_layer, e->draft.skip_attn, e->draft.skip_mlp) : 0.5;
 	int shared = 0, row = 0, k_best = 0;
 
 	for (int j = 1; j <= n_draft; j++)
 		t += pow(s, j);
 	c = n_draft * d + engine_verify_cost(e, n);
 	/* the prefix already in the tree */
-	for (; shared < e->lk_n; shared++) {
+	for (; shared < e->lk.n; shared++) {
 		int child = -1;
 		for (int i = row + 1; i < n && child < 0; i++)
-			if (e->b_parent[i] == row && e->b_tok[i] == e->lk_tok[shared])
+			if (e->vb.parent[i] == row && e->vb.tok[i] == e->lk.tok[shared])
 				child = i;
 		if (child < 0)
 			break;
-		e->lk_row[shared] = row = child;
+		e->lk.row[shared] = row = child;
 	}
 	double best = t / c, gain = 0;
-	for (int k = 1; k <= e->lk_n && n + (k - shared) <= MAX_NODES + 1; k++) {
-		chain *= e->lk_p[k - 1];
+	for (int k = 1; k <= e->lk.n && n + (k - shared) <= MAX_NODES + 1; k++) {
+		chain *= e->lk.p[k - 1];
 		gain += chain * (1.0 - (k <= n_draft ? pow(s, k) : 0.0));
 		double extra = k > shared ? engine_verify_cost(e, n + k - shared) - engine_verify_cost(e, n) : 0.0;
 		if ((t + gain) / (c + extra) > best) {
@@ -84,12 +84,12 @@ static int add_lookup_branch(struct skipper_engine *e, int n_draft, int n)
 			k_best = k;
 		}
 	}
-	e->lk_n = k_best;
+	e->lk.n = k_best;
 	for (int i = shared; i < k_best; i++) {
-		e->b_tok[n] = e->lk_tok[i];
-		e->b_parent[n] = row;
-		e->b_depth[n] = e->b_depth[row] + 1;
-		e->lk_row[i] = row = n++;
+		e->vb.tok[n] = e->lk.tok[i];
+		e->vb.parent[n] = row;
+		e->vb.depth[n] = e->vb.depth[row] + 1;
+		e->lk.row[i] = row = n++;
 	}
 	return n;
 }
@@ -100,19 +100,19 @@ static int add_lookup_branch(struct skipper_engine *e, int n_draft, int n)
  * parent). */
 static int add_lookup_tree(struct skipper_engine *e, int n)
 {
-	const struct lookup_tree *t = &e->lk_tree;
+	const struct lookup_tree *t = &e->lk.tree;
 	int16_t row[LOOKUP_TREE_NODES];
 
-	e->lk_n = 0;
+	e->lk.n = 0;
 	for (int i = 0; i < t->n; i++) {
-		if (!e->lk_sel[i])
+		if (!e->lk.sel[i])
 			continue;
 		int par = t->parent[i] < 0 ? 0 : row[t->parent[i]];
-		e->b_tok[n] = t->tok[i];
-		e->b_parent[n] = par;
-		e->b_depth[n] = e->b_depth[par] + 1;
+		e->vb.tok[n] = t->tok[i];
+		e->vb.parent[n] = par;
+		e->vb.depth[n] = e->vb.depth[par] + 1;
 		if (i < t->spine)
-			e->lk_row[e->lk_n++] = n;
+			e->lk.row[e->lk.n++] = n;
 		row[i] = (int16_t)n++;
 	}
 	return n;
@@ -121,13 +121,13 @@ static int add_lookup_tree(struct skipper_engine *e, int n)
 static int build_batch(struct skipper_engine *e, struct round_ctx *r, int n_draft, int *n_rows,
                        struct skipper_error *err)
 {
-	struct skipper_tree tree = { .capacity = MAX_NODES, .tokens = e->t_tok, .parent = e->t_parent,
-	                             .chain_node = e->t_chain };
+	struct skipper_tree tree = { .capacity = MAX_NODES, .tokens = e->vb.t_tok, .parent = e->vb.t_parent,
+	                             .chain_node = e->vb.t_chain };
 	int rc, n;
 
 	if (e->pol && n_draft > 0 && !r->lookup_only) {
-		struct skipper_draft d = { .root = r->root, .n = n_draft, .tokens = e->d_tok, .probs = e->d_prob,
-		                           .top_k = e->top_k, .top_ids = e->d_top_ids, .top_probs = e->d_top_probs,
+		struct skipper_draft d = { .root = r->root, .n = n_draft, .tokens = e->draft.tok, .probs = e->draft.prob,
+		                           .top_k = e->draft.top_k, .top_ids = e->draft.top_ids, .top_probs = e->draft.top_probs,
 		                           .n_committed = r->n_past };
 		double t0 = engine_now();
 		rc = skipper_policy_verify(e->pol, &d, &tree, err);
@@ -139,32 +139,32 @@ static int build_batch(struct skipper_engine *e, struct round_ctx *r, int n_draf
 	}
 	if (tree.n == 0) { /* the chain */
 		for (int i = 0; i < n_draft; i++) {
-			e->t_tok[i] = e->d_tok[i];
-			e->t_parent[i] = i - 1;
+			e->vb.t_tok[i] = e->draft.tok[i];
+			e->vb.t_parent[i] = i - 1;
 		}
 		tree.n = n_draft;
 	}
-	e->b_tok[0] = r->root;
-	e->b_parent[0] = -1;
-	e->b_depth[0] = 0;
+	e->vb.tok[0] = r->root;
+	e->vb.parent[0] = -1;
+	e->vb.depth[0] = 0;
 	n = 1;
 	for (int i = 0; i < tree.n; i++) {
 		int par = tree.parent[i]; /* checked by skipper_policy_verify */
-		e->b_tok[n] = tree.tokens[i];
-		e->b_parent[n] = par + 1; /* node index -> batch row */
-		e->b_depth[n] = e->b_depth[par + 1] + 1;
+		e->vb.tok[n] = tree.tokens[i];
+		e->vb.parent[n] = par + 1; /* node index -> batch row */
+		e->vb.depth[n] = e->vb.depth[par + 1] + 1;
 		n++;
 	}
 	r->n_policy_rows = r->lookup_only ? 1 : n;
-	if (r->lookup_only && e->lk_tree_n > 0)
+	if (r->lookup_only && e->lk.tree_n > 0)
 		n = add_lookup_tree(e, n);
 	else if (r->lookup_only)
-		for (int i = 0; i < e->lk_n; i++)
-			e->lk_row[i] = i + 1;
-	else if (e->lk_n > 0)
+		for (int i = 0; i < e->lk.n; i++)
+			e->lk.row[i] = i + 1;
+	else if (e->lk.n > 0)
 		n = add_lookup_branch(e, n_draft, n);
 	for (int i = 0; i < n; i++)
-		e->b_pos[i] = r->n_past + e->b_depth[i];
+		e->vb.pos[i] = r->n_past + e->vb.depth[i];
 	*n_rows = n;
 	return SKIPPER_OK;
 }
@@ -179,7 +179,7 @@ static int chain_row(struct skipper_engine *e, int n_rows, int depth, int n_draf
 		if (d > n_draft)
 			return -1;
 		for (int i = 1; i < n_rows && found < 0; i++)
-			if (e->b_parent[i] == row && e->b_tok[i] == e->d_tok[d - 1])
+			if (e->vb.parent[i] == row && e->vb.tok[i] == e->draft.tok[d - 1])
 				found = i;
 		if (found < 0)
 			return -1;
@@ -197,7 +197,7 @@ static int accept_greedy(struct skipper_engine *e, int n_rows, int32_t *path, in
 	for (;;) {
 		int next = -1;
 		for (int i = row + 1; i < n_rows; i++) {
-			if (e->b_parent[i] == row && e->b_tok[i] == e->v_top[row]) {
+			if (e->vb.parent[i] == row && e->vb.tok[i] == e->vb.top[row]) {
 				next = i;
 				break;
 			}
@@ -207,7 +207,7 @@ static int accept_greedy(struct skipper_engine *e, int n_rows, int32_t *path, in
 		path[len++] = next;
 		row = next;
 	}
-	*bonus = e->v_top[row];
+	*bonus = e->vb.top[row];
 	return len;
 }
 
@@ -216,19 +216,19 @@ static int accept_sample(struct skipper_engine *e, struct round_ctx *r, int n_ro
                          int32_t *path, int32_t *bonus)
 {
 	int nv = e->n_vocab, len = 0, row = 0;
-	float *p = e->p, *q = e->q;
+	float *p = e->vb.p, *q = e->vb.q;
 
-	skipper_process_logits(&r->gp->sampling, &e->logits[0], nv, p, e->scratch);
+	skipper_process_logits(&r->gp->sampling, &e->vb.logits[0], nv, p, e->vb.scratch);
 	for (int depth = 1; depth <= n_draft; depth++) {
-		const float *qj = &e->d_q[(size_t)(depth - 1) * nv];
+		const float *qj = &e->draft.q[(size_t)(depth - 1) * nv];
 		int accepted = -1;
 		memcpy(q, qj, (size_t)nv * sizeof *q);
 		for (int i = 1; i < n_rows; i++) {
 			double qs = 0;
 			int32_t x;
-			if (e->b_parent[i] != row)
+			if (e->vb.parent[i] != row)
 				continue;
-			x = e->b_tok[i];
+			x = e->vb.tok[i];
 			if (q[x] <= 0)
 				continue; /* already tried or impossible under q~ */
 			if (skipper_rng_double(&e->rng) < fmin(1.0, (double)p[x] / q[x])) {
@@ -250,7 +250,7 @@ static int accept_sample(struct skipper_engine *e, struct round_ctx *r, int n_ro
 			break;
 		path[len++] = accepted;
 		row = accepted;
-		skipper_process_logits(&r->gp->sampling, &e->logits[(size_t)row * nv], nv, p, e->scratch);
+		skipper_process_logits(&r->gp->sampling, &e->vb.logits[(size_t)row * nv], nv, p, e->vb.scratch);
 		if (chain_row(e, n_rows, depth, n_draft) != row)
 			break; /* an accepted sibling is a leaf */
 	}
@@ -268,15 +268,15 @@ static int accept_sample_lookup(struct skipper_engine *e, struct round_ctx *r, i
                                 int32_t *bonus)
 {
 	int nv = e->n_vocab, len = 0, row = 0;
-	float *p = e->p;
+	float *p = e->vb.p;
 
-	skipper_process_logits(&r->gp->sampling, &e->logits[0], nv, p, e->scratch);
+	skipper_process_logits(&r->gp->sampling, &e->vb.logits[0], nv, p, e->vb.scratch);
 	for (;;) {
 		int accepted = -1;
 		double left = 1.0;
 		for (int i = row + 1; i < n_rows && accepted < 0; i++) {
-			int32_t x = e->b_tok[i];
-			if (e->b_parent[i] != row || p[x] <= 0)
+			int32_t x = e->vb.tok[i];
+			if (e->vb.parent[i] != row || p[x] <= 0)
 				continue;
 			if (skipper_rng_double(&e->rng) * left < p[x]) {
 				accepted = i;
@@ -289,7 +289,7 @@ static int accept_sample_lookup(struct skipper_engine *e, struct round_ctx *r, i
 			break;
 		path[len++] = accepted;
 		row = accepted;
-		skipper_process_logits(&r->gp->sampling, &e->logits[(size_t)row * nv], nv, p, e->scratch);
+		skipper_process_logits(&r->gp->sampling, &e->vb.logits[(size_t)row * nv], nv, p, e->vb.scratch);
 	}
 	*bonus = skipper_sample_probs(p, nv, &e->rng);
 	return len;
@@ -302,18 +302,18 @@ static void redraw_siblings(struct skipper_engine *e, int n_rows, int n_draft)
 	int nv = e->n_vocab;
 	for (int depth = 1; depth <= n_draft; depth++) {
 		int parent = chain_row(e, n_rows, depth - 1, n_draft), chain = chain_row(e, n_rows, depth, n_draft);
-		float *q = e->q;
+		float *q = e->vb.q;
 		if (parent < 0 || chain < 0)
 			return;
-		memcpy(q, &e->d_q[(size_t)(depth - 1) * nv], (size_t)nv * sizeof *q);
-		q[e->b_tok[chain]] = 0;
+		memcpy(q, &e->draft.q[(size_t)(depth - 1) * nv], (size_t)nv * sizeof *q);
+		q[e->vb.tok[chain]] = 0;
 		for (int i = 1; i < n_rows; i++) {
-			if (e->b_parent[i] != parent || i == chain)
+			if (e->vb.parent[i] != parent || i == chain)
 				continue;
 			int32_t x = skipper_sample_probs(q, nv, &e->rng);
 			if (q[x] <= 0)
-				x = e->b_tok[chain]; /* q exhausted: a duplicate is rejected harmlessly */
-			e->b_tok[i] = x;
+				x = e->vb.tok[chain]; /* q exhausted: a duplicate is rejected harmlessly */
+			e->vb.tok[i] = x;
 			q[x] = 0;
 		}
 	}
@@ -325,15 +325,15 @@ static int prune_to_spine(struct skipper_engine *e, int n_rows, int n_draft)
 	int map[MAX_NODES + 1], n = 1;
 	map[0] = 0;
 	for (int i = 1; i < n_rows; i++) {
-		int par = e->b_parent[i], keep = 0;
+		int par = e->vb.parent[i], keep = 0;
 		for (int d = 0; d <= n_draft && !keep; d++)
 			keep = map[par] >= 0 && chain_row(e, n_rows, d, n_draft) == par;
 		map[i] = keep ? n : -1;
 		if (keep) {
-			e->b_tok[n] = e->b_tok[i];
-			e->b_parent[n] = map[par];
-			e->b_depth[n] = e->b_depth[i];
-			e->b_pos[n] = e->b_pos[i];
+			e->vb.tok[n] = e->vb.tok[i];
+			e->vb.parent[n] = map[par];
+			e->vb.depth[n] = e->vb.depth[i];
+			e->vb.pos[n] = e->vb.pos[i];
 			n++;
 		}
 	}
@@ -348,19 +348,19 @@ static int verify_pass(struct skipper_engine *e, struct round_ctx *r, int n_rows
                        struct skipper_error *err)
 {
 	struct skipper_forward fw = {
-		.n = n_rows, .tokens = e->b_tok, .pos = e->b_pos, .parent = chain ? NULL : e->b_parent,
-		.n_past = r->n_past, .kv_write = 1, .n_out = n_rows, .out_rows = e->b_rows, .top_k = 1,
-		.top_ids = e->v_top, .logits = r->greedy ? NULL : e->logits,
+		.n = n_rows, .tokens = e->vb.tok, .pos = e->vb.pos, .parent = chain ? NULL : e->vb.parent,
+		.n_past = r->n_past, .kv_write = 1, .n_out = n_rows, .out_rows = e->vb.rows, .top_k = 1,
+		.top_ids = e->vb.top, .logits = r->greedy ? NULL : e->vb.logits,
 	};
 	for (int i = 0; i < n_rows; i++)
-		e->b_rows[i] = i;
+		e->vb.rows[i] = i;
 	if (r->capture) {
-		fw.n_cap_layers = e->n_points;
-		fw.cap_layers = e->cap_layers;
-		fw.cap_sublayers = e->cap_sub;
+		fw.n_cap_layers = e->cap.n_points;
+		fw.cap_layers = e->cap.layers;
+		fw.cap_sublayers = e->cap.sub;
 		fw.n_cap_rows = n_rows;
-		fw.cap_rows = e->b_rows;
-		fw.captures = e->cap;
+		fw.cap_rows = e->vb.rows;
+		fw.captures = e->cap.buf;
 	}
 	return e->be->ops->forward(e->be, &fw, err);
 }
@@ -389,7 +389,7 @@ static int commit_path(struct skipper_engine *e, struct round_ctx *r, const int3
 			return rc;
 	}
 	for (int i = 0; i < n_acc && !r->done; i++, emitted++)
-		if ((rc = engine_emit(e, r, e->b_tok[path[i]])))
+		if ((rc = engine_emit(e, r, e->vb.tok[path[i]])))
 			return skipper_fail(err, rc, "out of memory");
 	if (!r->done) {
 		if ((rc = engine_emit(e, r, bonus)))
@@ -398,7 +398,7 @@ static int commit_path(struct skipper_engine *e, struct round_ctx *r, const int3
 	} else {
 		r->n_past += emitted;
 	}
-	e->committed = r->n_past;
+	e->out.committed = r->n_past;
 	r->root = bonus;
 	return SKIPPER_OK;
 }
@@ -412,7 +412,7 @@ static void count_sources(const struct skipper_engine *e, const struct round_ctx
 	*pol_acc = *lk_acc = 0;
 	while (*pol_acc < n_acc && path[*pol_acc] < r->n_policy_rows)
 		(*pol_acc)++;
-	while (*lk_acc < n_acc && *lk_acc < e->lk_n && path[*lk_acc] == e->lk_row[*lk_acc])
+	while (*lk_acc < n_acc && *lk_acc < e->lk.n && path[*lk_acc] == e->lk.row[*lk_acc])
 		(*lk_acc)++;
 }
 
@@ -434,11 +434,11 @@ static int report_verdict(struct skipper_engine *e, struct round_ctx *r, const i
 	int sel_rows[MAX_NODES + 1], n_sel = 0, rc;
 
 	for (int i = 0; i < vc->accepted; i++) {
-		acc_tok[i] = e->b_tok[path[i]];
+		acc_tok[i] = e->vb.tok[path[i]];
 		acc_node[i] = path[i] - 1;
 	}
 	if (r->capture) {
-		if (e->needs & SKIPPER_NEED_ACCEPTED_STATES) {
+		if (e->cap.needs & SKIPPER_NEED_ACCEPTED_STATES) {
 			sel_rows[n_sel++] = 0;
 			for (int i = 0; i < n_acc; i++)
 				sel_rows[n_sel++] = path[i];
@@ -450,7 +450,7 @@ static int report_verdict(struct skipper_engine *e, struct round_ctx *r, const i
 	struct skipper_verdict v = {
 		.round = r->st->rounds - 1, .n_drafted = vc->drafted, .n_verified = n_rows - 1, .n_accepted = vc->accepted,
 		.accepted = acc_tok, .accepted_nodes = acc_node, .bonus = r->done ? -1 : bonus,
-		.n_committed = r->n_past, .generated = e->gen, .n_generated = r->n_gen,
+		.n_committed = r->n_past, .generated = e->out.gen, .n_generated = r->n_gen,
 		.draft_seconds = r->t_draft, .verify_seconds = t_verify, .states = r->capture ? &states : NULL,
 		.n_lookup = vc->lookup, .n_lookup_accepted = vc->lookup_accepted,
 	};
@@ -469,9 +469,9 @@ int engine_verify(struct skipper_engine *e, struct round_ctx *r, int n_draft, st
 	if ((rc = build_batch(e, r, n_draft, &n_rows, err)))
 		return rc;
 	for (int i = 1; i < n_rows; i++)
-		if (e->b_parent[i] != i - 1)
+		if (e->vb.parent[i] != i - 1)
 			chain = 0;
-	if (!r->greedy && !chain && !e->lk_tree_n) {
+	if (!r->greedy && !chain && !e->lk.tree_n) {
 		n_rows = prune_to_spine(e, n_rows, n_draft);
 		redraw_siblings(e, n_rows, n_draft);
 	}
@@ -484,35 +484,35 @@ int engine_verify(struct skipper_engine *e, struct round_ctx *r, int n_draft, st
 	double ts = engine_now();
 	if (r->greedy)
 		n_acc = accept_greedy(e, n_rows, path, &bonus);
-	else if (e->lk_tree_n)
+	else if (e->lk.tree_n)
 		n_acc = accept_sample_lookup(e, r, n_rows, path, &bonus);
 	else
 		n_acc = accept_sample(e, r, n_rows, n_draft, path, &bonus);
 	r->st->t_sample += engine_now() - ts;
 	int pol_drafted = r->lookup_only ? 0 : n_draft, pol_acc = 0, lk_acc = 0;
-	int lk_drafted = e->lk_tree_n ? e->lk_tree_n : e->lk_n;
+	int lk_drafted = e->lk.tree_n ? e->lk.tree_n : e->lk.n;
 	count_sources(e, r, path, n_acc, &pol_acc, &lk_acc);
-	if (e->lk.enable && e->lk_corpus) {
-		ngram_record(&e->ng_stats, e->lk_table, e->lk_n, lk_acc);
-		lookup_record(&e->lk_stats, 0, 0, 0); /* the context's evidence fades all the same */
-		r->st->ngram_drafted += e->lk_n;
+	if (e->lk.opts.enable && e->lk.corpus) {
+		ngram_record(&e->lk.ng_stats, e->lk.table, e->lk.n, lk_acc);
+		lookup_record(&e->lk.stats, 0, 0, 0); /* the context's evidence fades all the same */
+		r->st->ngram_drafted += e->lk.n;
 		r->st->ngram_accepted += lk_acc;
-	} else if (e->lk.enable) {
+	} else if (e->lk.opts.enable) {
 		/* a tree's spine is evidence as a chain's; the rest of it, where
 		 * the model left the spine */
-		lookup_record(&e->lk_stats, e->lk_ngram, e->lk_n, lk_acc);
-		if (e->lk_tree_n) {
+		lookup_record(&e->lk.stats, e->lk.ngram, e->lk.n, lk_acc);
+		if (e->lk.tree_n) {
 			int32_t target[MAX_NODES + 1];
 			for (int i = 0; i < n_acc; i++)
-				target[i] = e->b_tok[path[i]];
+				target[i] = e->vb.tok[path[i]];
 			target[n_acc] = bonus;
-			lookup_record_alt(&e->lk_stats, &e->lk_tree, e->lk_sel, target, n_acc + 1);
+			lookup_record_alt(&e->lk.stats, &e->lk.tree, e->lk.sel, target, n_acc + 1);
 			lk_acc = n_acc;
 		}
 	}
 	if (pol_drafted > 0) {
-		e->skip_hits = 0.9 * e->skip_hits + pol_acc;
-		e->skip_tries = 0.9 * e->skip_tries + pol_acc + (pol_acc < pol_drafted);
+		e->pace.skip_hits = 0.9 * e->pace.skip_hits + pol_acc;
+		e->pace.skip_tries = 0.9 * e->pace.skip_tries + pol_acc + (pol_acc < pol_drafted);
 	}
 	r->st->drafted += pol_drafted + lk_drafted;
 	r->st->accepted += n_acc;

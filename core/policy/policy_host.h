@@ -1,7 +1,7 @@
 /* core/policy/ -- the policy host (DESIGN §5), in three parts:
  * policy_loader.c finds, loads and checks plugins and lists them;
  * policy_services.c is the host-services table plugins call (it forwards
- * the compute services to the engine through struct skipper_policy_env);
+ * the session and compute services through struct skipper_policy_env);
  * policy_instance.c creates instances, pushes their INI section and wraps
  * their hooks. Also here: the built-in `none`, skip profiles, tensor files
  * and the seeded RNG. May include: core/config/, core/skipper/, error.h --
@@ -78,25 +78,37 @@ void skipper_policy_list_free(struct skipper_policy_info *list, size_t n);
 
 /* ---- instances ---- */
 
-/* What the engine provides to an instance. Compute functions may be NULL
- * (the service then fails with "not available"); they report failures in
- * err, which the host turns into the plugin-visible error. Everything here
- * must outlive the instance. Zero-initialise and fill what you have. */
+/* What a host provides to an instance: model facts, then services of two
+ * kinds, each called with its own context. The session's (profiles, the
+ * model's hash, logging, whole-prompt calibration runs) get `session`;
+ * the compute services, which run on one engine's backend and KV cache,
+ * get `engine` (the engine sets them itself: skipper_engine_new). A NULL
+ * service fails with "not available"; failures come back in err, which
+ * the host turns into the plugin-visible error. Everything here must
+ * outlive the instance. Zero-initialise and fill what you have. */
 struct skipper_policy_env {
 	/* Model facts; n_layer = 0: no model (configuration check). */
 	int n_layer, n_embd, n_vocab, n_ctx;
 	const char *model_name;
-	/* Lazy hex SHA-256 of the model, NULL on failure. */
-	const char *(*model_sha256)(void *engine);
-	const char *profile_path; /* resolved [policy] profile, or NULL */
-	/* Without one: the profile found for this model and policy, or NULL
-	 * (called when a plugin asks; may be NULL). */
-	const char *(*find_profile)(void *engine);
 	uint64_t seed;            /* [generate] seed, base of the plugin RNG streams */
-	/* Log sink (NULL: dropped). msg has no trailing newline. */
-	void (*log)(void *engine, int level, const char *policy, const char *msg);
 	int log_level;            /* messages above this level are dropped */
+	const char *profile_path; /* resolved [policy] profile, or NULL */
 
+	/* ---- session services (ctx: session) ---- */
+	/* Lazy hex SHA-256 of the model, NULL on failure. */
+	const char *(*model_sha256)(void *session);
+	/* Without profile_path: the profile found for this model and policy
+	 * (malloc'ed; the instance frees it), or NULL. Called once, when the
+	 * plugin first asks. */
+	char *(*find_profile)(void *session, const char *policy);
+	/* Log sink (NULL: dropped). msg has no trailing newline. */
+	void (*log)(void *session, int level, const char *policy, const char *msg);
+	int (*trial)(void *session, const struct skipper_trial *t, struct skipper_trial_result *r,
+	             struct skipper_error *err);
+	int (*embed_prompt)(void *session, const char *text, float *out, struct skipper_error *err);
+	void *session;
+
+	/* ---- compute services (ctx: engine) ---- */
 	int (*score_mask)(void *engine, const uint8_t *skip_attn, const uint8_t *skip_mlp,
 	                  const int32_t *tokens, int n, int start_pos, int32_t *argmax_out,
 	                  struct skipper_error *err);
@@ -105,9 +117,6 @@ struct skipper_policy_env {
 	int (*head_argmax)(void *engine, int n, const float *states, int32_t *ids, struct skipper_error *err);
 	int (*time_sublayer)(void *engine, int kind, int layer, int ctx_len, double *seconds,
 	                     struct skipper_error *err);
-	int (*trial)(void *engine, const struct skipper_trial *t, struct skipper_trial_result *r,
-	             struct skipper_error *err);
-	int (*embed_prompt)(void *engine, const char *text, float *out, struct skipper_error *err);
 	int (*costs)(void *engine, const struct skipper_costs **out, struct skipper_error *err);
 	void *engine;
 };

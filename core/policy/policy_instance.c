@@ -144,6 +144,7 @@ void skipper_policy_instance_free(struct skipper_policy_instance *inst)
 		return;
 	if (inst->created)
 		inst->lib->desc.destroy(inst->state);
+	free(inst->found_profile);
 	free(inst);
 }
 

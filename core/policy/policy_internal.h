@@ -22,6 +22,8 @@ struct skipper_policy_instance {
 	double seconds;
 	char msg[SKIPPER_ERROR_MAX];
 	int msg_set;
+	char *found_profile; /* what env->find_profile gave, asked once */
+	int searched;
 };
 
 /* The host-services table (policy_services.c); each instance copies it and

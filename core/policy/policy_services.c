@@ -45,13 +45,13 @@ static void svc_log(void *ctx, int level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
-	env->log(env->engine, level, INST(ctx)->lib->desc.name, buf);
+	env->log(env->session, level, INST(ctx)->lib->desc.name, buf);
 }
 
 static const char *svc_model_sha256(void *ctx)
 {
 	const struct skipper_policy_env *env = INST(ctx)->env;
-	return env->model_sha256 ? env->model_sha256(env->engine) : NULL;
+	return env->model_sha256 ? env->model_sha256(env->session) : NULL;
 }
 
 static int svc_parse_bool(void *ctx, const char *value, int *out)
@@ -131,9 +131,14 @@ static double svc_now(void *ctx)
 static const char *svc_profile_path(void *ctx)
 {
 	const struct skipper_policy_env *env = INST(ctx)->env;
+	struct skipper_policy_instance *inst = INST(ctx);
 	const char *p = env->profile_path;
-	if ((!p || !*p) && env->find_profile && env->n_layer > 0)
-		p = env->find_profile(env->engine);
+	if ((!p || !*p) && env->find_profile && env->n_layer > 0) {
+		if (!inst->searched)
+			inst->found_profile = env->find_profile(env->session, inst->lib->desc.name);
+		inst->searched = 1;
+		p = inst->found_profile;
+	}
 	return p && *p ? p : NULL;
 }
 
@@ -338,8 +343,9 @@ static int svc_tensor_read(void *ctx, const char *path, const char *name, float 
 	return SKIPPER_POLICY_OK;
 }
 
-/* Compute services: forward to the engine, turn its error into the plugin's. */
-#define FORWARD(fn, ...)                                                                   \
+/* Session and compute services: forward to who provides them, turn its
+ * error into the plugin's. */
+#define FORWARD(who, fn, ...)                                                                   \
 	do {                                                                               \
 		const struct skipper_policy_env *env_ = INST(ctx)->env;                    \
 		struct skipper_error e_ = { 0 };                                           \
@@ -348,7 +354,7 @@ static int svc_tensor_read(void *ctx, const char *path, const char *name, float 
 			                       "supported by this engine)");              \
 			return SKIPPER_POLICY_ERROR;                                       \
 		}                                                                          \
-		if (env_->fn(env_->engine, __VA_ARGS__, &e_) != SKIPPER_OK) {             \
+		if (env_->fn(env_->who, __VA_ARGS__, &e_) != SKIPPER_OK) {             \
 			svc_set_error(ctx, #fn ": %s", e_.msg[0] ? e_.msg : "failed");    \
 			return SKIPPER_POLICY_ERROR;                                       \
 		}                                                                          \
@@ -358,33 +364,33 @@ static int svc_tensor_read(void *ctx, const char *path, const char *name, float 
 static int svc_score_mask(void *ctx, const uint8_t *skip_attn, const uint8_t *skip_mlp, const int32_t *tokens,
                           int n, int start_pos, int32_t *argmax_out)
 {
-	FORWARD(score_mask, skip_attn, skip_mlp, tokens, n, start_pos, argmax_out);
+	FORWARD(engine, score_mask, skip_attn, skip_mlp, tokens, n, start_pos, argmax_out);
 }
 
 static int svc_sublayer_forward(void *ctx, int kind, int layer, int n_seq, int seq_len, float *states,
                                 const int32_t *pos, int n_past)
 {
-	FORWARD(sublayer_forward, kind, layer, n_seq, seq_len, states, pos, n_past);
+	FORWARD(engine, sublayer_forward, kind, layer, n_seq, seq_len, states, pos, n_past);
 }
 
 static int svc_head_argmax(void *ctx, int n, const float *states, int32_t *ids)
 {
-	FORWARD(head_argmax, n, states, ids);
+	FORWARD(engine, head_argmax, n, states, ids);
 }
 
 static int svc_time_sublayer(void *ctx, int kind, int layer, int ctx_len, double *seconds)
 {
-	FORWARD(time_sublayer, kind, layer, ctx_len, seconds);
+	FORWARD(engine, time_sublayer, kind, layer, ctx_len, seconds);
 }
 
 static int svc_trial(void *ctx, const struct skipper_trial *t, struct skipper_trial_result *r)
 {
-	FORWARD(trial, t, r);
+	FORWARD(session, trial, t, r);
 }
 
 static int svc_embed_prompt(void *ctx, const char *text, float *out)
 {
-	FORWARD(embed_prompt, text, out);
+	FORWARD(session, embed_prompt, text, out);
 }
 
 static const struct skipper_costs *svc_costs(void *ctx)

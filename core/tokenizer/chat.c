@@ -104,69 +104,127 @@ static void put_trimmed(struct sbuf *b, const char *s)
 	put(b, s, len);
 }
 
-int skipper_chat_format(int tmpl, const char *sys, const char *user, char **out, struct skipper_error *err)
+/* Is turn i a system turn that templates without one fold into the first
+ * user turn? Only the first turn may be one. */
+static int is_system(const struct skipper_chat_turn *t, size_t i) { return i == 0 && !strcmp(t[0].role, "system"); }
+
+/* Llama-2 and Mistral templates alternate user and assistant turns after
+ * an optional system turn, starting with the user. */
+static int alternates(const struct skipper_chat_turn *t, size_t n)
+{
+	size_t first = n && is_system(t, 0);
+	for (size_t i = first; i < n; i++)
+		if (strcmp(t[i].role, (i - first) % 2 ? "assistant" : "user"))
+			return 0;
+	return n > first;
+}
+
+static void put_turn(struct sbuf *b, int tmpl, const char *role, const char *content, int trimmed)
+{
+	switch (tmpl) {
+	case SKIPPER_CHAT_CHATML:
+		puts_(b, "<|im_start|>");
+		puts_(b, role);
+		puts_(b, "\n");
+		puts_(b, content);
+		puts_(b, "<|im_end|>\n");
+		break;
+	case SKIPPER_CHAT_LLAMA3:
+		puts_(b, "<|start_header_id|>");
+		puts_(b, role);
+		puts_(b, "<|end_header_id|>\n\n");
+		if (trimmed)
+			put_trimmed(b, content);
+		else
+			puts_(b, content);
+		puts_(b, "<|eot_id|>");
+		break;
+	case SKIPPER_CHAT_ZEPHYR:
+		puts_(b, "<|");
+		puts_(b, role);
+		puts_(b, "|>\n");
+		puts_(b, content);
+		puts_(b, "</s>\n");
+		break;
+	}
+}
+
+/* [INST] turns: Llama-2 (system in a <<SYS>> block, contents trimmed, a
+ * BOS before every user turn but the first, which the tokenizer adds) or
+ * Mistral (system before the first user text). */
+static void put_inst(struct sbuf *b, int tmpl, const struct skipper_chat_turn *t, size_t n)
+{
+	const char *sys = n && is_system(t, 0) ? t[0].content : NULL;
+	int llama2 = tmpl == SKIPPER_CHAT_LLAMA2;
+	for (size_t i = sys ? 1 : 0, k = 0; i < n; i++, k++) {
+		if (k % 2) { /* assistant */
+			puts_(b, llama2 ? " " : "");
+			if (llama2)
+				put_trimmed(b, t[i].content);
+			else
+				puts_(b, t[i].content);
+			puts_(b, llama2 ? " </s>" : "</s>");
+			continue;
+		}
+		puts_(b, k && llama2 ? "<s>[INST] " : "[INST] ");
+		if (sys && k == 0) {
+			if (llama2) {
+				puts_(b, "<<SYS>>\n");
+				put_trimmed(b, sys);
+				puts_(b, "\n<</SYS>>\n\n");
+			} else {
+				puts_(b, sys);
+				puts_(b, "\n\n");
+			}
+		}
+		if (llama2)
+			put_trimmed(b, t[i].content);
+		else
+			puts_(b, t[i].content);
+		puts_(b, " [/INST]");
+	}
+}
+
+int skipper_chat_format_turns(int tmpl, const struct skipper_chat_turn *t, size_t n, char **out,
+                              struct skipper_error *err)
 {
 	struct sbuf b = { 0 };
 	*out = NULL;
-	if (!user)
-		return skipper_fail(err, SKIPPER_ERR_ARG, "chat: no user message");
+	for (size_t i = 0; i < n; i++)
+		if (!t[i].role || !t[i].content ||
+		    (strcmp(t[i].role, "user") && strcmp(t[i].role, "assistant") && !is_system(t, i)))
+			return skipper_fail(err, SKIPPER_ERR_ARG, "chat: message %zu: role %s%s%s", i,
+			                    t[i].role ? "'" : "", t[i].role ? t[i].role : "missing",
+			                    t[i].role ? "' (system first, then user and assistant)" : "");
+	if (!n || !strcmp(t[n - 1].role, "assistant") || is_system(t, n - 1))
+		return skipper_fail(err, SKIPPER_ERR_ARG, "chat: the last message must be the user's");
 	switch (tmpl) {
 	case SKIPPER_CHAT_NONE:
-		if (sys) {
-			puts_(&b, sys);
-			puts_(&b, "\n\n");
+		for (size_t i = 0; i < n; i++) {
+			puts_(&b, t[i].content);
+			if (i + 1 < n)
+				puts_(&b, "\n\n");
 		}
-		puts_(&b, user);
 		break;
 	case SKIPPER_CHAT_CHATML:
-		if (sys) {
-			puts_(&b, "<|im_start|>system\n");
-			puts_(&b, sys);
-			puts_(&b, "<|im_end|>\n");
-		}
-		puts_(&b, "<|im_start|>user\n");
-		puts_(&b, user);
-		puts_(&b, "<|im_end|>\n<|im_start|>assistant\n");
+	case SKIPPER_CHAT_LLAMA3:
+	case SKIPPER_CHAT_ZEPHYR:
+		for (size_t i = 0; i < n; i++)
+			put_turn(&b, tmpl, t[i].role, t[i].content, tmpl == SKIPPER_CHAT_LLAMA3);
+		put_turn(&b, tmpl, "assistant", "", 0);
+		/* the turn is opened, not closed: cut its end marker */
+		b.n -= tmpl == SKIPPER_CHAT_CHATML ? strlen("<|im_end|>\n") :
+		       tmpl == SKIPPER_CHAT_LLAMA3 ? strlen("<|eot_id|>") : strlen("</s>\n");
+		if (b.p)
+			b.p[b.n] = 0;
 		break;
 	case SKIPPER_CHAT_LLAMA2:
-		/* Meta's template strips the contents (content.strip()) */
-		puts_(&b, "[INST] ");
-		if (sys) {
-			puts_(&b, "<<SYS>>\n");
-			put_trimmed(&b, sys);
-			puts_(&b, "\n<</SYS>>\n\n");
-		}
-		put_trimmed(&b, user);
-		puts_(&b, " [/INST]");
-		break;
-	case SKIPPER_CHAT_LLAMA3:
-		if (sys) {
-			puts_(&b, "<|start_header_id|>system<|end_header_id|>\n\n");
-			put_trimmed(&b, sys);
-			puts_(&b, "<|eot_id|>");
-		}
-		puts_(&b, "<|start_header_id|>user<|end_header_id|>\n\n");
-		put_trimmed(&b, user);
-		puts_(&b, "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
-		break;
 	case SKIPPER_CHAT_MISTRAL:
-		puts_(&b, "[INST] ");
-		if (sys) {
-			puts_(&b, sys);
-			puts_(&b, "\n\n");
-		}
-		puts_(&b, user);
-		puts_(&b, " [/INST]");
-		break;
-	case SKIPPER_CHAT_ZEPHYR:
-		if (sys) {
-			puts_(&b, "<|system|>\n");
-			puts_(&b, sys);
-			puts_(&b, "</s>\n");
-		}
-		puts_(&b, "<|user|>\n");
-		puts_(&b, user);
-		puts_(&b, "</s>\n<|assistant|>\n");
+		if (!alternates(t, n))
+			return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED,
+			                    "chat: the %s template takes user and assistant turns in turn, the user's first",
+			                    skipper_chat_template_name(tmpl));
+		put_inst(&b, tmpl, t, n);
 		break;
 	default:
 		return skipper_fail(err, SKIPPER_ERR_ARG, "chat: unknown template %d", tmpl);
@@ -177,6 +235,15 @@ int skipper_chat_format(int tmpl, const char *sys, const char *user, char **out,
 	}
 	*out = b.p;
 	return SKIPPER_OK;
+}
+
+int skipper_chat_format(int tmpl, const char *sys, const char *user, char **out, struct skipper_error *err)
+{
+	struct skipper_chat_turn t[2] = { { "system", sys }, { "user", user } };
+	*out = NULL;
+	if (!user)
+		return skipper_fail(err, SKIPPER_ERR_ARG, "chat: no user message");
+	return skipper_chat_format_turns(tmpl, sys ? t : t + 1, sys ? 2 : 1, out, err);
 }
 
 /* A ChatML template that fills in a system turn when the conversation has

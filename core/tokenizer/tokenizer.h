@@ -61,6 +61,16 @@ int skipper_chat_template_detect(const char *jinja, size_t len); /* best match, 
  * pass it as system. */
 int skipper_chat_format(int tmpl, const char *system, const char *user, char **out,
                         struct skipper_error *err);
+/* A conversation: turns of role "system" (first only), "user" and
+ * "assistant", the last the user's, formatted with the assistant's turn
+ * opened. Llama-2 and Mistral need user and assistant in turn
+ * (SKIPPER_ERR_UNSUPPORTED otherwise). *out malloc'ed, owned by the
+ * caller. */
+struct skipper_chat_turn {
+	const char *role, *content;
+};
+int skipper_chat_format_turns(int tmpl, const struct skipper_chat_turn *turns, size_t n, char **out,
+                              struct skipper_error *err);
 /* The default system prompt embedded in a model's template (SmolLM2's
  * "You are a helpful AI assistant named SmolLM..."), or NULL. malloc'ed. */
 char *skipper_chat_default_system(const char *jinja, size_t len);

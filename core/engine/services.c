@@ -1,11 +1,10 @@
-/* Compute services the policy host forwards to the engine (skipper-policy(3)):
- * they run on the engine's backend against its committed KV cache and never
- * change it. */
+/* The compute services a policy reaches through its host
+ * (skipper-policy(3)): they run on the engine's backend against its
+ * committed KV cache and never change it. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
-#include "engine_services.h"
+#include "engine_impl.h"
 #include "base/error.h"
 
 int skipper_engine_score_mask(void *engine, const uint8_t *skip_attn, const uint8_t *skip_mlp,
@@ -85,4 +84,19 @@ int skipper_engine_time_sublayer(void *engine, int kind, int layer, int ctx_len,
 	if (ctx_len < 0 || ctx_len >= be->n_ctx)
 		return skipper_fail(err, SKIPPER_ERR_ARG, "time_sublayer: ctx_len %d outside [0, %d)", ctx_len, be->n_ctx);
 	return be->ops->time_sublayer(be, kind, layer, ctx_len, seconds, err);
+}
+
+static int svc_costs(void *engine, const struct skipper_costs **out, struct skipper_error *err)
+{
+	return skipper_engine_costs(engine, out, err);
+}
+
+void engine_bind_services(struct skipper_engine *e)
+{
+	e->env.engine = e;
+	e->env.score_mask = skipper_engine_score_mask;
+	e->env.sublayer_forward = skipper_engine_sublayer_forward;
+	e->env.head_argmax = skipper_engine_head_argmax;
+	e->env.time_sublayer = skipper_engine_time_sublayer;
+	e->env.costs = svc_costs;
 }

@@ -1,8 +1,10 @@
-/* Where the CLI keeps and finds files: the skipper cache directory, the
- * data that goes with one model (profiles/<sha256>/ or profiles/<stem>/
- * under the cache, $SKIPPER_DATA_PATH and the installed data), and the skip
- * profile a policy uses when none is configured (those directories, then
- * the hub cache). */
+/* Where a session keeps and finds files: the skipper cache directory, the
+ * data that goes with one model (profiles/DIR/ under the cache,
+ * $SKIPPER_DATA_PATH and the installed data, DIR named by the model's
+ * hash or its file's stem, or holding profiles made for its hash), and the
+ * skip profile a policy uses when none is configured (those directories,
+ * then the hub cache). */
+#define _GNU_SOURCE /* asprintf */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,11 +13,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "base/error.h"
+#include "build-config.h"
 #include "hub/hub.h"
 #include "policy/profile.h"
+#include "session.h"
 
-int cli_cache_dir(char *buf, size_t n, const char *sub)
+int skipper_cache_dir(char *buf, size_t n, const char *sub)
 {
 	const char *base = getenv("SKIPPER_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
 	int len;
@@ -40,7 +44,7 @@ static int readable(const char *path, void *arg)
 /* The first ROOT/profiles/DIR/name that accept() takes, for ROOT = the
  * cache, each entry of $SKIPPER_DATA_PATH, the installed data, and DIR =
  * sha (when given), then the model file's name without .gguf. */
-static char *search_model_dirs(const struct cli_session *s, const char *name, const char *sha, accept_fn ok,
+static char *search_model_dirs(struct skipper_session *s, const char *name, const char *sha, accept_fn ok,
                                void *arg)
 {
 	const char *model = skipper_gguf_path(s->model->gguf), *env = getenv("SKIPPER_DATA_PATH");
@@ -49,7 +53,7 @@ static char *search_model_dirs(const struct cli_session *s, const char *name, co
 	size_t sl = strlen(file), len;
 
 	snprintf(stem, sizeof stem, "%.*s", (int)(sl > 5 && !strcmp(file + sl - 5, ".gguf") ? sl - 5 : sl), file);
-	if (cli_cache_dir(cache, sizeof cache, ""))
+	if (skipper_cache_dir(cache, sizeof cache, ""))
 		cache[0] = 0;
 	len = strlen(cache) + (env ? strlen(env) : 0) + strlen(SKIPPER_DATADIR) + 3;
 	if (!(roots = malloc(len)))
@@ -72,12 +76,96 @@ static char *search_model_dirs(const struct cli_session *s, const char *name, co
 	return NULL;
 }
 
-char *cli_model_data_file(const struct cli_session *s, const char *name)
+const char *session_model_sha256(struct skipper_session *s, struct skipper_error *err)
 {
-	return search_model_dirs(s, name, NULL, readable, NULL);
+	if (!s->sha256[0] && skipper_model_sha256(s->model, s->sha256, err))
+		return NULL;
+	return s->sha256;
+}
+
+/* Does dir hold a profile made for the model of hash sha? */
+static int dir_for_model(const char *dir, const char *sha)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int yes = 0;
+
+	while (d && !yes && (de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		struct skipper_profile *p;
+		struct skipper_error err = { 0 };
+		char *path;
+		if (n < 5 || strcmp(de->d_name + n - 4, ".ini") || asprintf(&path, "%s/%s", dir, de->d_name) < 0)
+			continue;
+		if (!skipper_profile_read(path, &p, &err)) {
+			const char *h = skipper_profile_get(p, "profile", "model_sha256");
+			yes = h && !strcasecmp(h, sha);
+			skipper_profile_free(p);
+		}
+		free(path);
+	}
+	if (d)
+		closedir(d);
+	return yes;
+}
+
+/* ROOT/profiles/DIR/name for a DIR whose profiles were made for sha: the
+ * model's data under another file name than the one it was shipped for. */
+static char *search_by_content(const char *name, const char *sha)
+{
+	const char *env = getenv("SKIPPER_DATA_PATH");
+	char cache[4096], *roots, *found = NULL;
+	size_t len;
+
+	if (skipper_cache_dir(cache, sizeof cache, ""))
+		cache[0] = 0;
+	len = strlen(cache) + (env ? strlen(env) : 0) + strlen(SKIPPER_DATADIR) + 3;
+	if (!(roots = malloc(len)))
+		return NULL;
+	snprintf(roots, len, "%s:%s:%s", cache, env ? env : "", SKIPPER_DATADIR);
+	for (char *save = NULL, *r = strtok_r(roots, ":", &save); r && !found; r = strtok_r(NULL, ":", &save)) {
+		char *top, *dir, *path;
+		DIR *d;
+		struct dirent *de;
+		if (!*r || asprintf(&top, "%s/profiles", r) < 0)
+			continue;
+		for (d = opendir(top); d && !found && (de = readdir(d));) {
+			if (de->d_name[0] == '.' || asprintf(&dir, "%s/%s", top, de->d_name) < 0)
+				continue;
+			if (asprintf(&path, "%s/%s", dir, name) >= 0) {
+				if (access(path, R_OK) == 0 && dir_for_model(dir, sha))
+					found = path;
+				else
+					free(path);
+			}
+			free(dir);
+		}
+		if (d)
+			closedir(d);
+		free(top);
+	}
+	free(roots);
+	return found;
+}
+
+char *session_model_data_file(struct skipper_session *s, const char *name)
+{
+	struct skipper_error err = { 0 };
+	const char *sha;
+	char *path = search_model_dirs(s, name, NULL, readable, NULL);
+
+	if (path || !(sha = session_model_sha256(s, &err)))
+		return path;
+	/* the same weights under another name: found by their hash */
+	if (!(path = search_model_dirs(s, name, sha, readable, NULL)))
+		path = search_by_content(name, sha);
+	if (path)
+		session_log(s, SKIPPER_LOG_INFO, "%s: found for this model by its SHA-256", path);
+	return path;
 }
 
 struct wanted {
+	struct skipper_session *s;
 	const char *sha, *method;
 	int n_layer;
 	int tell;    /* keep the first misfit (the model directories: the hub cache holds other models') */
@@ -98,7 +186,7 @@ static int profile_fits(const char *path, void *arg)
 	if (skipper_profile_read(path, &p, &err)) {
 		/* a broken file where profiles are looked for is passed over, but
 		 * not silently: the user put it there for a reason */
-		fprintf(stderr, "skipper: warning: %s (skipped)\n", err.msg);
+		session_log(w->s, SKIPPER_LOG_WARN, "warning: %s (skipped)", err.msg);
 		return 0;
 	}
 	sha = skipper_profile_get(p, "profile", "model_sha256");
@@ -148,14 +236,16 @@ static void scan_hub(const char *dir, int depth, const char *name, struct wanted
 		closedir(d);
 }
 
-char *cli_find_profile(const struct cli_session *s, const char *method, const char *sha)
+char *session_find_profile(struct skipper_session *s, const char *method)
 {
-	struct wanted w = { sha, method, s->model->hp.n_layer, 1, NULL };
+	struct skipper_error err = { 0 };
+	const char *sha = session_model_sha256(s, &err);
+	struct wanted w = { s, sha, method, s->model->hp.n_layer, 1, NULL };
 	const char *hub_dir = skipper_config_get(s->cfg, "hub", "cache_dir");
 	char name[256], *path, *dflt = NULL;
 	time_t mtime = 0;
 
-	if (snprintf(name, sizeof name, "%s.ini", method) >= (int)sizeof name)
+	if (!sha || snprintf(name, sizeof name, "%s.ini", method) >= (int)sizeof name)
 		return NULL;
 	path = search_model_dirs(s, name, sha, profile_fits, &w);
 	w.tell = 0;
@@ -167,7 +257,7 @@ char *cli_find_profile(const struct cli_session *s, const char *method, const ch
 		free(dflt);
 	}
 	if (!path && w.other)
-		fprintf(stderr, "skipper: note: %s: not used\n", w.other);
+		session_log(s, SKIPPER_LOG_WARN, "note: %s: not used", w.other);
 	free(w.other);
 	return path;
 }

@@ -1,0 +1,64 @@
+/* Reading text a user names to a bound: a line at a time, or whole. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "text.h"
+
+long skipper_read_line(FILE *f, char **buf, size_t *cap, size_t max)
+{
+	size_t n = 0;
+	int c;
+	while ((c = getc(f)) != EOF) {
+		if (c == '\0')
+			return -3;
+		if (n + 1 >= max)
+			return -2;
+		if (n + 2 > *cap) {
+			size_t want = *cap ? 2 * *cap : 256;
+			char *b = realloc(*buf, want < max ? want : max);
+			if (!b)
+				return -4;
+			*buf = b;
+			*cap = want < max ? want : max;
+		}
+		(*buf)[n++] = (char)c;
+		if (c == '\n')
+			break;
+	}
+	if (!n)
+		return -1;
+	(*buf)[n] = '\0';
+	return (long)n;
+}
+
+char *skipper_read_all(FILE *f, size_t max, char *why, size_t why_n)
+{
+	size_t len = 0, cap = 4096;
+	char *s = malloc(cap);
+
+	while (s) {
+		size_t n = fread(s + len, 1, cap - len - 1, f);
+		len += n;
+		if (n == 0)
+			break;
+		if (len > max) {
+			snprintf(why, why_n, "more than %zu MiB of text", max >> 20);
+			free(s);
+			return NULL;
+		}
+		if (len + 1 == cap) {
+			char *t = realloc(s, cap *= 2);
+			if (!t)
+				free(s);
+			s = t;
+		}
+	}
+	if (!s || ferror(f) || memchr(s, '\0', len)) {
+		snprintf(why, why_n, "%s", !s ? "out of memory" : ferror(f) ? strerror(errno) : "NUL byte in the text");
+		free(s);
+		return NULL;
+	}
+	s[len] = '\0';
+	return s;
+}
