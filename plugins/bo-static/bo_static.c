@@ -202,9 +202,6 @@ static int bs_calibrate(void *state, const struct skipper_calibrate *c)
 }
 
 static const struct skipper_policy bo_static_policy = {
-	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
-	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
-	.struct_size = sizeof(struct skipper_policy),
 	.name = "bo-static",
 	.version = "1.1.0",
 	.description = "Draft & Verify: BO-searched static skip set, adaptive draft exit",

@@ -276,9 +276,6 @@ static int clasp_end(void *state, const struct skipper_stats *s)
 }
 
 static const struct skipper_policy clasp_policy = {
-	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
-	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
-	.struct_size = sizeof(struct skipper_policy),
 	.name = "clasp",
 	.version = "1.1.0",
 	.description = "CLaSp: layer-skip DP on the last verified token's hidden states every LOI rounds",

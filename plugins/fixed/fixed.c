@@ -222,9 +222,6 @@ static int fixed_on_accept(void *state, const struct skipper_verdict *v)
 }
 
 static const struct skipper_policy fixed_policy = {
-	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
-	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
-	.struct_size = sizeof(struct skipper_policy),
 	.name = "fixed",
 	.version = "1.1.0",
 	.description = "one hand-chosen skip mask; fixed draft length or confidence exit",

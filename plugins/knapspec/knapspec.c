@@ -549,9 +549,6 @@ static int ks_calibrate(void *state, const struct skipper_calibrate *c)
 }
 
 static const struct skipper_policy knapspec_policy = {
-	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
-	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
-	.struct_size = sizeof(struct skipper_policy),
 	.name = "knapspec",
 	.version = "1.1.0",
 	.description = "KnapSpec: knapsack DP over attention/MLP sub-layers with a context-aware latency model",

@@ -154,9 +154,6 @@ static int kr_end(void *state, const struct skipper_stats *st)
 }
 
 static const struct skipper_policy knn_router_policy = {
-	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
-	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
-	.struct_size = sizeof(struct skipper_policy),
 	.name = "knn-router",
 	.version = "1.1.0",
 	.description = "KNN-SSD: route each request to a per-domain skip set by its nearest anchor",

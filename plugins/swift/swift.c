@@ -344,9 +344,6 @@ static int sw_end(void *state, const struct skipper_stats *st)
 }
 
 static const struct skipper_policy swift_policy = {
-	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
-	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
-	.struct_size = sizeof(struct skipper_policy),
 	.name = "swift",
 	.version = "1.1.0",
 	.description = "SWIFT: on-the-fly skip-set search (random + GP-UCB), confidence exit, dynamic top-k tree",
