@@ -1,16 +1,13 @@
-/* plugins/common drafting economics, against values computed by hand:
- * the verify curve and its extrapolation, the best draft length on a
- * GPU-like flat curve (long drafts) and a CPU-like steep one (short or
- * none), extra tree rows and per-depth sibling widths, the online
- * acceptance estimate, the draft-length rule with its back-off and
- * probes, and the search time budget. */
+/* plugins/common drafting economics, against values computed by hand: the
+ * online acceptance estimate, the draft-length rule with its back-off and
+ * probes, and the search time budget (core/econ's arithmetic under them has
+ * its own test, t-econ). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "accept.h"
 #include "budget.h"
-#include "costmodel.h"
 #include "econ.h"
 #include "tap.h"
 
@@ -37,86 +34,6 @@ static void cpu_qwen(struct skipper_costs *c)
 	c->n_max = 8;
 	memcpy(c->verify, v, sizeof v);
 	c->step_seconds = 0.1;
-}
-
-static void curve(void)
-{
-	struct skipper_costs c;
-	cpu_qwen(&c);
-	ok(NEAR(cm_verify_cost(&c, 1), 1) && NEAR(cm_verify_cost(&c, 0), 1) && NEAR(cm_verify_cost(&c, 5), 1.53),
-	   "verify[n] inside the measured range");
-	ok(NEAR(cm_verify_cost(&c, 10), 2.08 + 2 * 0.17), "past n_max the last slope continues (2.42)");
-	ok(NEAR(cm_round_tokens(0.5, 2), 1.75) && NEAR(cm_round_tokens(1, 3), 4) && NEAR(cm_round_tokens(0, 5), 1) &&
-	   NEAR(cm_round_tokens(0.9, 0), 1), "expected tokens 1 + a + ... + a^k");
-}
-
-static void best_draft(void)
-{
-	struct skipper_costs c;
-	double v;
-	int k;
-
-	/* GPU-like: verify[n] = 1; value(k) = (1 - .95^(k+1)) / .05 / (0.1 k + 1), best at
-	 * k = 15: 11.198 / 2.5 = 4.4790 (k = 14: 4.4727, k = 16: 4.4760) */
-	linear(&c, 0, 32);
-	k = cm_best_draft(&c, 0.1, 0.95, 32, 1.0, &v);
-	ok(k == 15 && fabs(v - 4.478987) < 1e-6, "flat curve, d 0.1, a 0.95: k = 15, value 4.479 (got %d, %.6f)", k, v);
-	k = cm_best_draft(&c, 0.1, 0.95, 6, 1.0, &v);
-	is_int(k, 6, "the method's cap bounds it");
-	/* d 0.5, a 0.9: 1.9/1.5, 2.71/2, 3.439/2.5 = 1.3756, 4.0951/3 = 1.3650 */
-	k = cm_best_draft(&c, 0.5, 0.9, 32, 1.0, &v);
-	ok(k == 3 && NEAR(v, 1.3756), "flat curve, d 0.5, a 0.9: k = 3, value 1.3756 (got %d, %.6f)", k, v);
-
-	/* CPU-like (Qwen, 2 cores), d 0.55 */
-	cpu_qwen(&c);
-	k = cm_best_draft(&c, 0.55, 0.6, 8, 1.02, &v);
-	ok(k == 0 && v == 1.0, "steep curve, a 0.6: 1.6 / 1.69 = 0.947 < 1: no draft (got %d)", k);
-	k = cm_best_draft(&c, 0.55, 0.85, 8, 1.02, &v);
-	ok(k == 1 && fabs(v - 1.85 / 1.69) < 1e-12, "steep curve, a 0.85: one token, 1.85 / 1.69 = 1.0947 (got %d, %.4f)",
-	   k, v);
-	/* a 0.95: 1.1538, 1.1456, 3.5801 / 2.935 = 1.2204, 1.2130, ... */
-	k = cm_best_draft(&c, 0.55, 0.95, 8, 1.02, &v);
-	ok(k == 3 && fabs(v - 1.22035) < 1e-5, "steep curve, a 0.95: k = 3 where verify[4] = verify[3] (got %d, %.5f)",
-	   k, v);
-	/* the floor: 1.0947 does not beat 1.1 */
-	is_int(cm_best_draft(&c, 0.55, 0.85, 8, 1.1, NULL), 0, "a draft must beat the floor");
-}
-
-static void tree(void)
-{
-	struct skipper_costs steep, flat, steeper;
-	double gain[3] = { 0.3, 0.2, 0.1 };
-	linear(&steep, 0.25, 32);
-	linear(&flat, 0.002, 32);
-	linear(&steeper, 0.5, 32);
-
-	/* tokens 2, cost 2, delta 0.25: 0.3 * 2 > 2 * .25 takes it (2.3 / 2.25);
-	 * 0.2 * 2.25 = 0.45 < 2.3 * .25 = 0.575 stops */
-	is_int(cm_tree_extra(&steep, 2, 2, 3, gain, 3), 1, "steep curve: only the best extra row pays");
-	is_int(cm_tree_extra(&flat, 2, 2, 3, gain, 3), 3, "flat curve: every extra row pays");
-
-	/* chain probabilities 0.6, 0.5; siblings 0.3, 0.05 at depth 0 and 0.4,
-	 * 0.1 at depth 1 (reach 0.6: gains 0.24, 0.06); d 0.5 */
-	int32_t tok[2] = { 10, 20 }, ids[6] = { 10, 11, 12, 21, 20, 22 };
-	float probs[2] = { 0.6f, 0.5f }, tp[6] = { 0.6f, 0.3f, 0.05f, 0.4f, 0.5f, 0.1f };
-	struct skipper_draft dr = { .n = 2, .tokens = tok, .probs = probs, .top_k = 3, .top_ids = ids, .top_probs = tp };
-	int cap[2] = { 2, 2 }, extra[2];
-	/* T = 1 + .6 + .3 = 1.9, C = 1 + 1.5 = 2.5: 0.3 * 2.5 > 1.9 * .25 (take; 2.2, 2.75),
-	 * 0.24 * 2.75 = 0.66 > 2.2 * .25 (take; 2.44, 3.0), 0.06 * 3 < 2.44 * .25 */
-	int n = cm_tree_widths(&steep, 0.5, &dr, cap, extra);
-	ok(n == 2 && extra[0] == 1 && extra[1] == 1, "steep: one sibling per depth (%d: %d, %d)", n, extra[0], extra[1]);
-	/* C = 1 + 2 = 3, delta 0.5: 0.3 * 3 = 0.9 < 1.9 * .5 = 0.95 */
-	n = cm_tree_widths(&steeper, 0.5, &dr, cap, extra);
-	ok(n == 0 && extra[0] == 0 && extra[1] == 0, "steeper: a chain");
-	n = cm_tree_widths(&flat, 0.5, &dr, cap, extra);
-	ok(n == 4 && extra[0] == 2 && extra[1] == 2, "flat: every sibling up to the cap (%d)", n);
-	cap[0] = 1, cap[1] = 0;
-	n = cm_tree_widths(&flat, 0.5, &dr, cap, extra);
-	ok(n == 1 && extra[0] == 1 && extra[1] == 0, "the method's width caps each depth");
-	cap[0] = cap[1] = 2;
-	ids[1] = -1; /* a lookup chain's empty top-k slot is no sibling */
-	n = cm_tree_widths(&flat, 0.5, &dr, cap, extra);
-	ok(n == 3 && extra[0] == 1, "ids < 0 are not siblings");
 }
 
 static void accept(void)
@@ -293,9 +210,6 @@ static void budget(void)
 
 int main(void)
 {
-	curve();
-	best_draft();
-	tree();
 	accept();
 	econ();
 	budget();

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/adaptive.h"
+#include "econ/adaptive.h"
 #include "../common/econ.h"
 #include "../common/keys.h"
 #include "../common/masksearch.h"
@@ -26,7 +26,7 @@ struct bo_static {
 	int n_layer;
 	uint8_t *attn, *mlp;     /* [n_layer] */
 	int prof_max_draft;      /* the profile's cap (32 = none; 0 = drafting does not pay) */
-	struct cm_adaptive ad;
+	struct econ_adaptive ad;
 	struct cm_econ econ;
 };
 
@@ -111,7 +111,7 @@ static int bs_config_complete(void *state)
 {
 	struct bo_static *b = state;
 	b->n_layer = b->host->n_layer;
-	cm_adaptive_init(&b->ad, b->k.threshold, b->k.alpha, b->k.eps, b->k.beta1, b->k.beta2);
+	econ_adaptive_init(&b->ad, b->k.threshold, b->k.alpha, b->k.eps, b->k.beta1, b->k.beta2);
 	if (b->n_layer <= 0)
 		return SKIPPER_POLICY_OK;
 	b->attn = calloc((size_t)b->n_layer, 1);
@@ -132,7 +132,7 @@ static int bs_begin(void *state, const struct skipper_request *req)
 		                           "(skipper calibrate --policy bo-static writes one)");
 		return SKIPPER_POLICY_ERROR;
 	}
-	cm_adaptive_begin_request(&b->ad);
+	econ_adaptive_begin(&b->ad);
 	return SKIPPER_POLICY_OK;
 }
 

@@ -20,7 +20,7 @@
 #include "clasp_dp.h"
 #include "skipper/policy.h"
 #include "../common/budget.h"
-#include "../common/costmodel.h"
+#include "econ/econ.h"
 #include "../common/econ.h"
 #include "../common/keys.h"
 
@@ -149,7 +149,7 @@ static double dp_predict(const struct clasp *c)
 	const struct skipper_costs *cs = c->econ.costs;
 	if (!cs)
 		return 1.0;
-	return cs->step_seconds * c->L * (cs->attn + cs->mlp) * cm_verify_cost(cs, (c->M + 1) / 2);
+	return cs->step_seconds * c->L * (cs->attn + cs->mlp) * econ_verify_cost(cs, (c->M + 1) / 2);
 }
 
 /* One DP on row `row` of the captured states (L+1 points). The DP runs

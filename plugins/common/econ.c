@@ -1,7 +1,7 @@
 /* The draft-length rule; see econ.h. */
 #include <string.h>
 
-#include "costmodel.h"
+#include "econ/econ.h"
 #include "econ.h"
 
 void cm_econ_init(struct cm_econ *e)
@@ -35,7 +35,7 @@ int cm_econ_cap(struct cm_econ *e, double d, int k_cap)
 	int k;
 	if (!e->costs || k_cap <= 0)
 		return k_cap > 0 ? k_cap : 0; /* no costs, or the engine's cap is 0: nothing to decide */
-	k = cm_best_draft(e->costs, d, cm_accept_rate(&e->acc), k_cap, CM_ECON_FLOOR, &e->last_value);
+	k = econ_best_draft(e->costs, d, cm_accept_rate(&e->acc), k_cap, ECON_FLOOR, &e->last_value);
 	e->last_d = d;
 	if (k > 0) {
 		e->plain_run = 0;

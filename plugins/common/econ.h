@@ -1,7 +1,7 @@
 /* The draft-length rule every drafting policy applies in select_draft, on
  * top of its own cap and inside which its own exit rule still decides:
  *
- *   cap = cm_best_draft(costs, d, a, method cap, CM_ECON_FLOOR)
+ *   cap = econ_best_draft(costs, d, a, method cap, ECON_FLOOR)
  *
  * with d the round's draft step cost (skipper_draft_cost of its mask) and a
  * the online acceptance estimate (accept.h) fed by every verdict. When no
@@ -20,10 +20,9 @@
 #define SKIPCOMMON_ECON_H
 
 #include "accept.h"
+#include "econ/econ.h"
 #include "skipper/policy.h"
 
-#define CM_ECON_FLOOR 1.02   /* value a draft must beat: a plain step's 1, plus the per-round work the
-                                curve does not see (policy hooks, sampling, bookkeeping) */
 #define CM_ECON_PROBE 1      /* draft tokens of a probe round: the first token's acceptance decides
                                 whether any length pays, and one costs half of two */
 #define CM_ECON_PROBE_MIN 16 /* plain rounds before the first probe */

@@ -19,16 +19,16 @@ int cm_ssd_plan(const struct skipper_host *h, void *ctx, struct skipper_plan *pl
 	return SKIPPER_POLICY_OK;
 }
 
-int cm_ssd_should_exit(const struct cm_ssd_keys *k, const struct cm_adaptive *ad, const struct skipper_step *step)
+int cm_ssd_should_exit(const struct cm_ssd_keys *k, const struct econ_adaptive *ad, const struct skipper_step *step)
 {
 	double gamma = k->adaptive ? ad->gamma : k->threshold;
 	return step->top_probs[0] < gamma ? SKIPPER_DRAFT_STOP : SKIPPER_DRAFT_CONTINUE;
 }
 
-void cm_ssd_on_accept(const struct cm_ssd_keys *k, struct cm_adaptive *ad, struct cm_econ *econ,
+void cm_ssd_on_accept(const struct cm_ssd_keys *k, struct econ_adaptive *ad, struct cm_econ *econ,
                       const struct skipper_verdict *v)
 {
 	if (k->adaptive)
-		cm_adaptive_update(ad, v->n_accepted, v->n_drafted);
+		econ_adaptive_update(ad, ad->rounds == 0, v->n_accepted, v->n_drafted);
 	cm_econ_verdict(econ, v);
 }

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "adaptive.h"
+#include "econ/adaptive.h"
 #include "econ.h"
 #include "ssdkeys.h"
 #include "skipper/policy.h"
@@ -20,11 +20,11 @@ int cm_ssd_plan(const struct skipper_host *h, void *ctx, struct skipper_plan *pl
 
 /* should_exit: conf_j is the raw top probability (Self-SD Alg. 4), also
  * when sampling. */
-int cm_ssd_should_exit(const struct cm_ssd_keys *k, const struct cm_adaptive *ad, const struct skipper_step *step);
+int cm_ssd_should_exit(const struct cm_ssd_keys *k, const struct econ_adaptive *ad, const struct skipper_step *step);
 
 /* on_accept: the adaptive rule's update (nothing when adaptive is off) and
  * the acceptance estimate of the cost rule. */
-void cm_ssd_on_accept(const struct cm_ssd_keys *k, struct cm_adaptive *ad, struct cm_econ *econ,
+void cm_ssd_on_accept(const struct cm_ssd_keys *k, struct econ_adaptive *ad, struct cm_econ *econ,
                       const struct skipper_verdict *v);
 
 #endif

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/costmodel.h"
+#include "econ/econ.h"
 #include "../common/econ.h"
 #include "../common/keys.h"
 #include "../common/spine.h"
@@ -194,7 +194,7 @@ static int fixed_should_exit(void *state, const struct skipper_step *step)
 /* Spine + leaf siblings: depth j holds the chain token and up to tree - 1
  * other top-k candidates of draft step j, all children of chain node j-1
  * (or the root). With costs only those whose expected gain pays for their
- * row (cm_tree_widths); without, all tree - 1. */
+ * row (econ_tree_widths); without, all tree - 1. */
 static int fixed_verify(void *state, const struct skipper_draft *d, struct skipper_tree *t)
 {
 	struct fixed *f = state;
@@ -207,7 +207,7 @@ static int fixed_verify(void *state, const struct skipper_draft *d, struct skipp
 	if (f->econ.costs) {
 		struct skipper_draft head = *d;
 		head.n = n;
-		if (cm_tree_widths(f->econ.costs, f->econ.last_d, &head, cap, extra) == 0)
+		if (econ_tree_widths(f->econ.costs, f->econ.last_d, &head, cap, extra) == 0)
 			return SKIPPER_POLICY_OK; /* no sibling pays for its row: the chain */
 	}
 	cm_spine_tree(d, extra, n, t);

@@ -28,7 +28,7 @@
 #include "knap_pick.h"
 #include "skipper/policy.h"
 #include "../common/budget.h"
-#include "../common/costmodel.h"
+#include "econ/econ.h"
 #include "../common/econ.h"
 #include "../common/keys.h"
 
@@ -327,8 +327,8 @@ static double dp_predict(const struct knapspec *k, int r, int n)
 		lat = (struct knap_latency){ .c1 = cs->mlp, .c3 = cs->attn };
 	knap_weights(&lat, n, k->weight_cap, &wa, &wm);
 	live = k->L * (wa + wm) / 4 + 1;
-	return cs->step_seconds * (k->L * (cs->attn + cs->mlp) * cm_verify_cost(cs, live * r) +
-	                           cs->head * cm_verify_cost(cs, live * r / 2));
+	return cs->step_seconds * (k->L * (cs->attn + cs->mlp) * econ_verify_cost(cs, live * r) +
+	                           cs->head * econ_verify_cost(cs, live * r / 2));
 }
 
 /* The DP and the TPT grid (Algorithms 1 and 2) at context length n. */

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/adaptive.h"
+#include "econ/adaptive.h"
 #include "../common/keys.h"
 #include "../common/vec.h"
 #include "../common/ssdkeys.h"
@@ -79,7 +79,7 @@ const char *knn_profile_file(const struct knn_router *r)
 static int kr_config_complete(void *state)
 {
 	struct knn_router *r = state;
-	cm_adaptive_init(&r->ad, r->k.threshold, r->k.alpha, r->k.eps, r->k.beta1, r->k.beta2);
+	econ_adaptive_init(&r->ad, r->k.threshold, r->k.alpha, r->k.eps, r->k.beta1, r->k.beta2);
 	if (r->host->n_layer <= 0 || !knn_profile_file(r))
 		return SKIPPER_POLICY_OK; /* calibrate writes the profile; begin() refuses to run without */
 	return knn_load(r, knn_profile_file(r));
@@ -115,7 +115,7 @@ static int kr_begin(void *state, const struct skipper_request *req)
 	r->route_sim = sim;
 	h->log(r->ctx, SKIPPER_LOG_INFO, "knn-router: request %llu routed to domain %s (cosine %.4f, anchor %d)",
 	       (unsigned long long)req->id, r->domains[r->route], sim, a);
-	cm_adaptive_begin_request(&r->ad);
+	econ_adaptive_begin(&r->ad);
 	return SKIPPER_POLICY_OK;
 }
 

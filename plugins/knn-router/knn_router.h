@@ -3,7 +3,7 @@
 #ifndef KNN_ROUTER_H
 #define KNN_ROUTER_H
 
-#include "../common/adaptive.h"
+#include "econ/adaptive.h"
 #include "../common/econ.h"
 #include "../common/ssdkeys.h"
 #include "skipper/policy.h"
@@ -28,7 +28,7 @@ struct knn_router {
 	/* the current request */
 	int route;
 	double route_sim;
-	struct cm_adaptive ad;
+	struct econ_adaptive ad;
 	struct cm_econ econ;     /* the cost rule; its acceptance estimate restarts with each request's domain */
 };
 

@@ -26,7 +26,7 @@
 #include "skipper/policy.h"
 #include "swift_search.h"
 #include "../common/budget.h"
-#include "../common/costmodel.h"
+#include "econ/econ.h"
 #include "../common/econ.h"
 #include "../common/keys.h"
 #include "../common/spine.h"
@@ -199,7 +199,7 @@ static int sw_begin(void *state, const struct skipper_request *req)
 static double opt_predict(const struct swift *w)
 {
 	const struct skipper_costs *cs = w->econ.costs;
-	return cs ? cs->step_seconds * cm_verify_cost(cs, w->gamma + 1) : 1.0;
+	return cs ? cs->step_seconds * econ_verify_cost(cs, w->gamma + 1) : 1.0;
 }
 
 static int sw_select_draft(void *state, struct skipper_plan *plan)
@@ -234,7 +234,7 @@ static int width(const struct swift *w, float p)
  * other top-k tokens, all children of chain node j-1 (cm_spine_tree keeps
  * room for the whole spine). Without costs every depth gets its k_j - 1;
  * with them only the siblings whose expected gain pays for their row
- * (cm_tree_widths, best first over all depths). */
+ * (econ_tree_widths, best first over all depths). */
 static int sw_verify(void *state, const struct skipper_draft *d, struct skipper_tree *t)
 {
 	struct swift *w = state;
@@ -247,7 +247,7 @@ static int sw_verify(void *state, const struct skipper_draft *d, struct skipper_
 	if (w->econ.costs) {
 		struct skipper_draft head = *d;
 		head.n = n;
-		if (cm_tree_widths(w->econ.costs, w->econ.last_d, &head, cap, extra) == 0)
+		if (econ_tree_widths(w->econ.costs, w->econ.last_d, &head, cap, extra) == 0)
 			return SKIPPER_POLICY_OK; /* no sibling pays for its row: the chain */
 	}
 	cm_spine_tree(d, extra, n, t);

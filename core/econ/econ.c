@@ -1,9 +1,9 @@
-/* Drafting economics; see costmodel.h. */
+/* Drafting economics; see econ.h. */
 #include <math.h>
 
-#include "costmodel.h"
+#include "econ.h"
 
-double cm_verify_cost(const struct skipper_costs *c, int rows)
+double econ_verify_cost(const struct skipper_costs *c, int rows)
 {
 	int n = c->n_max;
 	if (rows <= 1 || n < 1)
@@ -14,7 +14,7 @@ double cm_verify_cost(const struct skipper_costs *c, int rows)
 	return c->verify[n] + slope * (rows - n);
 }
 
-double cm_round_tokens(double a, int k)
+double econ_round_tokens(double a, int k)
 {
 	if (a >= 1)
 		return k + 1.0;
@@ -23,12 +23,26 @@ double cm_round_tokens(double a, int k)
 	return (1 - pow(a, k + 1)) / (1 - a);
 }
 
-int cm_best_draft(const struct skipper_costs *c, double d, double a, int k_max, double floor, double *value)
+int econ_best_ratio(const double *tokens, const double *cost, int n, double floor, double *value)
+{
+	int best = 0;
+	*value = floor;
+	for (int i = 0; i < n; i++) {
+		double v = tokens[i] / cost[i];
+		if (v > *value) {
+			*value = v;
+			best = i + 1;
+		}
+	}
+	return best;
+}
+
+int econ_best_draft(const struct skipper_costs *c, double d, double a, int k_max, double floor, double *value)
 {
 	double best = floor;
 	int k_best = 0;
 	for (int k = 1; k <= k_max; k++) {
-		double v = cm_round_tokens(a, k) / (k * d + cm_verify_cost(c, k + 1));
+		double v = econ_round_tokens(a, k) / (k * d + econ_verify_cost(c, k + 1));
 		if (v > best) {
 			best = v;
 			k_best = k;
@@ -39,11 +53,11 @@ int cm_best_draft(const struct skipper_costs *c, double d, double a, int k_max, 
 	return k_best;
 }
 
-int cm_tree_extra(const struct skipper_costs *c, double tokens, double cost, int rows, const double *gain, int n)
+int econ_tree_extra(const struct skipper_costs *c, double tokens, double cost, int rows, const double *gain, int n)
 {
 	int taken = 0;
 	for (; taken < n; taken++, rows++) {
-		double delta = cm_verify_cost(c, rows + 1) - cm_verify_cost(c, rows);
+		double delta = econ_verify_cost(c, rows + 1) - econ_verify_cost(c, rows);
 		/* (tokens + g) / (cost + delta) > tokens / cost */
 		if (!(gain[taken] * cost > tokens * delta))
 			break;
@@ -69,8 +83,8 @@ static double sibling_prob(const struct skipper_draft *dr, int j, int t)
 	return -1;
 }
 
-int cm_tree_widths(const struct skipper_costs *c, double d, const struct skipper_draft *dr, const int *cap,
-                   int *extra)
+int econ_tree_widths(const struct skipper_costs *c, double d, const struct skipper_draft *dr, const int *cap,
+                     int *extra)
 {
 	double tokens = 1, cost, reach = 1;
 	int rows = dr->n + 1, total = 0;
@@ -82,7 +96,7 @@ int cm_tree_widths(const struct skipper_costs *c, double d, const struct skipper
 	}
 	if (!dr->top_ids || !dr->top_probs || dr->top_k < 2)
 		return 0;
-	cost = dr->n * d + cm_verify_cost(c, rows);
+	cost = dr->n * d + econ_verify_cost(c, rows);
 	for (;;) {
 		/* the best next sibling over all depths: within a depth the top-k
 		 * is sorted, so each depth's next one is its best remaining */
@@ -99,10 +113,10 @@ int cm_tree_widths(const struct skipper_costs *c, double d, const struct skipper
 			}
 			reach *= dr->probs[j];
 		}
-		if (j_best < 0 || cm_tree_extra(c, tokens, cost, rows, &g_best, 1) == 0)
+		if (j_best < 0 || econ_tree_extra(c, tokens, cost, rows, &g_best, 1) == 0)
 			break;
 		tokens += g_best;
-		cost += cm_verify_cost(c, rows + 1) - cm_verify_cost(c, rows);
+		cost += econ_verify_cost(c, rows + 1) - econ_verify_cost(c, rows);
 		rows++;
 		extra[j_best]++;
 		total++;
