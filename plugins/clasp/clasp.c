@@ -13,16 +13,16 @@
  * later); and a DP that is due runs only when its time fits the search
  * budget (search_share of decoding time plus half of what drafting saved),
  * so LOI stretches where a DP costs more than the drafts gain
- * (plugins/common/econ.h, budget.h). See skipper-policy-clasp(5). */
+ * (plugins/common/drafting/: costrule.h, budget.h). See skipper-policy-clasp(5). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "clasp_dp.h"
 #include "skipper/policy.h"
-#include "../common/budget.h"
+#include "common/drafting/budget.h"
 #include "econ/econ.h"
-#include "../common/econ.h"
-#include "../common/keys.h"
+#include "common/drafting/costrule.h"
+#include "common/keys/keys.h"
 
 #define CLASP_MAX_DRAFT 32
 
@@ -46,8 +46,8 @@ struct clasp {
 	int have_mask;
 	int since_dp;        /* verify rounds since the last DP */
 	struct clasp_dp dp;
-	struct cm_econ econ; /* draft length by the cost curve */
-	struct cm_budget budget; /* DP time */
+	struct cost_rule econ; /* draft length by the cost curve */
+	struct search_budget budget; /* DP time */
 
 	/* per-request stats, reported by end() */
 	int dp_runs;
@@ -68,8 +68,8 @@ static int clasp_create(const struct skipper_host *host, void *ctx, void **state
 	c->threshold = 0.7;
 	c->max_draft = 12;
 	c->initial_dp = 1;
-	cm_econ_init(&c->econ);
-	cm_budget_init(&c->budget, 0.02);
+	cost_rule_init(&c->econ);
+	search_budget_init(&c->budget, 0.02);
 	*state = c;
 	return SKIPPER_POLICY_OK;
 }
@@ -92,23 +92,23 @@ static int clasp_config(void *state, const char *key, const char *value)
 	const struct skipper_host *h = c->host;
 
 	if (!strcmp(key, "skip_layers"))
-		return cm_parse_int(h, c->ctx, value, 1, 4096, &c->m_layers);
+		return key_parse_int(h, c->ctx, value, 1, 4096, &c->m_layers);
 	if (!strcmp(key, "skip_ratio"))
 		return h->parse_double(c->ctx, value, 0.01, 0.99, &c->skip_ratio);
 	if (!strcmp(key, "interval"))
-		return cm_parse_int(h, c->ctx, value, 1, 1000000, &c->interval);
+		return key_parse_int(h, c->ctx, value, 1, 1000000, &c->interval);
 	if (!strcmp(key, "threshold"))
 		return h->parse_double(c->ctx, value, 0.0, 1.0, &c->threshold);
 	if (!strcmp(key, "max_draft"))
-		return cm_parse_int(h, c->ctx, value, 1, CLASP_MAX_DRAFT, &c->max_draft);
+		return key_parse_int(h, c->ctx, value, 1, CLASP_MAX_DRAFT, &c->max_draft);
 	if (!strcmp(key, "pin_first"))
 		return h->parse_bool(c->ctx, value, &c->pin_first);
 	if (!strcmp(key, "pin_last"))
 		return h->parse_bool(c->ctx, value, &c->pin_last);
 	if (!strcmp(key, "initial_dp"))
 		return h->parse_bool(c->ctx, value, &c->initial_dp);
-	int rc = cm_econ_config(&c->econ, h, c->ctx, key, value);
-	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? cm_budget_config(&c->budget, h, c->ctx, key, value) : rc;
+	int rc = cost_rule_config(&c->econ, h, c->ctx, key, value);
+	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? search_budget_config(&c->budget, h, c->ctx, key, value) : rc;
 }
 
 static int clasp_config_complete(void *state)
@@ -185,7 +185,7 @@ static int run_dp(struct clasp *c, const struct skipper_states *st, int row)
 	c->last_score = score;
 	t0 = h->now(c->ctx) - t0;
 	c->dp_seconds += t0;
-	cm_budget_spent(&c->budget, t0, dp_predict(c));
+	search_budget_spent(&c->budget, t0, dp_predict(c));
 	return SKIPPER_POLICY_OK;
 }
 
@@ -200,12 +200,12 @@ static int clasp_begin(void *state, const struct skipper_request *req)
 	c->plain0 = c->econ.plain_rounds;
 	/* with costs, even the first DP waits for its credit: on a short
 	 * request it would cost more than drafting can win back */
-	if (cm_econ_costs(&c->econ, c->host, c->ctx))
-		cm_budget_prior(&c->budget, 1.0);
+	if (cost_rule_costs(&c->econ, c->host, c->ctx))
+		search_budget_prior(&c->budget, 1.0);
 	/* A mask from an earlier request is a better start than none; the
 	 * prefill DP replaces it at once when enabled and the budget has room. */
 	if (c->initial_dp && req->states && req->states->n_rows > 0 &&
-	    cm_budget_allow(&c->budget, c->econ.costs, dp_predict(c)))
+	    search_budget_allow(&c->budget, c->econ.costs, dp_predict(c)))
 		return run_dp(c, req->states, req->states->n_rows - 1);
 	return SKIPPER_POLICY_OK;
 }
@@ -222,7 +222,7 @@ static int clasp_select_draft(void *state, struct skipper_plan *plan)
 	 * then, so a DP it allows now it allows there, and a DP it defers
 	 * waits without captures) */
 	if (c->have_mask &&
-	    (c->since_dp + 1 < c->interval || !cm_budget_allow(&c->budget, c->econ.costs, dp_predict(c))))
+	    (c->since_dp + 1 < c->interval || !search_budget_allow(&c->budget, c->econ.costs, dp_predict(c))))
 		plan->capture = 0;
 	if (!c->have_mask) {
 		plan->max_draft = 0; /* drafting with nothing skipped only costs time */
@@ -232,7 +232,7 @@ static int clasp_select_draft(void *state, struct skipper_plan *plan)
 	memcpy(plan->skip_mlp, c->skip, (size_t)c->L);
 	if (plan->max_draft > c->max_draft)
 		plan->max_draft = c->max_draft;
-	cm_econ_plan(&c->econ, c->host, c->ctx, plan);
+	cost_rule_plan(&c->econ, c->host, c->ctx, plan);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -246,14 +246,14 @@ static int clasp_on_accept(void *state, const struct skipper_verdict *v)
 {
 	struct clasp *c = state;
 	c->since_dp++;
-	cm_econ_verdict(&c->econ, v);
-	cm_budget_round(&c->budget, c->econ.costs, v, !c->have_mask);
+	cost_rule_verdict(&c->econ, v);
+	search_budget_round(&c->budget, c->econ.costs, v, !c->have_mask);
 	/* bonus < 0: generation ended inside this round, the captured row may
 	 * not be committed and nothing will be drafted with a new mask */
 	if (v->bonus < 0 || !v->states || v->states->n_rows < 1)
 		return SKIPPER_POLICY_OK;
 	if ((!c->have_mask || c->since_dp >= c->interval) &&
-	    cm_budget_ready(&c->budget, c->econ.costs, dp_predict(c)))
+	    search_budget_ready(&c->budget, c->econ.costs, dp_predict(c)))
 		return run_dp(c, v->states, v->states->n_rows - 1);
 	return SKIPPER_POLICY_OK;
 }
@@ -271,7 +271,7 @@ static int clasp_end(void *state, const struct skipper_stats *s)
 	             s->seconds > 0 ? 100.0 * c->dp_seconds / s->seconds : 0.0, s->seconds, c->dp_calls,
 	             c->jaccard_n ? c->jaccard_sum / c->jaccard_n : 1.0, c->last_score, buf,
 	             c->econ.costs ? "costs" : "no costs", c->budget.deferred - c->deferred0,
-	             c->econ.plain_rounds - c->plain0, cm_accept_rate(&c->econ.acc));
+	             c->econ.plain_rounds - c->plain0, accept_est_rate(&c->econ.acc));
 	return SKIPPER_POLICY_OK;
 }
 
@@ -286,8 +286,8 @@ static const struct skipper_policy clasp_policy = {
 	               "max_draft = K        draft cap per round (default 12)\n"
 	               "pin_first = BOOL     never skip the first layer (default false)\n"
 	               "pin_last = BOOL      never skip the last layer (default false)\n"
-	               "initial_dp = BOOL    run the DP on the last prompt token after prefill (default true)\n" CM_ECON_HELP
-	                       CM_BUDGET_HELP("0.02"),
+	               "initial_dp = BOOL    run the DP on the last prompt token after prefill (default true)\n" COST_RULE_HELP
+	                       SEARCH_BUDGET_HELP("0.02"),
 	.needs = SKIPPER_NEED_LAST_LAYER_STATES,
 	.prompt_rows = 1,
 	.create = clasp_create,

@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "econ/econ.h"
-#include "../common/econ.h"
-#include "../common/keys.h"
-#include "../common/spine.h"
+#include "common/drafting/costrule.h"
+#include "common/keys/keys.h"
+#include "common/drafting/spine.h"
 #include "skipper/policy.h"
 
 #define FIXED_MAX_DRAFT 32
@@ -34,7 +34,7 @@ struct fixed {
 	int n_layer;
 	uint8_t *attn, *mlp;
 	int cap;            /* effective draft cap */
-	struct cm_econ econ;
+	struct cost_rule econ;
 };
 
 static int fixed_create(const struct skipper_host *host, void *ctx, void **state)
@@ -44,7 +44,7 @@ static int fixed_create(const struct skipper_host *host, void *ctx, void **state
 		return SKIPPER_POLICY_NOMEM;
 	f->host = host;
 	f->ctx = ctx;
-	cm_econ_init(&f->econ);
+	cost_rule_init(&f->econ);
 	*state = f;
 	return SKIPPER_POLICY_OK;
 }
@@ -73,21 +73,21 @@ static int fixed_config(void *state, const char *key, const char *value)
 		/* Syntax and range now, so a typo is reported at its line. */
 		if ((rc = h->parse_layers(f->ctx, value, NULL, h->n_layer)))
 			return rc;
-		return cm_set_string(key[0] == 'a' ? &f->attn_s : &f->mlp_s, value);
+		return key_set_string(key[0] == 'a' ? &f->attn_s : &f->mlp_s, value);
 	}
 	if (strcmp(key, "profile") == 0)
-		return cm_set_string(&f->profile, value);
+		return key_set_string(&f->profile, value);
 	if (strcmp(key, "profile_section") == 0)
-		return cm_set_string(&f->section, value);
+		return key_set_string(&f->section, value);
 	if (strcmp(key, "draft_length") == 0)
-		return cm_parse_int(h, f->ctx, value, 1, FIXED_MAX_DRAFT, &f->draft_length);
+		return key_parse_int(h, f->ctx, value, 1, FIXED_MAX_DRAFT, &f->draft_length);
 	if (strcmp(key, "max_draft") == 0)
-		return cm_parse_int(h, f->ctx, value, 1, FIXED_MAX_DRAFT, &f->max_draft);
+		return key_parse_int(h, f->ctx, value, 1, FIXED_MAX_DRAFT, &f->max_draft);
 	if (strcmp(key, "threshold") == 0)
 		return h->parse_double(f->ctx, value, 0.0, 1.0, &f->threshold);
 	if (strcmp(key, "tree") == 0)
-		return cm_parse_int(h, f->ctx, value, 0, FIXED_MAX_TREE, &f->tree);
-	return cm_econ_config(&f->econ, h, f->ctx, key, value);
+		return key_parse_int(h, f->ctx, value, 0, FIXED_MAX_TREE, &f->tree);
+	return cost_rule_config(&f->econ, h, f->ctx, key, value);
 }
 
 static int load_masks(struct fixed *f)
@@ -181,7 +181,7 @@ static int fixed_select_draft(void *state, struct skipper_plan *plan)
 	memcpy(plan->skip_mlp, f->mlp, (size_t)f->n_layer);
 	if (plan->max_draft > f->cap)
 		plan->max_draft = f->cap;
-	cm_econ_plan(&f->econ, f->host, f->ctx, plan);
+	cost_rule_plan(&f->econ, f->host, f->ctx, plan);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -198,7 +198,7 @@ static int fixed_should_exit(void *state, const struct skipper_step *step)
 static int fixed_verify(void *state, const struct skipper_draft *d, struct skipper_tree *t)
 {
 	struct fixed *f = state;
-	int cap[CM_SPINE_MAX_DEPTH], extra[CM_SPINE_MAX_DEPTH], n = d->n < CM_SPINE_MAX_DEPTH ? d->n : CM_SPINE_MAX_DEPTH;
+	int cap[SPINE_MAX_DEPTH], extra[SPINE_MAX_DEPTH], n = d->n < SPINE_MAX_DEPTH ? d->n : SPINE_MAX_DEPTH;
 
 	if (f->tree <= 1)
 		return SKIPPER_POLICY_OK;
@@ -210,14 +210,14 @@ static int fixed_verify(void *state, const struct skipper_draft *d, struct skipp
 		if (econ_tree_widths(f->econ.costs, f->econ.last_d, &head, cap, extra) == 0)
 			return SKIPPER_POLICY_OK; /* no sibling pays for its row: the chain */
 	}
-	cm_spine_tree(d, extra, n, t);
+	spine_tree(d, extra, n, t);
 	return SKIPPER_POLICY_OK;
 }
 
 static int fixed_on_accept(void *state, const struct skipper_verdict *v)
 {
 	struct fixed *f = state;
-	cm_econ_verdict(&f->econ, v);
+	cost_rule_verdict(&f->econ, v);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -232,7 +232,7 @@ static const struct skipper_policy fixed_policy = {
 	               "draft_length = K     tokens drafted per round, at most with costs (default 4)\n"
 	               "threshold = P        stop drafting when the draft token's prob < P (default 0 = off)\n"
 	               "max_draft = K        draft cap with threshold (default 8)\n"
-	               "tree = K             verify the top-K candidates at each depth (default 0 = chain)\n" CM_ECON_HELP,
+	               "tree = K             verify the top-K candidates at each depth (default 0 = chain)\n" COST_RULE_HELP,
 	.create = fixed_create,
 	.config = fixed_config,
 	.config_complete = fixed_config_complete,

@@ -15,7 +15,7 @@
  * every step and verify[gamma + 1] plain steps for a verification
  * (knap_pick.h); the chosen set's alpha_hat seeds the acceptance estimate
  * of the run-time cap (the length maximising expected tokens per step,
- * none when no length beats a plain step, probing later; econ.h); and a
+ * none when no length beats a plain step, probing later; common/drafting/costrule.h); and a
  * DP that is due runs only when its time fits the search budget, else its
  * capture window starts over (budget.h). See skipper-policy-knapspec(5). */
 #include <math.h>
@@ -27,10 +27,10 @@
 #include "knap_latency.h"
 #include "knap_pick.h"
 #include "skipper/policy.h"
-#include "../common/budget.h"
+#include "common/drafting/budget.h"
 #include "econ/econ.h"
-#include "../common/econ.h"
-#include "../common/keys.h"
+#include "common/drafting/costrule.h"
+#include "common/keys/keys.h"
 
 #define KS_MAX_DRAFT 32
 #define KS_MAX_ROWS 128
@@ -64,8 +64,8 @@ struct knapspec {
 	uint8_t *skip, *cand; /* [2L] current mask, a candidate */
 	int have_mask;
 	double d_steps;      /* a draft step with the mask, in plain steps at the DP's context */
-	struct cm_econ econ; /* run-time draft length by the cost curve */
-	struct cm_budget budget; /* DP time */
+	struct cost_rule econ; /* run-time draft length by the cost curve */
+	struct search_budget budget; /* DP time */
 
 	/* rows of the last m steps: [max_rows][2L+1][d] */
 	float *rows;
@@ -101,8 +101,8 @@ static int ks_create(const struct skipper_host *host, void *ctx, void **state)
 	k->pin_ends = 1;
 	k->weight_cap = 5;
 	k->calib_points = KS_FIT_POINTS;
-	cm_econ_init(&k->econ);
-	cm_budget_init(&k->budget, 0.02);
+	cost_rule_init(&k->econ);
+	search_budget_init(&k->budget, 0.02);
 	if (!(k->device = strdup("cpu"))) {
 		free(k);
 		return SKIPPER_POLICY_NOMEM;
@@ -137,25 +137,25 @@ static int ks_config(void *state, const char *key, const char *value)
 	if (!strcmp(key, "tau"))
 		return h->parse_double(k->ctx, value, -1.0, 1.0, &k->tau);
 	if (!strcmp(key, "steps"))
-		return cm_parse_int(h, k->ctx, value, 1, 64, &k->m_steps);
+		return key_parse_int(h, k->ctx, value, 1, 64, &k->m_steps);
 	if (!strcmp(key, "max_rows"))
-		return cm_parse_int(h, k->ctx, value, 1, KS_MAX_ROWS, &k->max_rows);
+		return key_parse_int(h, k->ctx, value, 1, KS_MAX_ROWS, &k->max_rows);
 	if (!strcmp(key, "prefill_rows"))
-		return cm_parse_int(h, k->ctx, value, 0, KS_MAX_ROWS, &k->prefill_rows);
+		return key_parse_int(h, k->ctx, value, 0, KS_MAX_ROWS, &k->prefill_rows);
 	if (!strcmp(key, "max_draft"))
-		return cm_parse_int(h, k->ctx, value, 1, KS_MAX_DRAFT, &k->max_draft);
+		return key_parse_int(h, k->ctx, value, 1, KS_MAX_DRAFT, &k->max_draft);
 	if (!strcmp(key, "threshold"))
 		return h->parse_double(k->ctx, value, 0.0, 1.0, &k->threshold);
 	if (!strcmp(key, "interval"))
-		return cm_parse_int(h, k->ctx, value, 1, 1000000, &k->interval);
+		return key_parse_int(h, k->ctx, value, 1, 1000000, &k->interval);
 	if (!strcmp(key, "restart"))
 		return h->parse_bool(k->ctx, value, &k->restart);
 	if (!strcmp(key, "pin_ends"))
 		return h->parse_bool(k->ctx, value, &k->pin_ends);
 	if (!strcmp(key, "weight_cap"))
-		return cm_parse_int(h, k->ctx, value, 0, 1000, &k->weight_cap);
+		return key_parse_int(h, k->ctx, value, 0, 1000, &k->weight_cap);
 	if (!strcmp(key, "calibrate_points"))
-		return cm_parse_int(h, k->ctx, value, 2, 256, &k->calib_points);
+		return key_parse_int(h, k->ctx, value, 2, 256, &k->calib_points);
 	if (!strcmp(key, "device")) {
 		for (const char *p = value; *p; p++)
 			if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
@@ -167,12 +167,12 @@ static int ks_config(void *state, const char *key, const char *value)
 			h->set_error(k->ctx, "device must not be empty");
 			return SKIPPER_POLICY_ERROR;
 		}
-		return cm_set_string(&k->device, value);
+		return key_set_string(&k->device, value);
 	}
 	if (!strcmp(key, "profile"))
-		return cm_set_string(&k->profile, value);
-	int rc = cm_econ_config(&k->econ, h, k->ctx, key, value);
-	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? cm_budget_config(&k->budget, h, k->ctx, key, value) : rc;
+		return key_set_string(&k->profile, value);
+	int rc = cost_rule_config(&k->econ, h, k->ctx, key, value);
+	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? search_budget_config(&k->budget, h, k->ctx, key, value) : rc;
 }
 
 /* c1, c2, c3 from [latency.DEVICE] of the profile, when there is one. */
@@ -335,7 +335,7 @@ static double dp_predict(const struct knapspec *k, int r, int n)
 static int optimize(struct knapspec *k, int n)
 {
 	const struct skipper_host *h = k->host;
-	const struct skipper_costs *cs = cm_econ_costs(&k->econ, h, k->ctx);
+	const struct skipper_costs *cs = cost_rule_costs(&k->econ, h, k->ctx);
 	const int L = k->L, r = k->n_rows;
 	double t0 = h->now(k->ctx), ta, tm, units = dp_predict(k, r, n);
 	int wa, wm, Kh, rc;
@@ -370,7 +370,7 @@ static int optimize(struct knapspec *k, int n)
 		/* a new set: its alpha_hat is the best guess of its acceptance
 		 * (the same set keeps what the rounds measured) */
 		if (!k->have_mask || memcmp(k->cand, k->skip, (size_t)2 * L))
-			cm_econ_seed(&k->econ, pk.alpha);
+			cost_rule_seed(&k->econ, pk.alpha);
 		k->have_mask = 1;
 		k->d_steps = pk.t_draft / pk.t_step;
 		k->last_tpt = pk.tpt;
@@ -389,7 +389,7 @@ static int optimize(struct knapspec *k, int n)
 		k->max_live = k->dp.max_live;
 	t0 = h->now(k->ctx) - t0;
 	k->dp_seconds += t0;
-	cm_budget_spent(&k->budget, t0, units);
+	search_budget_spent(&k->budget, t0, units);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -405,10 +405,10 @@ static int ks_begin(void *state, const struct skipper_request *req)
 		k->since = 0;
 	/* with costs, even the first DP waits for its credit: on a CPU it
 	 * costs seconds, more than a short request's drafts could win back */
-	if (cm_econ_costs(&k->econ, k->host, k->ctx))
-		cm_budget_prior(&k->budget, 1.0);
+	if (cost_rule_costs(&k->econ, k->host, k->ctx))
+		search_budget_prior(&k->budget, 1.0);
 	if (k->prefill_rows > 0 && (!k->have_mask || k->restart) && req->states && req->states->n_rows > 0 &&
-	    cm_budget_allow(&k->budget, k->econ.costs,
+	    search_budget_allow(&k->budget, k->econ.costs,
 	                    dp_predict(k, req->states->n_rows < k->prefill_rows ? req->states->n_rows : k->prefill_rows,
 	                               req->n_prompt))) {
 		int first = req->states->n_rows > k->prefill_rows ? req->states->n_rows - k->prefill_rows : 0;
@@ -443,8 +443,8 @@ static int ks_select_draft(void *state, struct skipper_plan *plan)
 	if (plan->max_draft > k->max_draft)
 		plan->max_draft = k->max_draft;
 	/* the draft step priced by the context-aware model of the last DP */
-	if (cm_econ_costs(&k->econ, k->host, k->ctx))
-		plan->max_draft = cm_econ_cap(&k->econ, k->d_steps, plan->max_draft);
+	if (cost_rule_costs(&k->econ, k->host, k->ctx))
+		plan->max_draft = cost_rule_cap(&k->econ, k->d_steps, plan->max_draft);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -461,14 +461,14 @@ static int ks_on_accept(void *state, const struct skipper_verdict *v)
 	struct knapspec *k = state;
 	int rc;
 	k->since++;
-	cm_econ_verdict(&k->econ, v);
-	cm_budget_round(&k->budget, k->econ.costs, v, !k->have_mask);
+	cost_rule_verdict(&k->econ, v);
+	search_budget_round(&k->budget, k->econ.costs, v, !k->have_mask);
 	if (v->bonus < 0 || !v->states)
 		return SKIPPER_POLICY_OK; /* generation ended: nothing more to draft */
 	if ((k->since > k->interval - k->m_steps || !k->have_mask) && (rc = add_rows(k, v->states, 0)))
 		return rc;
 	int due = k->since >= k->interval || (!k->have_mask && k->since >= k->m_steps);
-	if (due && !cm_budget_allow(&k->budget, k->econ.costs, dp_predict(k, k->n_rows, v->n_committed))) {
+	if (due && !search_budget_allow(&k->budget, k->econ.costs, dp_predict(k, k->n_rows, v->n_committed))) {
 		/* the DP costs more than its budget holds yet (also while no set
 		 * was found: a DP that keeps finding none must not run every m
 		 * steps): the window of m steps starts over, so the rows stay
@@ -499,7 +499,7 @@ static int ks_end(void *state, const struct skipper_stats *s)
 	             k->replayed, k->live_cells,
 	             k->n_attn, k->n_mlp, k->last_alpha, k->last_gamma, k->last_tpt, k->last_speedup,
 	             k->econ.costs ? "costs" : "no costs", k->budget.deferred - k->deferred0,
-	             k->econ.plain_rounds - k->plain0, cm_accept_rate(&k->econ.acc));
+	             k->econ.plain_rounds - k->plain0, accept_est_rate(&k->econ.acc));
 	return SKIPPER_POLICY_OK;
 }
 
@@ -564,8 +564,8 @@ static const struct skipper_policy knapspec_policy = {
 	               "weight_cap = W       cap on integer item weights, 0 = none (default 5)\n"
 	               "device = NAME        profile section [latency.NAME] (default cpu)\n"
 	               "profile = FILE       profile with the latency model (default [policy] profile)\n"
-	               "calibrate_points = N context lengths timed by skipper calibrate (default 16)\n" CM_ECON_HELP
-	                       CM_BUDGET_HELP("0.02"),
+	               "calibrate_points = N context lengths timed by skipper calibrate (default 16)\n" COST_RULE_HELP
+	                       SEARCH_BUDGET_HELP("0.02"),
 	.needs = SKIPPER_NEED_ACCEPTED_STATES | SKIPPER_NEED_SUBLAYER_STATES,
 	.prompt_rows = 5,
 	.create = ks_create,

@@ -19,17 +19,17 @@
  * expected gain pays for their verification row (on a CPU mostly none: a
  * chain), and the opt steps run only while the search's time stays within
  * search_share of decoding time plus half of what drafting saved
- * (plugins/common/econ.h, budget.h). See skipper-policy-swift(5). */
+ * (plugins/common/drafting/: costrule.h, budget.h). See skipper-policy-swift(5). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "skipper/policy.h"
 #include "swift_search.h"
-#include "../common/budget.h"
+#include "common/drafting/budget.h"
 #include "econ/econ.h"
-#include "../common/econ.h"
-#include "../common/keys.h"
-#include "../common/spine.h"
+#include "common/drafting/costrule.h"
+#include "common/keys/keys.h"
+#include "common/drafting/spine.h"
 
 #define SWIFT_MAX_DRAFT 32
 #define SWIFT_ALPHA_WINDOW 50
@@ -50,8 +50,8 @@ struct swift {
 
 	int L;
 	uint8_t *attn, *mlp;  /* masks of S* */
-	struct cm_econ econ;  /* draft length and tree width by the cost curve */
-	struct cm_budget budget; /* the opt steps' time */
+	struct cost_rule econ;  /* draft length and tree width by the cost curve */
+	struct search_budget budget; /* the opt steps' time */
 
 	/* request */
 	int n_prompt;
@@ -88,8 +88,8 @@ static int sw_create(const struct skipper_host *host, void *ctx, void **state)
 	w->s.max_score = 0.95;
 	w->s.kappa = 2.5;
 	w->s.noise = 1e-2;
-	cm_econ_init(&w->econ);
-	cm_budget_init(&w->budget, 0.02);
+	cost_rule_init(&w->econ);
+	search_budget_init(&w->budget, 0.02);
 	*state = w;
 	return SKIPPER_POLICY_OK;
 }
@@ -114,25 +114,25 @@ static int sw_config(void *state, const char *key, const char *value)
 	if (!strcmp(key, "skip_ratio"))
 		return h->parse_double(w->ctx, value, 0.0, 1.0, &w->ratio);
 	if (!strcmp(key, "gamma"))
-		return cm_parse_int(h, w->ctx, value, 1, 1024, &w->gamma);
+		return key_parse_int(h, w->ctx, value, 1, 1024, &w->gamma);
 	if (!strcmp(key, "max_draft"))
-		return cm_parse_int(h, w->ctx, value, 1, SWIFT_MAX_DRAFT, &w->max_draft);
+		return key_parse_int(h, w->ctx, value, 1, SWIFT_MAX_DRAFT, &w->max_draft);
 	if (!strcmp(key, "threshold"))
 		return h->parse_double(w->ctx, value, 0.0, 1.0, &w->threshold);
 	if (!strcmp(key, "max_steps"))
-		return cm_parse_int(h, w->ctx, value, 0, 1000000, &w->s.max_steps);
+		return key_parse_int(h, w->ctx, value, 0, 1000000, &w->s.max_steps);
 	if (!strcmp(key, "bo_interval"))
-		return cm_parse_int(h, w->ctx, value, 1, 1000000, &w->s.beta);
+		return key_parse_int(h, w->ctx, value, 1, 1000000, &w->s.beta);
 	if (!strcmp(key, "bayes"))
 		return h->parse_bool(w->ctx, value, &w->s.bayes);
 	if (!strcmp(key, "bo_candidates"))
-		return cm_parse_int(h, w->ctx, value, 1, 10000000, &w->s.n_cand);
+		return key_parse_int(h, w->ctx, value, 1, 10000000, &w->s.n_cand);
 	if (!strcmp(key, "gp_window"))
-		return cm_parse_int(h, w->ctx, value, 2, 4096, &w->s.gp_window);
+		return key_parse_int(h, w->ctx, value, 2, 4096, &w->s.gp_window);
 	if (!strcmp(key, "kappa"))
 		return h->parse_double(w->ctx, value, 0.0, 100.0, &w->s.kappa);
 	if (!strcmp(key, "max_tol"))
-		return cm_parse_int(h, w->ctx, value, 0, 1000000, &w->s.max_tol);
+		return key_parse_int(h, w->ctx, value, 0, 1000000, &w->s.max_tol);
 	if (!strcmp(key, "max_score"))
 		return h->parse_double(w->ctx, value, 0.0, 1.0, &w->s.max_score);
 	if (!strcmp(key, "rearm"))
@@ -147,8 +147,8 @@ static int sw_config(void *state, const char *key, const char *value)
 		h->set_error(w->ctx, "widths: 'paper' (10/5/3/1) or 'code' (10/8/5/3), got '%s'", value);
 		return SKIPPER_POLICY_ERROR;
 	}
-	int rc = cm_econ_config(&w->econ, h, w->ctx, key, value);
-	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? cm_budget_config(&w->budget, h, w->ctx, key, value) : rc;
+	int rc = cost_rule_config(&w->econ, h, w->ctx, key, value);
+	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? search_budget_config(&w->budget, h, w->ctx, key, value) : rc;
 }
 
 static int sw_config_complete(void *state)
@@ -189,8 +189,8 @@ static int sw_begin(void *state, const struct skipper_request *req)
 	w->plain0 = w->econ.plain_rounds;
 	w->probes0 = w->econ.probes;
 	/* with costs, even the first step waits for its credit */
-	if (cm_econ_costs(&w->econ, w->host, w->ctx))
-		cm_budget_prior(&w->budget, 1.0);
+	if (cost_rule_costs(&w->econ, w->host, w->ctx))
+		search_budget_prior(&w->budget, 1.0);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -212,7 +212,7 @@ static int sw_select_draft(void *state, struct skipper_plan *plan)
 	swift_slots_to_masks(&w->s, w->s.best, plan->skip_attn, plan->skip_mlp);
 	if (plan->max_draft > w->max_draft)
 		plan->max_draft = w->max_draft;
-	cm_econ_plan(&w->econ, w->host, w->ctx, plan);
+	cost_rule_plan(&w->econ, w->host, w->ctx, plan);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -231,14 +231,14 @@ static int width(const struct swift *w, float p)
 }
 
 /* Spine + leaf siblings: depth j holds the chain token and up to k_j - 1
- * other top-k tokens, all children of chain node j-1 (cm_spine_tree keeps
+ * other top-k tokens, all children of chain node j-1 (spine_tree keeps
  * room for the whole spine). Without costs every depth gets its k_j - 1;
  * with them only the siblings whose expected gain pays for their row
  * (econ_tree_widths, best first over all depths). */
 static int sw_verify(void *state, const struct skipper_draft *d, struct skipper_tree *t)
 {
 	struct swift *w = state;
-	int cap[CM_SPINE_MAX_DEPTH], extra[CM_SPINE_MAX_DEPTH], n = d->n < CM_SPINE_MAX_DEPTH ? d->n : CM_SPINE_MAX_DEPTH;
+	int cap[SPINE_MAX_DEPTH], extra[SPINE_MAX_DEPTH], n = d->n < SPINE_MAX_DEPTH ? d->n : SPINE_MAX_DEPTH;
 
 	if (!w->tree)
 		return SKIPPER_POLICY_OK;
@@ -250,7 +250,7 @@ static int sw_verify(void *state, const struct skipper_draft *d, struct skipper_
 		if (econ_tree_widths(w->econ.costs, w->econ.last_d, &head, cap, extra) == 0)
 			return SKIPPER_POLICY_OK; /* no sibling pays for its row: the chain */
 	}
-	cm_spine_tree(d, extra, n, t);
+	spine_tree(d, extra, n, t);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -305,21 +305,21 @@ static int sw_on_accept(void *state, const struct skipper_verdict *v)
 			w->win_n = w->win_i = w->alpha_high = 0;
 		}
 	}
-	cm_econ_verdict(&w->econ, v);
-	cm_budget_round(&w->budget, w->econ.costs, v, w->s.optimizing);
+	cost_rule_verdict(&w->econ, v);
+	search_budget_round(&w->budget, w->econ.costs, v, w->s.optimizing);
 	/* context accumulation: score only once gamma+1 tokens exist; with
 	 * costs, only while the search's time is within its budget */
 	if (w->s.optimizing && v->bonus >= 0 && v->n_generated > w->gamma + 1 &&
-	    cm_budget_allow(&w->budget, w->econ.costs, opt_predict(w))) {
+	    search_budget_allow(&w->budget, w->econ.costs, opt_predict(w))) {
 		double t0 = h->now(w->ctx), s0 = w->s.s_best;
 		rc = opt_step(w, v->generated);
 		t0 = h->now(w->ctx) - t0;
 		w->opt_seconds += t0;
-		cm_budget_spent(&w->budget, t0, opt_predict(w));
+		search_budget_spent(&w->budget, t0, opt_predict(w));
 		/* a better set: its matchness is a per-token acceptance estimate,
 		 * so drafting is reconsidered at once (a paused draft included) */
 		if (!rc && w->s.s_best != s0 && w->s.s_best > 0)
-			cm_econ_seed(&w->econ, w->s.s_best);
+			cost_rule_seed(&w->econ, w->s.s_best);
 	}
 	return rc;
 }
@@ -339,7 +339,7 @@ static int sw_end(void *state, const struct skipper_stats *st)
 	             st->seconds > 0 ? 100.0 * w->opt_seconds / st->seconds : 0.0, st->seconds, w->s.o, w->s.bo_steps,
 	             w->s.improved, w->s.optimizing ? "optimizing" : "frozen", w->rearms, w->s.s_best, a, m,
 	             w->econ.costs ? "costs" : "no costs", w->budget.deferred - w->deferred0,
-	             w->econ.plain_rounds - w->plain0, w->econ.probes - w->probes0, cm_accept_rate(&w->econ.acc));
+	             w->econ.plain_rounds - w->plain0, w->econ.probes - w->probes0, accept_est_rate(&w->econ.acc));
 	return SKIPPER_POLICY_OK;
 }
 
@@ -361,8 +361,8 @@ static const struct skipper_policy swift_policy = {
 	               "max_score = M        stop when matchness exceeds M (default 0.95)\n"
 	               "rearm = A            optimise again when the rolling alpha < A (default 0.8, 0 = never)\n"
 	               "tree = BOOL          dynamic top-k tree verification (default true)\n"
-	               "widths = paper|code  tree widths 10/5/3/1 (paper) or 10/8/5/3 (default paper)\n" CM_ECON_HELP
-	                       CM_BUDGET_HELP("0.02"),
+	               "widths = paper|code  tree widths 10/5/3/1 (paper) or 10/8/5/3 (default paper)\n" COST_RULE_HELP
+	                       SEARCH_BUDGET_HELP("0.02"),
 	.needs = SKIPPER_NEED_TOPK,
 	.top_k = 10,
 	.create = sw_create,
