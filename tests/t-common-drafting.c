@@ -141,7 +141,8 @@ static void budget(void)
 
 	linear(&c, 0.25, 32);
 	c.step_seconds = 0.125;
-	search_budget_init(&b, 0.25);
+	search_budget_init(&b);
+	b.share = 0.25;
 	ok(search_budget_ready(&b, NULL, 1) && search_budget_ready(&b, &c, 1), "no costs, or no run measured yet: ready");
 	search_budget_spent(&b, 0.5, 1);
 	ok(!search_budget_ready(&b, &c, 1) && search_budget_ready(&b, NULL, 1),
@@ -166,7 +167,8 @@ static void budget(void)
 	{
 		/* a plain round (the guard paused the policy's drafts) buys nothing */
 		struct search_budget p;
-		search_budget_init(&p, 0.25);
+		search_budget_init(&p);
+		p.share = 0.25;
 		search_budget_spent(&p, 0.5, 1);
 		for (int i = 0; i < 100; i++)
 			search_budget_round(&p, &c, &plain, 0);
@@ -188,7 +190,8 @@ static void budget(void)
 		 * waits; a seeking policy's plain rounds pay for it (0.25 x
 		 * 0.125 s a round: 2 s need 64 rounds) */
 		struct search_budget s;
-		search_budget_init(&s, 0.25);
+		search_budget_init(&s);
+		s.share = 0.25;
 		search_budget_prior(&s, 1.0);
 		rounds = 0;
 		while (!search_budget_allow(&s, &c, 2.0) && rounds < 200) {

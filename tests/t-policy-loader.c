@@ -304,7 +304,7 @@ int main(void)
 	{
 		struct skipper_policy_info *list;
 		size_t n;
-		int seen_fixed = 0, seen_bad = 0, first_none = 0;
+		int seen_fixed = 0, seen_bad = 0, first_none = 0, helps = 0, whole = 0;
 		rc = skipper_policy_list(&search, &list, &n, &err);
 		ok(rc == SKIPPER_OK && n >= 3, "listing");
 		if (rc != SKIPPER_OK || n < 3)
@@ -317,10 +317,19 @@ int main(void)
 				seen_fixed = 1;
 			if (strcmp(list[i].name, "notelf") == 0 && list[i].error && has(list[i].error, "cannot load"))
 				seen_bad = 1;
+			/* the plugins' help comes from their key tables when they load:
+			 * whole (the cost rule's table is in every one, last or next) */
+			if (!list[i].error && strstr(list[i].path, "skipper-policy-") && list[i].config_help[0]) {
+				size_t len = strlen(list[i].config_help);
+				helps++;
+				whole += strstr(list[i].config_help, "\ncosts = BOOL ") && list[i].config_help[len - 1] == '\n';
+			}
 		}
 		ok(first_none, "listing: built-ins first");
 		ok(seen_fixed, "listing: fixed with version and config help");
 		ok(seen_bad, "listing: a broken plugin is listed with its reason");
+		ok(helps >= 6 && whole == helps, "listing: the plugins' help, made from their key tables, whole (%d of %d)",
+		   whole, helps);
 		if (rc == SKIPPER_OK)
 			skipper_policy_list_free(list, n);
 	}

@@ -22,13 +22,26 @@ struct bo_static {
 	const struct skipper_host *host;
 	void *ctx;
 	struct ssd_keys k;
-	char *profile, *section; /* owned; NULL = [policy] profile, "mask" */
+	char *profile, *section; /* owned; NULL = [policy] profile, BS_SECTION */
 	int n_layer;
 	uint8_t *attn, *mlp;     /* [n_layer] */
 	int prof_max_draft;      /* the profile's cap (32 = none; 0 = drafting does not pay) */
 	struct econ_adaptive ad;
 	struct cost_rule econ;
 };
+
+#define BS_SECTION "mask"
+
+static const struct key_spec bs_keys[] = {
+	{ "profile", KEY_STRING, offsetof(struct bo_static, profile), .value = "FILE", .help = "skip profile",
+	  .dflt_text = "[policy] profile" },
+	{ "profile_section", KEY_STRING, offsetof(struct bo_static, section), .value = "S",
+	  .help = "profile section with attn/mlp", .dflt_text = BS_SECTION },
+	{ NULL },
+};
+
+/* paper defaults (skipper-policy-bo-static(5) lists where each comes from) */
+static const struct key_spec bs_ssd_keys[] = { SSD_KEYS(0.6, 1, 8), { NULL } };
 
 static int bs_create(const struct skipper_host *host, void *ctx, void **state)
 {
@@ -38,14 +51,9 @@ static int bs_create(const struct skipper_host *host, void *ctx, void **state)
 	b->host = host;
 	b->ctx = ctx;
 	b->prof_max_draft = 32;
+	keys_defaults(bs_keys, b);
+	keys_defaults(bs_ssd_keys, &b->k);
 	cost_rule_init(&b->econ);
-	/* paper defaults (skipper-policy-bo-static(5) lists where each comes from) */
-	b->k = (struct ssd_keys){
-		.max_draft = 12, .threshold = 0.6, .adaptive = 1, .alpha = 0.9, .eps = 0.01, .beta1 = 0.5,
-		.beta2 = 0.9, .iterations = 1000, .probes = 3, .calib_prompts = 4, .calib_tokens = 32,
-		.search_max_draft = 8, .search_threshold = 0.8, .acq_samples = 10000, .acq_starts = 10,
-		.early_stop = 0.75, .ar_every = 10, .confirm = 2, .min_speedup = 1.02,
-	};
 	*state = b;
 	return SKIPPER_POLICY_OK;
 }
@@ -55,8 +63,7 @@ static void bs_destroy(void *state)
 	struct bo_static *b = state;
 	if (!b)
 		return;
-	free(b->profile);
-	free(b->section);
+	keys_free(bs_keys, b);
 	free(b->attn);
 	free(b->mlp);
 	free(b);
@@ -65,12 +72,10 @@ static void bs_destroy(void *state)
 static int bs_config(void *state, const char *key, const char *value)
 {
 	struct bo_static *b = state;
-	if (!strcmp(key, "profile"))
-		return key_set_string(&b->profile, value);
-	if (!strcmp(key, "profile_section"))
-		return key_set_string(&b->section, value);
-	int rc = ssd_keys_config(b->host, b->ctx, &b->k, key, value);
-	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? cost_rule_config(&b->econ, b->host, b->ctx, key, value) : rc;
+	int rc = keys_config(bs_keys, b, b->host, b->ctx, key, value);
+	if (rc == SKIPPER_POLICY_UNKNOWN_KEY)
+		rc = keys_config(bs_ssd_keys, &b->k, b->host, b->ctx, key, value);
+	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? keys_config(cost_rule_keys, &b->econ, b->host, b->ctx, key, value) : rc;
 }
 
 static const char *profile_file(const struct bo_static *b)
@@ -81,7 +86,7 @@ static const char *profile_file(const struct bo_static *b)
 static int load_profile(struct bo_static *b)
 {
 	const struct skipper_host *h = b->host;
-	const char *path = profile_file(b), *sec = b->section ? b->section : "mask";
+	const char *path = profile_file(b), *sec = b->section ? b->section : BS_SECTION;
 	struct skipper_profile *p;
 	int ra, rm = SKIPPER_POLICY_OK, rc;
 
@@ -205,8 +210,6 @@ static const struct skipper_policy bo_static_policy = {
 	.name = "bo-static",
 	.version = "1.1.0",
 	.description = "Draft & Verify: BO-searched static skip set, adaptive draft exit",
-	.config_help = "profile = FILE       skip profile (default: [policy] profile)\n"
-	               "profile_section = S  profile section with attn/mlp (default mask)\n" SSD_KEYS_HELP COST_RULE_HELP,
 	.create = bs_create,
 	.config = bs_config,
 	.config_complete = bs_config_complete,
@@ -218,4 +221,12 @@ static const struct skipper_policy bo_static_policy = {
 	.calibrate = bs_calibrate,
 };
 
-SKIPPER_POLICY_REGISTER(bo_static_policy)
+/* config_help from the key tables, when the plugin is loaded */
+static void bs_help(struct skipper_policy *d)
+{
+	static char help[4096];
+	keys_help(help, sizeof help, (const struct key_spec *const[]){ bs_keys, bs_ssd_keys, cost_rule_keys, NULL });
+	d->config_help = help;
+}
+
+SKIPPER_POLICY_REGISTER_WITH(bo_static_policy, bs_help)

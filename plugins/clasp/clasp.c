@@ -56,6 +56,20 @@ struct clasp {
 	int dp_calls, deferred0, plain0;
 };
 
+#define CX(member) offsetof(struct clasp, member)
+static const struct key_spec clasp_keys[] = {
+	{ "skip_layers", KEY_INT, CX(m_layers), 0, 1, 4096, "M", "layers skipped while drafting",
+	  "round(skip_ratio * L)" },
+	{ "skip_ratio", KEY_DOUBLE, CX(skip_ratio), 0.5, 0.01, 0.99, "R", "M as a share of the layers" },
+	{ "interval", KEY_INT, CX(interval), 32, 1, 1000000, "LOI", "verification rounds between DP runs" },
+	{ "threshold", KEY_DOUBLE, CX(threshold), 0.7, 0, 1, "DET", "stop drafting when the draft's top-1 prob < DET" },
+	{ "max_draft", KEY_INT, CX(max_draft), 12, 1, CLASP_MAX_DRAFT, "K", "draft cap per round" },
+	{ "pin_first", KEY_BOOL, CX(pin_first), 0, .help = "never skip the first layer" },
+	{ "pin_last", KEY_BOOL, CX(pin_last), 0, .help = "never skip the last layer" },
+	{ "initial_dp", KEY_BOOL, CX(initial_dp), 1, .help = "run the DP on the last prompt token after prefill" },
+	{ NULL },
+};
+
 static int clasp_create(const struct skipper_host *host, void *ctx, void **state)
 {
 	struct clasp *c = calloc(1, sizeof *c);
@@ -63,13 +77,9 @@ static int clasp_create(const struct skipper_host *host, void *ctx, void **state
 		return SKIPPER_POLICY_NOMEM;
 	c->host = host;
 	c->ctx = ctx;
-	c->skip_ratio = 0.5;
-	c->interval = 32;
-	c->threshold = 0.7;
-	c->max_draft = 12;
-	c->initial_dp = 1;
+	keys_defaults(clasp_keys, c);
 	cost_rule_init(&c->econ);
-	search_budget_init(&c->budget, 0.02);
+	search_budget_init(&c->budget);
 	*state = c;
 	return SKIPPER_POLICY_OK;
 }
@@ -89,26 +99,11 @@ static void clasp_destroy(void *state)
 static int clasp_config(void *state, const char *key, const char *value)
 {
 	struct clasp *c = state;
-	const struct skipper_host *h = c->host;
-
-	if (!strcmp(key, "skip_layers"))
-		return key_parse_int(h, c->ctx, value, 1, 4096, &c->m_layers);
-	if (!strcmp(key, "skip_ratio"))
-		return h->parse_double(c->ctx, value, 0.01, 0.99, &c->skip_ratio);
-	if (!strcmp(key, "interval"))
-		return key_parse_int(h, c->ctx, value, 1, 1000000, &c->interval);
-	if (!strcmp(key, "threshold"))
-		return h->parse_double(c->ctx, value, 0.0, 1.0, &c->threshold);
-	if (!strcmp(key, "max_draft"))
-		return key_parse_int(h, c->ctx, value, 1, CLASP_MAX_DRAFT, &c->max_draft);
-	if (!strcmp(key, "pin_first"))
-		return h->parse_bool(c->ctx, value, &c->pin_first);
-	if (!strcmp(key, "pin_last"))
-		return h->parse_bool(c->ctx, value, &c->pin_last);
-	if (!strcmp(key, "initial_dp"))
-		return h->parse_bool(c->ctx, value, &c->initial_dp);
-	int rc = cost_rule_config(&c->econ, h, c->ctx, key, value);
-	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? search_budget_config(&c->budget, h, c->ctx, key, value) : rc;
+	int rc = keys_config(clasp_keys, c, c->host, c->ctx, key, value);
+	if (rc == SKIPPER_POLICY_UNKNOWN_KEY)
+		rc = keys_config(cost_rule_keys, &c->econ, c->host, c->ctx, key, value);
+	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? keys_config(search_budget_keys, &c->budget, c->host, c->ctx, key, value)
+	                                        : rc;
 }
 
 static int clasp_config_complete(void *state)
@@ -279,15 +274,6 @@ static const struct skipper_policy clasp_policy = {
 	.name = "clasp",
 	.version = "1.1.0",
 	.description = "CLaSp: layer-skip DP on the last verified token's hidden states every LOI rounds",
-	.config_help = "skip_layers = M      layers skipped while drafting (default round(skip_ratio * L))\n"
-	               "skip_ratio = R       M as a share of the layers (default 0.5)\n"
-	               "interval = LOI       verification rounds between DP runs (default 32)\n"
-	               "threshold = DET      stop drafting when the draft's top-1 prob < DET (default 0.7)\n"
-	               "max_draft = K        draft cap per round (default 12)\n"
-	               "pin_first = BOOL     never skip the first layer (default false)\n"
-	               "pin_last = BOOL      never skip the last layer (default false)\n"
-	               "initial_dp = BOOL    run the DP on the last prompt token after prefill (default true)\n" COST_RULE_HELP
-	                       SEARCH_BUDGET_HELP("0.02"),
 	.needs = SKIPPER_NEED_LAST_LAYER_STATES,
 	.prompt_rows = 1,
 	.create = clasp_create,
@@ -301,4 +287,13 @@ static const struct skipper_policy clasp_policy = {
 	.end = clasp_end,
 };
 
-SKIPPER_POLICY_REGISTER(clasp_policy)
+/* config_help from the key tables, when the plugin is loaded */
+static void clasp_help(struct skipper_policy *d)
+{
+	static char help[2048];
+	keys_help(help, sizeof help,
+	          (const struct key_spec *const[]){ clasp_keys, cost_rule_keys, search_budget_keys, NULL });
+	d->config_help = help;
+}
+
+SKIPPER_POLICY_REGISTER_WITH(clasp_policy, clasp_help)

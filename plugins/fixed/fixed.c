@@ -9,14 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "econ/econ.h"
 #include "common/drafting/costrule.h"
-#include "common/keys/keys.h"
 #include "common/drafting/spine.h"
+#include "common/keys/keys.h"
+#include "econ/econ.h"
 #include "skipper/policy.h"
 
 #define FIXED_MAX_DRAFT 32
 #define FIXED_MAX_TREE 8
+/* draft lengths by the keys' absence: draft_length without threshold, max_draft with */
+#define FIXED_DRAFT_LENGTH 4
+#define FIXED_THRESHOLD_CAP 8
+#define FIXED_SECTION "mask"
 
 struct fixed {
 	const struct skipper_host *host;
@@ -25,7 +29,7 @@ struct fixed {
 	/* configuration as given; lists are parsed once the model is known */
 	char *attn_s, *mlp_s;
 	char *profile;      /* profile = FILE */
-	char *section;      /* profile_section, default "mask" */
+	char *section;      /* profile_section (NULL: FIXED_SECTION) */
 	int draft_length;   /* 0 = unset */
 	int max_draft;      /* 0 = unset */
 	double threshold;   /* 0 = off */
@@ -37,6 +41,22 @@ struct fixed {
 	struct cost_rule econ;
 };
 
+#define FX(member) offsetof(struct fixed, member)
+static const struct key_spec fixed_keys[] = {
+	{ "attn", KEY_LAYERS, FX(attn_s), .help = "attention sub-layers to skip, e.g. 3,5,7-12" },
+	{ "mlp", KEY_LAYERS, FX(mlp_s), .help = "MLP sub-layers to skip" },
+	{ "profile", KEY_STRING, FX(profile), .value = "FILE", .help = "read the mask from a skip profile instead" },
+	{ "profile_section", KEY_STRING, FX(section), .value = "S", .help = "profile section holding attn/mlp",
+	  .dflt_text = FIXED_SECTION },
+	{ "draft_length", KEY_INT, FX(draft_length), 0, 1, FIXED_MAX_DRAFT, "K",
+	  "tokens drafted per round, at most with costs", KEY_TEXT(FIXED_DRAFT_LENGTH) },
+	{ "threshold", KEY_DOUBLE, FX(threshold), 0, 0, 1, "P", "stop drafting when the draft token's prob < P; 0 = off" },
+	{ "max_draft", KEY_INT, FX(max_draft), 0, 1, FIXED_MAX_DRAFT, "K", "draft cap with threshold",
+	  KEY_TEXT(FIXED_THRESHOLD_CAP) },
+	{ "tree", KEY_INT, FX(tree), 0, 0, FIXED_MAX_TREE, "K", "verify the top-K candidates at each depth; 0 = chain" },
+	{ NULL },
+};
+
 static int fixed_create(const struct skipper_host *host, void *ctx, void **state)
 {
 	struct fixed *f = calloc(1, sizeof *f);
@@ -44,6 +64,7 @@ static int fixed_create(const struct skipper_host *host, void *ctx, void **state
 		return SKIPPER_POLICY_NOMEM;
 	f->host = host;
 	f->ctx = ctx;
+	keys_defaults(fixed_keys, f);
 	cost_rule_init(&f->econ);
 	*state = f;
 	return SKIPPER_POLICY_OK;
@@ -54,10 +75,7 @@ static void fixed_destroy(void *state)
 	struct fixed *f = state;
 	if (!f)
 		return;
-	free(f->attn_s);
-	free(f->mlp_s);
-	free(f->profile);
-	free(f->section);
+	keys_free(fixed_keys, f);
 	free(f->attn);
 	free(f->mlp);
 	free(f);
@@ -66,35 +84,15 @@ static void fixed_destroy(void *state)
 static int fixed_config(void *state, const char *key, const char *value)
 {
 	struct fixed *f = state;
-	const struct skipper_host *h = f->host;
-	int rc;
-
-	if (strcmp(key, "attn") == 0 || strcmp(key, "mlp") == 0) {
-		/* Syntax and range now, so a typo is reported at its line. */
-		if ((rc = h->parse_layers(f->ctx, value, NULL, h->n_layer)))
-			return rc;
-		return key_set_string(key[0] == 'a' ? &f->attn_s : &f->mlp_s, value);
-	}
-	if (strcmp(key, "profile") == 0)
-		return key_set_string(&f->profile, value);
-	if (strcmp(key, "profile_section") == 0)
-		return key_set_string(&f->section, value);
-	if (strcmp(key, "draft_length") == 0)
-		return key_parse_int(h, f->ctx, value, 1, FIXED_MAX_DRAFT, &f->draft_length);
-	if (strcmp(key, "max_draft") == 0)
-		return key_parse_int(h, f->ctx, value, 1, FIXED_MAX_DRAFT, &f->max_draft);
-	if (strcmp(key, "threshold") == 0)
-		return h->parse_double(f->ctx, value, 0.0, 1.0, &f->threshold);
-	if (strcmp(key, "tree") == 0)
-		return key_parse_int(h, f->ctx, value, 0, FIXED_MAX_TREE, &f->tree);
-	return cost_rule_config(&f->econ, h, f->ctx, key, value);
+	int rc = keys_config(fixed_keys, f, f->host, f->ctx, key, value);
+	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? keys_config(cost_rule_keys, &f->econ, f->host, f->ctx, key, value) : rc;
 }
 
 static int load_masks(struct fixed *f)
 {
 	const struct skipper_host *h = f->host;
 	const char *path = f->profile;
-	const char *section = f->section ? f->section : "mask";
+	const char *section = f->section ? f->section : FIXED_SECTION;
 	struct skipper_profile *p;
 	int rc;
 
@@ -148,7 +146,8 @@ static int fixed_config_complete(void *state)
 		h->set_error(f->ctx, "max_draft applies with threshold; without it use draft_length");
 		return SKIPPER_POLICY_ERROR;
 	}
-	f->cap = f->threshold > 0 ? (f->max_draft ? f->max_draft : 8) : (f->draft_length ? f->draft_length : 4);
+	f->cap = f->threshold > 0 ? (f->max_draft ? f->max_draft : FIXED_THRESHOLD_CAP)
+	                          : (f->draft_length ? f->draft_length : FIXED_DRAFT_LENGTH);
 
 	f->n_layer = h->n_layer;
 	if (f->n_layer <= 0)
@@ -225,14 +224,6 @@ static const struct skipper_policy fixed_policy = {
 	.name = "fixed",
 	.version = "1.1.0",
 	.description = "one hand-chosen skip mask; fixed draft length or confidence exit",
-	.config_help = "attn = LAYERS        attention sub-layers to skip, e.g. 3,5,7-12\n"
-	               "mlp = LAYERS         MLP sub-layers to skip\n"
-	               "profile = FILE       read the mask from a skip profile instead\n"
-	               "profile_section = S  profile section holding attn/mlp (default mask)\n"
-	               "draft_length = K     tokens drafted per round, at most with costs (default 4)\n"
-	               "threshold = P        stop drafting when the draft token's prob < P (default 0 = off)\n"
-	               "max_draft = K        draft cap with threshold (default 8)\n"
-	               "tree = K             verify the top-K candidates at each depth (default 0 = chain)\n" COST_RULE_HELP,
 	.create = fixed_create,
 	.config = fixed_config,
 	.config_complete = fixed_config_complete,
@@ -244,4 +235,12 @@ static const struct skipper_policy fixed_policy = {
 	.on_accept = fixed_on_accept,
 };
 
-SKIPPER_POLICY_REGISTER(fixed_policy)
+/* config_help from the key tables, when the plugin is loaded */
+static void fixed_help(struct skipper_policy *d)
+{
+	static char help[2048];
+	keys_help(help, sizeof help, (const struct key_spec *const[]){ fixed_keys, cost_rule_keys, NULL });
+	d->config_help = help;
+}
+
+SKIPPER_POLICY_REGISTER_WITH(fixed_policy, fixed_help)

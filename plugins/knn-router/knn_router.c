@@ -19,6 +19,19 @@
 #include "knn_calibrate.h"
 #include "knn_router.h"
 
+static const struct key_spec kr_keys[] = {
+	{ "profile", KEY_STRING, offsetof(struct knn_router, profile), .value = "FILE", .help = "routing profile",
+	  .dflt_text = "[policy] profile" },
+	{ "anchors_per_domain", KEY_INT, offsetof(struct knn_router, anchors_per_domain), 10, 1, 1000, "N",
+	  "calibrate: K-means centroids per domain" },
+	{ "embed_prompts", KEY_INT, offsetof(struct knn_router, embed_prompts), 1000, 1, 100000, "N",
+	  "calibrate: most prompts embedded per domain" },
+	{ NULL },
+};
+
+/* reference-code defaults: static exit 0.8, 12 drafts; adaptive exit off */
+static const struct key_spec kr_ssd_keys[] = { SSD_KEYS(0.8, 0, 12), { NULL } };
+
 static int kr_create(const struct skipper_host *host, void *ctx, void **state)
 {
 	struct knn_router *r = calloc(1, sizeof *r);
@@ -26,15 +39,8 @@ static int kr_create(const struct skipper_host *host, void *ctx, void **state)
 		return SKIPPER_POLICY_NOMEM;
 	r->host = host;
 	r->ctx = ctx;
-	/* reference-code defaults: static exit 0.8, 12 drafts; adaptive exit off */
-	r->k = (struct ssd_keys){
-		.max_draft = 12, .threshold = 0.8, .adaptive = 0, .alpha = 0.9, .eps = 0.01, .beta1 = 0.5,
-		.beta2 = 0.9, .iterations = 1000, .probes = 3, .calib_prompts = 4, .calib_tokens = 32,
-		.search_max_draft = 12, .search_threshold = 0.8, .acq_samples = 10000, .acq_starts = 10,
-		.early_stop = 0.75, .ar_every = 10, .confirm = 2, .min_speedup = 1.02,
-	};
-	r->anchors_per_domain = 10;
-	r->embed_prompts = 1000;
+	keys_defaults(kr_keys, r);
+	keys_defaults(kr_ssd_keys, &r->k);
 	cost_rule_init(&r->econ);
 	*state = r;
 	return SKIPPER_POLICY_OK;
@@ -45,7 +51,7 @@ static void kr_destroy(void *state)
 	struct knn_router *r = state;
 	if (!r)
 		return;
-	free(r->profile);
+	keys_free(kr_keys, r);
 	free(r->anchors);
 	free(r->label);
 	free(r->masks);
@@ -59,16 +65,10 @@ static void kr_destroy(void *state)
 static int kr_config(void *state, const char *key, const char *value)
 {
 	struct knn_router *r = state;
-	const struct skipper_host *h = r->host;
-
-	if (!strcmp(key, "profile"))
-		return key_set_string(&r->profile, value);
-	if (!strcmp(key, "anchors_per_domain"))
-		return key_parse_int(h, r->ctx, value, 1, 1000, &r->anchors_per_domain);
-	if (!strcmp(key, "embed_prompts"))
-		return key_parse_int(h, r->ctx, value, 1, 100000, &r->embed_prompts);
-	int rc = ssd_keys_config(h, r->ctx, &r->k, key, value);
-	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? cost_rule_config(&r->econ, h, r->ctx, key, value) : rc;
+	int rc = keys_config(kr_keys, r, r->host, r->ctx, key, value);
+	if (rc == SKIPPER_POLICY_UNKNOWN_KEY)
+		rc = keys_config(kr_ssd_keys, &r->k, r->host, r->ctx, key, value);
+	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? keys_config(cost_rule_keys, &r->econ, r->host, r->ctx, key, value) : rc;
 }
 
 const char *knn_profile_file(const struct knn_router *r)
@@ -157,9 +157,6 @@ static const struct skipper_policy knn_router_policy = {
 	.name = "knn-router",
 	.version = "1.1.0",
 	.description = "KNN-SSD: route each request to a per-domain skip set by its nearest anchor",
-	.config_help = "profile = FILE       routing profile (default: [policy] profile)\n"
-	               "anchors_per_domain = N  calibrate: K-means centroids per domain\n"
-	               "embed_prompts = N    calibrate: most prompts embedded per domain\n" SSD_KEYS_HELP COST_RULE_HELP,
 	.needs = SKIPPER_NEED_PROMPT_MEAN,
 	.create = kr_create,
 	.config = kr_config,
@@ -173,4 +170,12 @@ static const struct skipper_policy knn_router_policy = {
 	.calibrate = knn_calibrate,
 };
 
-SKIPPER_POLICY_REGISTER(knn_router_policy)
+/* config_help from the key tables, when the plugin is loaded */
+static void kr_help(struct skipper_policy *d)
+{
+	static char help[4096];
+	keys_help(help, sizeof help, (const struct key_spec *const[]){ kr_keys, kr_ssd_keys, cost_rule_keys, NULL });
+	d->config_help = help;
+}
+
+SKIPPER_POLICY_REGISTER_WITH(knn_router_policy, kr_help)

@@ -66,6 +66,27 @@ struct swift {
 	double opt_seconds;
 };
 
+#define SX(member) offsetof(struct swift, member)
+static const struct key_spec swift_keys[] = {
+	{ "skip_ratio", KEY_DOUBLE, SX(ratio), 0.45, 0, 1, "R", "share of the 2(N-2) sub-layers skipped" },
+	{ "gamma", KEY_INT, SX(gamma), 32, 1, 1024, "G", "generated tokens scored per opt step" },
+	{ "max_draft", KEY_INT, SX(max_draft), 25, 1, SWIFT_MAX_DRAFT, "N", "draft cap N_D" },
+	{ "threshold", KEY_DOUBLE, SX(threshold), 0.8, 0, 1, "E", "stop drafting when the chain token's prob < E" },
+	{ "max_steps", KEY_INT, SX(s.max_steps), 1000, 0, 1000000, "S", "optimisation steps at most" },
+	{ "bo_interval", KEY_INT, SX(s.beta), 25, 1, 1000000, "B", "every B-th step is a GP-UCB proposal" },
+	{ "bayes", KEY_BOOL, SX(s.bayes), 1, .help = "use the GP proposals" },
+	{ "bo_candidates", KEY_INT, SX(s.n_cand), 10000, 1, 10000000, "N", "random points for the UCB maximisation" },
+	{ "gp_window", KEY_INT, SX(s.gp_window), 256, 2, 4096, "N", "newest observations the GP is fitted on" },
+	{ "kappa", KEY_DOUBLE, SX(s.kappa), 2.5, 0, 100, "K", "UCB exploration weight" },
+	{ "max_tol", KEY_INT, SX(s.max_tol), 300, 0, 1000000, "T", "stop after T steps without improvement" },
+	{ "max_score", KEY_DOUBLE, SX(s.max_score), 0.95, 0, 1, "M", "stop when matchness exceeds M" },
+	{ "rearm", KEY_DOUBLE, SX(rearm), 0.8, 0, 1, "A", "optimise again when the rolling alpha < A; 0 = never" },
+	{ "tree", KEY_BOOL, SX(tree), 1, .help = "dynamic top-k tree verification" },
+	{ "widths", KEY_CHOICE, SX(widths_code), 0, .value = "paper|code",
+	  .help = "tree widths 10/5/3/1 (paper) or 10/8/5/3" },
+	{ NULL },
+};
+
 static int sw_create(const struct skipper_host *host, void *ctx, void **state)
 {
 	struct swift *w = calloc(1, sizeof *w);
@@ -73,23 +94,10 @@ static int sw_create(const struct skipper_host *host, void *ctx, void **state)
 		return SKIPPER_POLICY_NOMEM;
 	w->host = host;
 	w->ctx = ctx;
-	w->ratio = 0.45;
-	w->gamma = 32;
-	w->max_draft = 25;
-	w->threshold = 0.8;
-	w->tree = 1;
-	w->rearm = 0.8;
-	w->s.beta = 25;
-	w->s.max_tol = 300;
-	w->s.max_steps = 1000;
-	w->s.bayes = 1;
-	w->s.n_cand = 10000;
-	w->s.gp_window = 256;
-	w->s.max_score = 0.95;
-	w->s.kappa = 2.5;
+	keys_defaults(swift_keys, w);
 	w->s.noise = 1e-2;
 	cost_rule_init(&w->econ);
-	search_budget_init(&w->budget, 0.02);
+	search_budget_init(&w->budget);
 	*state = w;
 	return SKIPPER_POLICY_OK;
 }
@@ -109,46 +117,11 @@ static void sw_destroy(void *state)
 static int sw_config(void *state, const char *key, const char *value)
 {
 	struct swift *w = state;
-	const struct skipper_host *h = w->host;
-
-	if (!strcmp(key, "skip_ratio"))
-		return h->parse_double(w->ctx, value, 0.0, 1.0, &w->ratio);
-	if (!strcmp(key, "gamma"))
-		return key_parse_int(h, w->ctx, value, 1, 1024, &w->gamma);
-	if (!strcmp(key, "max_draft"))
-		return key_parse_int(h, w->ctx, value, 1, SWIFT_MAX_DRAFT, &w->max_draft);
-	if (!strcmp(key, "threshold"))
-		return h->parse_double(w->ctx, value, 0.0, 1.0, &w->threshold);
-	if (!strcmp(key, "max_steps"))
-		return key_parse_int(h, w->ctx, value, 0, 1000000, &w->s.max_steps);
-	if (!strcmp(key, "bo_interval"))
-		return key_parse_int(h, w->ctx, value, 1, 1000000, &w->s.beta);
-	if (!strcmp(key, "bayes"))
-		return h->parse_bool(w->ctx, value, &w->s.bayes);
-	if (!strcmp(key, "bo_candidates"))
-		return key_parse_int(h, w->ctx, value, 1, 10000000, &w->s.n_cand);
-	if (!strcmp(key, "gp_window"))
-		return key_parse_int(h, w->ctx, value, 2, 4096, &w->s.gp_window);
-	if (!strcmp(key, "kappa"))
-		return h->parse_double(w->ctx, value, 0.0, 100.0, &w->s.kappa);
-	if (!strcmp(key, "max_tol"))
-		return key_parse_int(h, w->ctx, value, 0, 1000000, &w->s.max_tol);
-	if (!strcmp(key, "max_score"))
-		return h->parse_double(w->ctx, value, 0.0, 1.0, &w->s.max_score);
-	if (!strcmp(key, "rearm"))
-		return h->parse_double(w->ctx, value, 0.0, 1.0, &w->rearm);
-	if (!strcmp(key, "tree"))
-		return h->parse_bool(w->ctx, value, &w->tree);
-	if (!strcmp(key, "widths")) {
-		if (!strcmp(value, "paper") || !strcmp(value, "code")) {
-			w->widths_code = value[0] == 'c';
-			return SKIPPER_POLICY_OK;
-		}
-		h->set_error(w->ctx, "widths: 'paper' (10/5/3/1) or 'code' (10/8/5/3), got '%s'", value);
-		return SKIPPER_POLICY_ERROR;
-	}
-	int rc = cost_rule_config(&w->econ, h, w->ctx, key, value);
-	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? search_budget_config(&w->budget, h, w->ctx, key, value) : rc;
+	int rc = keys_config(swift_keys, w, w->host, w->ctx, key, value);
+	if (rc == SKIPPER_POLICY_UNKNOWN_KEY)
+		rc = keys_config(cost_rule_keys, &w->econ, w->host, w->ctx, key, value);
+	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? keys_config(search_budget_keys, &w->budget, w->host, w->ctx, key, value)
+	                                        : rc;
 }
 
 static int sw_config_complete(void *state)
@@ -347,22 +320,6 @@ static const struct skipper_policy swift_policy = {
 	.name = "swift",
 	.version = "1.1.0",
 	.description = "SWIFT: on-the-fly skip-set search (random + GP-UCB), confidence exit, dynamic top-k tree",
-	.config_help = "skip_ratio = R       share of the 2(N-2) sub-layers skipped (default 0.45)\n"
-	               "gamma = G            generated tokens scored per opt step (default 32)\n"
-	               "max_draft = N        draft cap N_D (default 25)\n"
-	               "threshold = E        stop drafting when the chain token's prob < E (default 0.8)\n"
-	               "max_steps = S        optimisation steps at most (default 1000)\n"
-	               "bo_interval = B      every B-th step is a GP-UCB proposal (default 25)\n"
-	               "bayes = BOOL         use the GP proposals (default true)\n"
-	               "bo_candidates = N    random points for the UCB maximisation (default 10000)\n"
-	               "gp_window = N        newest observations the GP is fitted on (default 256)\n"
-	               "kappa = K            UCB exploration weight (default 2.5)\n"
-	               "max_tol = T          stop after T steps without improvement (default 300)\n"
-	               "max_score = M        stop when matchness exceeds M (default 0.95)\n"
-	               "rearm = A            optimise again when the rolling alpha < A (default 0.8, 0 = never)\n"
-	               "tree = BOOL          dynamic top-k tree verification (default true)\n"
-	               "widths = paper|code  tree widths 10/5/3/1 (paper) or 10/8/5/3 (default paper)\n" COST_RULE_HELP
-	                       SEARCH_BUDGET_HELP("0.02"),
 	.needs = SKIPPER_NEED_TOPK,
 	.top_k = 10,
 	.create = sw_create,
@@ -377,4 +334,13 @@ static const struct skipper_policy swift_policy = {
 	.end = sw_end,
 };
 
-SKIPPER_POLICY_REGISTER(swift_policy)
+/* config_help from the key tables, when the plugin is loaded */
+static void sw_help(struct skipper_policy *d)
+{
+	static char help[4096];
+	keys_help(help, sizeof help,
+	          (const struct key_spec *const[]){ swift_keys, cost_rule_keys, search_budget_keys, NULL });
+	d->config_help = help;
+}
+
+SKIPPER_POLICY_REGISTER_WITH(swift_policy, sw_help)

@@ -1,11 +1,18 @@
 /* Search time budget; see budget.h. */
-#include <string.h>
 
 #include "budget.h"
 
-void search_budget_init(struct search_budget *b, double share)
+const struct key_spec search_budget_keys[] = {
+	{ "search_share", KEY_DOUBLE, offsetof(struct search_budget, share), 0.02, 0.0, 1.0, "F",
+	  "share of the drafting rounds' time the search may use beyond half of\n"
+	  "the net time drafting saved; needs costs" },
+	{ NULL },
+};
+
+void search_budget_init(struct search_budget *b)
 {
-	*b = (struct search_budget){ .share = share };
+	*b = (struct search_budget){ 0 };
+	keys_defaults(search_budget_keys, b);
 }
 
 void search_budget_prior(struct search_budget *b, double rate)
@@ -14,16 +21,8 @@ void search_budget_prior(struct search_budget *b, double rate)
 		b->rate = rate;
 }
 
-int search_budget_config(struct search_budget *b, const struct skipper_host *h, void *ctx, const char *key,
-                     const char *value)
-{
-	if (!strcmp(key, "search_share"))
-		return h->parse_double(ctx, value, 0.0, 1.0, &b->share);
-	return SKIPPER_POLICY_UNKNOWN_KEY;
-}
-
 void search_budget_round(struct search_budget *b, const struct skipper_costs *c, const struct skipper_verdict *v,
-                     int seeking)
+                         int seeking)
 {
 	double spent = v->draft_seconds + v->verify_seconds, saved, cap = 2 * b->rate * b->want;
 	int tokens = v->n_accepted + (v->bonus >= 0);

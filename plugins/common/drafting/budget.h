@@ -29,6 +29,7 @@
 #ifndef COMMON_DRAFTING_BUDGET_H
 #define COMMON_DRAFTING_BUDGET_H
 
+#include "common/keys/keys.h"
 #include "skipper/policy.h"
 
 struct search_budget {
@@ -39,24 +40,21 @@ struct search_budget {
 	int runs, deferred;
 };
 
-void search_budget_init(struct search_budget *b, double share);
+/* A budget at the search_share key's default. */
+void search_budget_init(struct search_budget *b);
 
 /* Seconds per unit expected before any run is measured (the first run then
  * waits for its credit like any other). */
 void search_budget_prior(struct search_budget *b, double rate);
 
-/* The key "search_share = F" (0 .. 1); SKIPPER_POLICY_UNKNOWN_KEY for any other. */
-int search_budget_config(struct search_budget *b, const struct skipper_host *h, void *ctx, const char *key,
-                     const char *value);
-#define SEARCH_BUDGET_HELP(dflt)                                                                           \
-	"search_share = F     share of the drafting rounds' time the search may use beyond half of\n" \
-	"                     the net time drafting saved (default " dflt "; needs costs)\n"
+/* The key "search_share = F" (0 .. 1): keys_config(search_budget_keys, &b, ...). */
+extern const struct key_spec search_budget_keys[];
 
 /* on_accept: the round's credit (nothing without costs). seeking: the
  * policy has nothing to draft with yet, so its plain rounds pay the share
  * towards its first search. */
 void search_budget_round(struct search_budget *b, const struct skipper_costs *c, const struct skipper_verdict *v,
-                     int seeking);
+                         int seeking);
 
 /* Whether a run of `units` fits now (always without costs); the size is
  * kept as the one the credit cap counts in. */

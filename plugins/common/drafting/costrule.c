@@ -1,21 +1,19 @@
 /* The draft-length rule; see costrule.h. */
-#include <string.h>
 
 #include "econ/econ.h"
 #include "costrule.h"
 
 void cost_rule_init(struct cost_rule *e)
 {
-	*e = (struct cost_rule){ .enabled = 1, .probe_every = COST_RULE_PROBE_MIN, .last_cap = -1 };
+	*e = (struct cost_rule){ .probe_every = COST_RULE_PROBE_MIN, .last_cap = -1 };
+	keys_defaults(cost_rule_keys, e);
 	accept_est_init(&e->acc, COST_RULE_PRIOR, 2.0, COST_RULE_DECAY);
 }
 
-int cost_rule_config(struct cost_rule *e, const struct skipper_host *h, void *ctx, const char *key, const char *value)
-{
-	if (!strcmp(key, "costs"))
-		return h->parse_bool(ctx, value, &e->enabled);
-	return SKIPPER_POLICY_UNKNOWN_KEY;
-}
+const struct key_spec cost_rule_keys[] = {
+	{ "costs", KEY_BOOL, offsetof(struct cost_rule, enabled), 1, .help = "size drafts by the measured cost curve" },
+	{ NULL },
+};
 
 const struct skipper_costs *cost_rule_costs(struct cost_rule *e, const struct skipper_host *h, void *ctx)
 {

@@ -20,6 +20,7 @@
 #define COMMON_DRAFTING_COSTRULE_H
 
 #include "accept.h"
+#include "common/keys/keys.h"
 #include "econ/econ.h"
 #include "skipper/policy.h"
 
@@ -44,9 +45,10 @@ struct cost_rule {
 
 void cost_rule_init(struct cost_rule *e);
 
-/* The key "costs = BOOL"; SKIPPER_POLICY_UNKNOWN_KEY for any other. */
-int cost_rule_config(struct cost_rule *e, const struct skipper_host *h, void *ctx, const char *key, const char *value);
-#define COST_RULE_HELP "costs = BOOL         size drafts by the measured cost curve (default true)\n"
+/* The key "costs = BOOL" (default true) of every policy that applies the
+ * rule: keys_config(cost_rule_keys, &e, ...). cost_rule_init sets its
+ * default. */
+extern const struct key_spec cost_rule_keys[];
 
 /* The costs (asked of the host on the first call with a model), or NULL. */
 const struct skipper_costs *cost_rule_costs(struct cost_rule *e, const struct skipper_host *h, void *ctx);

@@ -13,15 +13,6 @@
 #include "skipper/policy.h"
 #include "ssdkeys.h"
 
-/* Search objectives. TIME is the method's (measured tokens/s of the whole
- * draft+verify loop); EXPECTED is the cost-model speedup behind KNN-SSD's
- * E(Spd): generated / (drafted * c + verify passes), c = share of the 2L
- * sub-layers plus one (embedding and head) computed while drafting. It depends on greedy acceptance only, so it is
- * deterministic: tests and noisy machines can check what the search finds
- * without timing noise. Plain decoding scores exactly 1 on it. */
-#define SSD_OBJ_TIME 0
-#define SSD_OBJ_EXPECTED 1
-
 struct ssd_search {
 	int n_prompts;
 	const char *const *prompts;
