@@ -145,7 +145,7 @@ static int bs_select_draft(void *state, struct skipper_plan *plan)
 {
 	struct bo_static *b = state;
 	return ssd_plan(b->host, b->ctx, plan, b->n_layer, b->attn, b->mlp, b->k.max_draft, b->prof_max_draft,
-	                   &b->econ);
+	                &b->econ);
 }
 
 static int bs_should_exit(void *state, const struct skipper_step *step)

@@ -124,7 +124,7 @@ static int kr_select_draft(void *state, struct skipper_plan *plan)
 	struct knn_router *r = state;
 	const uint8_t *m = r->masks + (size_t)r->route * 2 * r->n_layer;
 	return ssd_plan(r->host, r->ctx, plan, r->n_layer, m, m + r->n_layer, r->k.max_draft,
-	                   r->max_draft[r->route], &r->econ);
+	                r->max_draft[r->route], &r->econ);
 }
 
 static int kr_should_exit(void *state, const struct skipper_step *step)

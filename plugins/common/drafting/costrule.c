@@ -57,7 +57,7 @@ void cost_rule_plan(struct cost_rule *e, const struct skipper_host *h, void *ctx
 	if (!c)
 		return;
 	plan->max_draft = cost_rule_cap(e, skipper_draft_cost(c, plan->n_layer, plan->skip_attn, plan->skip_mlp),
-	                              plan->max_draft);
+	                                plan->max_draft);
 }
 
 void cost_rule_verdict(struct cost_rule *e, const struct skipper_verdict *v)

@@ -10,6 +10,6 @@
  * repeat data rows (callers asking for 10 anchors from 4 prompts still get
  * 10 rows). Returns 0, or -1 on bad arguments or no memory. */
 int kmeans(const float *data, int n, int d, int k, int max_iter, uint64_t seed, float *centroids,
-              int *assign);
+           int *assign);
 
 #endif

@@ -57,7 +57,7 @@ int ssd_journal_open(const struct skipper_host *h, void *ctx, const struct ssd_s
 }
 
 int ssd_journal_get(const struct skipper_host *h, void *ctx, const struct ssd_journal *j, int i, double *x, int dim,
-                   double *y)
+                    double *y)
 {
 	char key[32], *end;
 	const char *v;

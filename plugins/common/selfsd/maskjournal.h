@@ -25,7 +25,7 @@ struct ssd_journal {
 int ssd_journal_open(const struct skipper_host *h, void *ctx, const struct ssd_search *s, struct ssd_journal *j);
 /* Evaluation i (< j->n) into x[dim] and *y. */
 int ssd_journal_get(const struct skipper_host *h, void *ctx, const struct ssd_journal *j, int i, double *x, int dim,
-                   double *y);
+                    double *y);
 /* Append an evaluation and rewrite the file (atomically, by the host). */
 int ssd_journal_add(const struct skipper_host *h, void *ctx, struct ssd_journal *j, const double *x, int dim, double y);
 void ssd_journal_close(const struct skipper_host *h, void *ctx, struct ssd_journal *j);

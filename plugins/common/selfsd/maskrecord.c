@@ -15,7 +15,7 @@ static int put(const struct skipper_host *h, void *ctx, struct skipper_profile *
 }
 
 int ssd_record(const struct skipper_host *h, void *ctx, struct skipper_profile *p, const char *mask_sec,
-                   const char *rec_sec, const struct ssd_search *s, const struct ssd_result *res,
+               const char *rec_sec, const struct ssd_search *s, const struct ssd_result *res,
                    const uint8_t *attn, const uint8_t *mlp)
 {
 	int time = s->objective == SSD_OBJ_TIME, rc;
@@ -77,7 +77,7 @@ int ssd_record(const struct skipper_host *h, void *ctx, struct skipper_profile *
 }
 
 int ssd_profile_max_draft(const struct skipper_host *h, void *ctx, const struct skipper_profile *p, const char *path,
-                         const char *sec, int *out)
+                          const char *sec, int *out)
 {
 	const char *v = h->profile_get(ctx, p, sec, "max_draft");
 	int64_t i;
@@ -92,7 +92,7 @@ int ssd_profile_max_draft(const struct skipper_host *h, void *ctx, const struct 
 }
 
 int ssd_profile_method(const struct skipper_host *h, void *ctx, const struct skipper_profile *p, const char *path,
-                      const char *method)
+                       const char *method)
 {
 	const char *m = h->profile_get(ctx, p, "profile", "method");
 	if (m && strcmp(m, method)) {

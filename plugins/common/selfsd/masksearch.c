@@ -132,7 +132,7 @@ static int decide(const struct skipper_host *h, void *ctx, const struct ssd_sear
 }
 
 int ssd_search_run(const struct skipper_host *h, void *ctx, const struct ssd_search *s, uint8_t *attn,
-                       uint8_t *mlp, struct ssd_result *res)
+                   uint8_t *mlp, struct ssd_result *res)
 {
 	int L = h->n_layer, dim = 2 * L, rc;
 	int total = s->probes + s->iterations;

@@ -63,7 +63,7 @@ struct ssd_result {
  * res->draft is 0: the caller records it as the rejected set).
  * SKIPPER_POLICY_OK or the failing service's code (error already set). */
 int ssd_search_run(const struct skipper_host *h, void *ctx, const struct ssd_search *s, uint8_t *attn,
-                       uint8_t *mlp, struct ssd_result *res);
+                   uint8_t *mlp, struct ssd_result *res);
 
 /* Fill the search settings from the policy's keys and the calibrate call
  * (its iterations, max_tokens and seed override the keys when non-zero);
@@ -76,19 +76,19 @@ void ssd_search_setup(struct ssd_search *s, const struct ssd_keys *k, const stru
  * search record (budget, both measured costs, the decision) in rec_sec. Logs
  * a warning line when drafting is disabled. */
 int ssd_record(const struct skipper_host *h, void *ctx, struct skipper_profile *p, const char *mask_sec,
-                   const char *rec_sec, const struct ssd_search *s, const struct ssd_result *res,
+               const char *rec_sec, const struct ssd_search *s, const struct ssd_result *res,
                    const uint8_t *attn, const uint8_t *mlp);
 
 /* Optional max_draft of a profile section (what ssd_record writes when
  * drafting does not pay): *out = its value, or left alone when absent; a
  * bad value is an error naming path (the profile's file) and the section. */
 int ssd_profile_max_draft(const struct skipper_host *h, void *ctx, const struct skipper_profile *p, const char *path,
-                         const char *sec, int *out);
+                          const char *sec, int *out);
 
 /* SKIPPER_POLICY_ERROR (error set, naming path) when p's [profile] method
  * names another method than method; a profile without one is taken. */
 int ssd_profile_method(const struct skipper_host *h, void *ctx, const struct skipper_profile *p, const char *path,
-                      const char *method);
+                       const char *method);
 
 /* out without a trailing ".ini", plus suffix (malloc'ed; NULL when out of
  * memory): the files a calibration writes beside its profile. */

@@ -48,7 +48,7 @@ static void finish(struct skipper_trial_result *r, int n)
 }
 
 int ssd_measure(const struct skipper_host *h, void *ctx, const struct ssd_search *s, const uint8_t *z,
-               struct ssd_ar_ref *ar, struct ssd_measure *m)
+                struct ssd_ar_ref *ar, struct ssd_measure *m)
 {
 	int L = h->n_layer, n = s->n_prompts, rc;
 	int per_prompt = s->objective == SSD_OBJ_TIME && s->early_stop > 0;

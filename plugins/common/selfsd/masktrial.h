@@ -37,6 +37,6 @@ double ssd_ar_ref_speed(const struct ssd_ar_ref *a);
 /* Plain decoding (z NULL; adds to ar) or set z[2L]; ar may be used for
  * early stopping (s->early_stop > 0, time objective, ar->trials > 0). */
 int ssd_measure(const struct skipper_host *h, void *ctx, const struct ssd_search *s, const uint8_t *z,
-               struct ssd_ar_ref *ar, struct ssd_measure *m);
+                struct ssd_ar_ref *ar, struct ssd_measure *m);
 
 #endif

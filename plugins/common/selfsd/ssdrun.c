@@ -3,7 +3,7 @@
 #include "ssdrun.h"
 
 int ssd_plan(const struct skipper_host *h, void *ctx, struct skipper_plan *plan, int n_layer, const uint8_t *attn,
-                const uint8_t *mlp, int k_max, int prof_max, struct cost_rule *econ)
+             const uint8_t *mlp, int k_max, int prof_max, struct cost_rule *econ)
 {
 	if (plan->n_layer != n_layer) {
 		h->set_error(ctx, "plan for %d layers, profile has %d", plan->n_layer, n_layer);
@@ -26,7 +26,7 @@ int ssd_should_exit(const struct ssd_keys *k, const struct econ_adaptive *ad, co
 }
 
 void ssd_on_accept(const struct ssd_keys *k, struct econ_adaptive *ad, struct cost_rule *econ,
-                      const struct skipper_verdict *v)
+                   const struct skipper_verdict *v)
 {
 	if (k->adaptive)
 		econ_adaptive_update(ad, ad->rounds == 0, v->n_accepted, v->n_drafted);

@@ -16,7 +16,7 @@
  * k_max, at prof_max (the profile's; 0 = drafting does not pay) and by
  * cost_rule_plan. A plan for another layer count is an error. */
 int ssd_plan(const struct skipper_host *h, void *ctx, struct skipper_plan *plan, int n_layer, const uint8_t *attn,
-                const uint8_t *mlp, int k_max, int prof_max, struct cost_rule *econ);
+             const uint8_t *mlp, int k_max, int prof_max, struct cost_rule *econ);
 
 /* should_exit: conf_j is the raw top probability (Self-SD Alg. 4), also
  * when sampling. */
@@ -25,6 +25,6 @@ int ssd_should_exit(const struct ssd_keys *k, const struct econ_adaptive *ad, co
 /* on_accept: the adaptive rule's update (nothing when adaptive is off) and
  * the acceptance estimate of the cost rule. */
 void ssd_on_accept(const struct ssd_keys *k, struct econ_adaptive *ad, struct cost_rule *econ,
-                      const struct skipper_verdict *v);
+                   const struct skipper_verdict *v);
 
 #endif
