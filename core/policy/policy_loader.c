@@ -78,8 +78,9 @@ static int check_desc(struct skipper_policy_lib *lib, const struct skipper_polic
 		lib->desc.thread_model = SKIPPER_THREAD_MODEL_SERIALIZE_ALL;
 	if (lib->desc.thread_model != SKIPPER_THREAD_MODEL_PARALLEL_INSTANCES &&
 	    lib->desc.thread_model != SKIPPER_THREAD_MODEL_SERIALIZE_ALL)
-		return skipper_fail(err, SKIPPER_ERR_PLUGIN, "%s: refused: policy '%s' declares thread model %d (known: %d, %d)",
-		                    path, lib->desc.name, lib->desc.thread_model, SKIPPER_THREAD_MODEL_PARALLEL_INSTANCES,
+		return skipper_fail(err, SKIPPER_ERR_PLUGIN,
+		                    "%s: refused: policy '%s' declares thread model %d (known: %d, %d)", path,
+		                    lib->desc.name, lib->desc.thread_model, SKIPPER_THREAD_MODEL_PARALLEL_INSTANCES,
 		                    SKIPPER_THREAD_MODEL_SERIALIZE_ALL);
 	lib->serialize = lib->desc.thread_model == SKIPPER_THREAD_MODEL_SERIALIZE_ALL;
 	if (!lib->desc.version)

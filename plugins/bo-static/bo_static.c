@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "econ/adaptive.h"
 #include "common/drafting/costrule.h"
 #include "common/keys/keys.h"
 #include "common/selfsd/masksearch.h"
 #include "common/selfsd/ssdkeys.h"
 #include "common/selfsd/ssdrun.h"
+#include "econ/adaptive.h"
 #include "skipper/policy.h"
 
 struct bo_static {

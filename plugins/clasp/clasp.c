@@ -18,11 +18,11 @@
 #include <string.h>
 
 #include "clasp_dp.h"
-#include "skipper/policy.h"
 #include "common/drafting/budget.h"
-#include "econ/econ.h"
 #include "common/drafting/costrule.h"
 #include "common/keys/keys.h"
+#include "econ/econ.h"
+#include "skipper/policy.h"
 
 #define CLASP_MAX_DRAFT 32
 

@@ -23,14 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/drafting/budget.h"
+#include "common/drafting/costrule.h"
+#include "common/keys/keys.h"
+#include "econ/econ.h"
 #include "knap_dp.h"
 #include "knap_latency.h"
 #include "knap_pick.h"
 #include "skipper/policy.h"
-#include "common/drafting/budget.h"
-#include "econ/econ.h"
-#include "common/drafting/costrule.h"
-#include "common/keys/keys.h"
 
 #define KS_MAX_DRAFT 32
 #define KS_MAX_ROWS 128

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "common/numerics/kmeans.h"
-#include "common/selfsd/masksearch.h"
 #include "common/numerics/vec.h"
+#include "common/selfsd/masksearch.h"
 #include "knn_calibrate.h"
 #include "knn_router.h"
 

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/selfsd/masksearch.h"
 #include "common/numerics/vec.h"
+#include "common/selfsd/masksearch.h"
 #include "knn_router.h"
 
 char *knn_anchor_path(const char *profile_path, const char *name)

@@ -10,14 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "econ/adaptive.h"
 #include "common/keys/keys.h"
 #include "common/numerics/vec.h"
 #include "common/selfsd/ssdkeys.h"
 #include "common/selfsd/ssdrun.h"
-#include "skipper/policy.h"
+#include "econ/adaptive.h"
 #include "knn_calibrate.h"
 #include "knn_router.h"
+#include "skipper/policy.h"
 
 static const struct key_spec kr_keys[] = {
 	{ "profile", KEY_STRING, offsetof(struct knn_router, profile), .value = "FILE", .help = "routing profile",

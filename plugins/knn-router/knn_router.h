@@ -3,9 +3,9 @@
 #ifndef KNN_ROUTER_H
 #define KNN_ROUTER_H
 
-#include "econ/adaptive.h"
 #include "common/drafting/costrule.h"
 #include "common/selfsd/ssdkeys.h"
+#include "econ/adaptive.h"
 #include "skipper/policy.h"
 
 struct knn_router {

@@ -23,13 +23,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/drafting/budget.h"
+#include "common/drafting/costrule.h"
+#include "common/drafting/spine.h"
+#include "common/keys/keys.h"
+#include "econ/econ.h"
 #include "skipper/policy.h"
 #include "swift_search.h"
-#include "common/drafting/budget.h"
-#include "econ/econ.h"
-#include "common/drafting/costrule.h"
-#include "common/keys/keys.h"
-#include "common/drafting/spine.h"
 
 #define SWIFT_MAX_DRAFT 32
 #define SWIFT_ALPHA_WINDOW 50

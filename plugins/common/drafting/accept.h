@@ -1,7 +1,7 @@
 /* Online per-token acceptance estimate for the geometric model of
- * core/econ/econ.h. A verdict that drafted k tokens and accepted m of them shows
- * m acceptances and, when m < k, one rejection (the (m+1)-th token); the
- * tokens after the first rejection were never tested, so they show
+ * core/econ/econ.h. A verdict that drafted k tokens and accepted m of them
+ * shows m acceptances and, when m < k, one rejection (the (m+1)-th token);
+ * the tokens after the first rejection were never tested, so they show
  * nothing. The estimate is acceptances / (acceptances + rejections) over
  * decayed counts: each drafted round first multiplies both by `decay`, so
  * old rounds (and the prior) fade and a change of acceptance shows within

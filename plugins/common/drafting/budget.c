@@ -1,5 +1,4 @@
 /* Search time budget; see budget.h. */
-
 #include "budget.h"
 
 const struct key_spec search_budget_keys[] = {

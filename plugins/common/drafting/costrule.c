@@ -1,6 +1,4 @@
 /* The draft-length rule; see costrule.h. */
-
-#include "econ/econ.h"
 #include "costrule.h"
 
 void cost_rule_init(struct cost_rule *e)

@@ -3,10 +3,10 @@
 #include <string.h>
 
 #include "common/numerics/bo.h"
+#include "common/numerics/rng.h"
 #include "maskjournal.h"
 #include "masksearch.h"
 #include "masktrial.h"
-#include "common/numerics/rng.h"
 
 /* Cost model of a round: a draft step costs c = share of sub-layers still
  * computed, a verification pass costs one full step (the assumption behind

@@ -7,10 +7,10 @@
 
 #include <stdint.h>
 
-#include "econ/adaptive.h"
 #include "common/drafting/costrule.h"
-#include "ssdkeys.h"
+#include "econ/adaptive.h"
 #include "skipper/policy.h"
+#include "ssdkeys.h"
 
 /* select_draft: the set attn/mlp[n_layer] into plan, max_draft capped at
  * k_max, at prof_max (the profile's; 0 = drafting does not pay) and by
