@@ -308,13 +308,9 @@ int skipper_engine_costs(struct skipper_engine *e, const char *cache_path, const
 /* The curve at n rows (past the measured range: the last slope continues). */
 static double curve(const struct skipper_engine *e, int n)
 {
-	const struct skipper_costs *c = &e->costs;
 	if (!e->have_costs)
 		return 1.0 + 0.15 * (n - 1); /* until measured: a cautious CPU-like guess */
-	if (n <= c->n_max)
-		return c->verify[n < 1 ? 1 : n];
-	double slope = c->n_max > 1 ? c->verify[c->n_max] - c->verify[c->n_max - 1] : 1.0;
-	return c->verify[c->n_max] + slope * (n - c->n_max);
+	return econ_verify_cost(&e->costs, n);
 }
 
 /* Weight of the prior (the curve holds) in the row scale, in steps. */

@@ -55,7 +55,7 @@ int engine_draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, i
 		}
 		x = e->d_tok[n];
 		n++;
-		if (!e->pol && e->fixed_threshold > 0 && e->d_top_probs[(n - 1) * e->top_k] < e->fixed_threshold)
+		if (!e->pol && e->fixed_exit.gamma > 0 && e->d_top_probs[(n - 1) * e->top_k] < e->fixed_exit.gamma)
 			break;
 		if (e->pol) {
 			int stop = 0;

@@ -27,30 +27,16 @@ void skipper_engine_set_fixed_plan(struct skipper_engine *e, const uint8_t *skip
 	if (skip_mlp)
 		memcpy(e->fixed_mlp, skip_mlp, n);
 	e->fixed_max_draft = max_draft;
-	e->fixed_threshold = threshold;
+	e->fixed_exit.gamma = threshold;
 }
 
 void skipper_engine_set_fixed_adaptive(struct skipper_engine *e, double alpha, double eps, double beta1,
                                        double beta2)
 {
-	e->fixed_alpha = alpha;
-	e->fixed_eps = eps;
-	e->fixed_beta1 = beta1;
-	e->fixed_beta2 = beta2;
-}
-
-/* The Self-SD exit rule for trials; the same rule as bo-static's runtime
- * (plugins/common/adaptive.h), restated because the core does not link the
- * plugins' helpers. */
-static void fixed_adapt(struct skipper_engine *e, int first_round, int accepted, int drafted)
-{
-	double are, tmp;
-	if (e->fixed_alpha <= 0 || drafted <= 0)
-		return;
-	are = (double)accepted / drafted;
-	e->fixed_ar = first_round ? are : e->fixed_beta1 * e->fixed_ar + (1 - e->fixed_beta1) * are;
-	tmp = e->fixed_ar <= e->fixed_alpha ? e->fixed_threshold + e->fixed_eps : e->fixed_threshold - e->fixed_eps;
-	e->fixed_threshold = e->fixed_beta2 * e->fixed_threshold + (1 - e->fixed_beta2) * tmp;
+	e->fixed_exit.alpha = alpha;
+	e->fixed_exit.eps = eps;
+	e->fixed_exit.beta1 = beta1;
+	e->fixed_exit.beta2 = beta2;
 }
 
 struct skipper_backend *skipper_engine_backend(struct skipper_engine *e) { return e->be; }
@@ -417,23 +403,18 @@ static void guard_record(struct skipper_engine *e, struct guard *g, double tok, 
 
 /* The k of a proposal with per-token acceptance p[0..n) that maximises
  * tokens per decode step, (1 + expected accepted) / cost of k + 1 rows;
- * *value gets that rate, or 1.02 (a plain step with a margin) with k = 0
- * when no k beats it. */
+ * *value gets that rate, or ECON_FLOOR (a plain step with a margin) with
+ * k = 0 when no k beats it. */
 static int best_cut(const struct skipper_engine *e, const float *p, int n, double *value)
 {
-	double chain = 1, expected = 0;
-	int best = 0;
-	*value = 1.02;
+	double chain = 1, expected = 0, tokens[MAX_DRAFT], cost[MAX_DRAFT];
 	for (int k = 1; k <= n; k++) {
 		chain *= p[k - 1];
 		expected += chain;
-		double v = (1.0 + expected) / engine_verify_cost(e, k + 1);
-		if (v > *value) {
-			*value = v;
-			best = k;
-		}
+		tokens[k - 1] = 1.0 + expected;
+		cost[k - 1] = engine_verify_cost(e, k + 1);
 	}
-	return best;
+	return econ_best_ratio(tokens, cost, n, ECON_FLOOR, value);
 }
 
 struct node_pick {
@@ -456,7 +437,7 @@ static int pick_order(const void *pa, const void *pb)
  * often the model took another verified way where it left the best one.
  * Each node is less likely than its parent, so the most likely nodes
  * always form a tree; as many of them as maximise tokens per decode step.
- * Returns that rate (1.02 with none). Replayed on the 1.5B's plain
+ * Returns that rate (ECON_FLOOR with none). Replayed on the 1.5B's plain
  * outputs for 90 Spec-Bench prompts: +2.4 % tokens per step over the
  * spine alone (code edits +4 %, RAG +4 %); side by side on the 1.5B, 24
  * prompts twice, 1.595x over plain decoding against 1.556x. */
@@ -465,8 +446,9 @@ static double tree_plan(struct skipper_engine *e, double a, int max)
 	const struct lookup_tree *t = &e->lk_tree;
 	struct node_pick pick[LOOKUP_TREE_NODES];
 	double others[LOOKUP_TREE_NODES + 1] = { 0 }, p[LOOKUP_TREE_NODES];
-	double r = lookup_alt_rate(&e->lk_stats), value = 1.02, sum = 0;
-	int best = 0;
+	double tokens[LOOKUP_TREE_NODES], cost[LOOKUP_TREE_NODES];
+	double r = lookup_alt_rate(&e->lk_stats), value, sum = 0;
+	int best, n = t->n < max ? t->n : max;
 
 	for (int i = 0; i < t->n; i++)
 		if (!t->first[i])
@@ -478,14 +460,12 @@ static double tree_plan(struct skipper_engine *e, double a, int max)
 		pick[i] = (struct node_pick){ p[i], i };
 	}
 	qsort(pick, (size_t)t->n, sizeof *pick, pick_order);
-	for (int k = 1; k <= t->n && k <= max; k++) {
+	for (int k = 1; k <= n; k++) {
 		sum += pick[k - 1].p;
-		double v = (1.0 + sum) / engine_verify_cost(e, k + 1);
-		if (v > value) {
-			value = v;
-			best = k;
-		}
+		tokens[k - 1] = 1.0 + sum;
+		cost[k - 1] = engine_verify_cost(e, k + 1);
 	}
+	best = econ_best_ratio(tokens, cost, n, ECON_FLOOR, &value);
 	memset(e->lk_sel, 0, (size_t)t->n);
 	for (int k = 0; k < best; k++)
 		e->lk_sel[pick[k].i] = 1;
@@ -497,7 +477,7 @@ static double tree_plan(struct skipper_engine *e, double a, int max)
  * deep and `rows` rows: the context's chain, its tree when that promises
  * more, or the corpus n-grams' chain when those promise more tokens per
  * step (each only while its guard lets it draft). Returns the tokens per
- * decode step it promises (1.02 when there is none). */
+ * decode step it promises (ECON_FLOOR when there is none). */
 static double lookup_plan(struct skipper_engine *e, int cap, int rows, int context, int corpus)
 {
 	int max = e->lk.max_draft < cap ? e->lk.max_draft : cap, n = 0;
@@ -745,8 +725,9 @@ int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int
 		int accepted0 = st->accepted, first_round = st->drafted == 0;
 		if ((rc = engine_verify(e, &r, n_draft, err)))
 			break;
-		if (!e->pol && e->fixed_max_draft > 0 && !r.lookup_only)
-			fixed_adapt(e, first_round, st->accepted - accepted0, n_draft);
+		/* the trials' Self-SD exit: the fixed plan's threshold adapts when alpha > 0 */
+		if (!e->pol && e->fixed_max_draft > 0 && !r.lookup_only && e->fixed_exit.alpha > 0)
+			econ_adaptive_update(&e->fixed_exit, first_round, st->accepted - accepted0, n_draft);
 		account_round(e, &r, st->drafted - drafted0, n_gen0);
 	}
 	return finish_request(e, &r, n_prompt, t_start, began, rc, err);

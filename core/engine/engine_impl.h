@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "econ/adaptive.h"
+#include "econ/econ.h"
 #include "engine.h"
 #include "lookup.h"
 #include "ngram_table.h"
@@ -53,8 +55,7 @@ struct skipper_engine {
 	/* fixed plan (no policy): host->trial */
 	uint8_t *fixed_attn, *fixed_mlp;
 	int fixed_max_draft;
-	double fixed_threshold;
-	double fixed_alpha, fixed_eps, fixed_beta1, fixed_beta2, fixed_ar; /* adaptive threshold (trial) */
+	struct econ_adaptive fixed_exit; /* gamma: the exit threshold (adaptive when alpha > 0) */
 	struct skipper_rng rng;
 	/* context lookup: the history it searches (prompt + committed output),
 	 * this round's proposal (from the context, or from the corpus n-grams
