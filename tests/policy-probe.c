@@ -139,6 +139,7 @@ int main(int argc, char **argv)
 	}
 	d = skipper_policy_lib_desc(lib);
 	printf("policy %s %s (%s): %s\n", d->name, d->version, skipper_policy_lib_path(lib), d->description);
+	printf("abi %u.%u, thread model %d\n", d->abi_major, d->abi_minor, d->thread_model);
 	mock_host_init(&m, n_layer, 16, 1000);
 	if ((rc = d->create(&m.host, &m, &s)) < 0) {
 		s = NULL;

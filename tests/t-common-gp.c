@@ -1,12 +1,12 @@
-/* plugins/common GP and BO against known answers: a two-point posterior
+/* plugins/common/numerics GP and BO against known answers: a two-point posterior
  * worked out by hand (2x2 inverse, see the comment below) and BO finding
  * the optimum of synthetic functions with a fixed seed. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "bo.h"
-#include "gp.h"
+#include "common/numerics/bo.h"
+#include "common/numerics/gp.h"
 #include "tap.h"
 
 static int near(double a, double b, double tol)
@@ -29,13 +29,13 @@ static double bowl(const double *x)
 
 int main(void)
 {
-	struct cm_gp g = { 0 };
+	struct gp g = { 0 };
 	double m, v;
 
 
 	/* Matérn-5/2 at r = l: (1 + √5 + 5/3) e^-√5 */
-	ok(near(cm_matern52(1.0, 1.0), (1 + sqrt(5.0) + 5.0 / 3) * exp(-sqrt(5.0)), 1e-15), "matern at r = l");
-	ok(near(cm_matern52(0.0, 0.3), 1.0, 0), "matern at r = 0 is 1");
+	ok(near(gp_matern52(1.0, 1.0), (1 + sqrt(5.0) + 5.0 / 3) * exp(-sqrt(5.0)), 1e-15), "matern at r = l");
+	ok(near(gp_matern52(0.0, 0.3), 1.0, 0), "matern at r = 0 is 1");
 
 	/* x = {0, 1}, y = {0, 2}, l = 1, noise 0.01. Normalised y = {-1, 1}
 	 * (mean 1, std 1). With k = matern(1), K = [[1.01, k], [k, 1.01]] and
@@ -43,38 +43,38 @@ int main(void)
 	 * var = 1 - k*ᵀ K^-1 k*; the values below are those expressions
 	 * evaluated once by hand (python, double precision). */
 	double x2[2] = { 0, 1 }, y2[2] = { 0, 2 }, q;
-	ok(cm_gp_fit(&g, x2, y2, 2, 1, 0.01, 1.0) == 0, "fit two points");
+	ok(gp_fit(&g, x2, y2, 2, 1, 0.01, 1.0) == 0, "fit two points");
 	q = 0.25;
-	cm_gp_predict(&g, &q, &m, &v);
+	gp_predict(&g, &q, &m, &v);
 	ok(near(m, 0.43352101967689305, 1e-12) && near(v, 0.05961433298936969, 1e-12), "posterior at 0.25");
 	q = 0.5;
-	cm_gp_predict(&g, &q, &m, &v);
+	gp_predict(&g, &q, &m, &v);
 	ok(near(m, 1.0, 1e-12) && near(v, 0.10474310523499297, 1e-12), "posterior at 0.5 (symmetric)");
 	q = 2.0;
-	cm_gp_predict(&g, &q, &m, &v);
+	gp_predict(&g, &q, &m, &v);
 	ok(near(m, 1.7928584749602827, 1e-12) && near(v, 0.7041157682179492, 1e-12), "posterior at 2 (extrapolation)");
-	double k = cm_matern52(1.0, 1.0);
+	double k = gp_matern52(1.0, 1.0);
 	ok(near(g.alpha[0], -1 / (1.01 - k), 1e-12) && near(g.alpha[1], 1 / (1.01 - k), 1e-12), "alpha = K^-1 y");
 
 	/* a constant target has no spread: std 1, mean the constant */
 	double yc[2] = { 3, 3 };
-	ok(cm_gp_fit(&g, x2, yc, 2, 1, 0.01, 0) == 0, "fit constant targets, length scale by likelihood");
-	cm_gp_predict(&g, &q, &m, NULL);
+	ok(gp_fit(&g, x2, yc, 2, 1, 0.01, 0) == 0, "fit constant targets, length scale by likelihood");
+	gp_predict(&g, &q, &m, NULL);
 	ok(near(m, 3.0, 1e-9), "constant mean");
 	ok(g.lengthscale >= 0.01 && g.lengthscale <= 100, "length scale on the grid (%g)", g.lengthscale);
-	cm_gp_clear(&g);
+	gp_clear(&g);
 
 	/* BO on a continuous bowl in [0,1]^3 */
-	struct cm_bo_opts o = { .dim = 3, .seed = 1, .n_random = 2000 };
-	struct cm_bo *bo = cm_bo_new(&o);
+	struct bo_opts o = { .dim = 3, .seed = 1, .n_random = 2000 };
+	struct bo *bo = bo_new(&o);
 	double x[8], best;
 	for (int it = 0; it < 30; it++) {
-		cm_bo_suggest(bo, x);
-		cm_bo_observe(bo, x, bowl(x));
+		bo_suggest(bo, x);
+		bo_observe(bo, x, bowl(x));
 	}
-	cm_bo_best(bo, x, &best);
+	bo_best(bo, x, &best);
 	ok(best > -0.01, "bowl: best %.4f at (%.2f %.2f %.2f) within 0.1 of the optimum", best, x[0], x[1], x[2]);
-	cm_bo_free(bo);
+	bo_free(bo);
 
 	/* BO on a binary objective through the 0.5 threshold (the mask search's
 	 * relaxation): 8 bits, +1 per bit matching the target, -3 for bit 2 set
@@ -83,44 +83,44 @@ int main(void)
 	double first = 0, xb[8];
 	unsigned char z[8];
 	for (int rep = 0; rep < 2; rep++) {
-		struct cm_bo_opts ob = { .dim = 8, .seed = 7, .n_random = 2000 };
-		bo = cm_bo_new(&ob);
+		struct bo_opts ob = { .dim = 8, .seed = 7, .n_random = 2000 };
+		bo = bo_new(&ob);
 		for (int it = 0; it < 40; it++) {
 			double f = 0;
-			cm_bo_suggest(bo, xb);
-			cm_bo_binary(xb, 8, z);
+			bo_suggest(bo, xb);
+			bo_binary(xb, 8, z);
 			for (int i = 0; i < 8; i++)
 				f += z[i] == target[i];
 			f -= 3.0 * z[2];
-			cm_bo_observe(bo, xb, f);
+			bo_observe(bo, xb, f);
 		}
-		cm_bo_best(bo, xb, &best);
-		cm_bo_binary(xb, 8, z);
+		bo_best(bo, xb, &best);
+		bo_binary(xb, 8, z);
 		if (rep == 0) {
 			ok(best == 8 && memcmp(z, target, 8) == 0, "binary: BO finds the target set (best %g)", best);
 			first = best;
-			ok(cm_bo_count(bo) == 40, "40 observations");
+			ok(bo_count(bo) == 40, "40 observations");
 		} else {
 			ok(best == first, "same seed, same result");
 		}
-		cm_bo_free(bo);
+		bo_free(bo);
 	}
 	/* max_obs: a window of the newest observations */
 	{
-		struct cm_bo_opts ow = { .dim = 1, .seed = 3, .n_random = 200, .max_obs = 3 };
+		struct bo_opts ow = { .dim = 1, .seed = 3, .n_random = 200, .max_obs = 3 };
 		double xs[1], y;
-		bo = cm_bo_new(&ow);
+		bo = bo_new(&ow);
 		for (int i = 0; i < 5; i++) {
 			xs[0] = 0.1 * (i + 1);
-			cm_bo_observe(bo, xs, i == 0 ? 100.0 : (double)i);
+			bo_observe(bo, xs, i == 0 ? 100.0 : (double)i);
 		}
-		ok(cm_bo_count(bo) == 3, "max_obs 3: 3 of 5 observations held (%d)", cm_bo_count(bo));
-		int rb = cm_bo_best(bo, xs, &y);
+		ok(bo_count(bo) == 3, "max_obs 3: 3 of 5 observations held (%d)", bo_count(bo));
+		int rb = bo_best(bo, xs, &y);
 		ok(rb == 0 && y == 4.0 && near(xs[0], 0.5, 1e-15),
 		   "the oldest (and best) observation was dropped: best %g at %g", y, xs[0]);
-		ok(cm_bo_suggest(bo, xs) == 0 && xs[0] >= 0 && xs[0] <= 1, "suggests from the window");
-		cm_bo_free(bo);
+		ok(bo_suggest(bo, xs) == 0 && xs[0] >= 0 && xs[0] <= 1, "suggests from the window");
+		bo_free(bo);
 	}
-	ok(cm_bo_new(&(struct cm_bo_opts){ .dim = 0 }) == NULL, "dim 0 refused");
+	ok(bo_new(&(struct bo_opts){ .dim = 0 }) == NULL, "dim 0 refused");
 	return tap_done();
 }

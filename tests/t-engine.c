@@ -104,8 +104,7 @@ static int tp_verify(void *state, const struct skipper_draft *d, struct skipper_
 }
 
 static const struct skipper_policy tp_desc = {
-	.abi_major = SKIPPER_POLICY_ABI_MAJOR, .abi_minor = SKIPPER_POLICY_ABI_MINOR,
-	.struct_size = sizeof(struct skipper_policy), .name = "test-tree", .version = "1",
+	.name = "test-tree", .version = "1",
 	.needs = SKIPPER_NEED_TOPK, .top_k = 4,
 	.create = tp_create, .destroy = tp_destroy, .select_draft = tp_select, .verify = tp_verify,
 };
@@ -161,8 +160,7 @@ static int rec_select(void *state, struct skipper_plan *plan)
 }
 
 static struct skipper_policy rec_desc = {
-	.abi_major = SKIPPER_POLICY_ABI_MAJOR, .abi_minor = SKIPPER_POLICY_ABI_MINOR,
-	.struct_size = sizeof(struct skipper_policy), .name = "test-states", .version = "1",
+	.name = "test-states", .version = "1",
 	.create = tp_create, .destroy = tp_destroy, .select_draft = rec_select, .begin = rec_begin,
 	.on_accept = rec_accept,
 };

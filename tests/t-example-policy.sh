@@ -16,7 +16,7 @@ if ! command -v pkg-config >/dev/null 2>&1; then
 	echo "1..0 # SKIP pkg-config not installed"
 	exit 0
 fi
-echo "1..9"
+echo "1..10"
 
 # 1. install into a scratch root (only what the example needs to be there)
 if env -u MAKEFLAGS -u MFLAGS $MAKE -C "$top_builddir" install DESTDIR="$tmp/root" >"$tmp/log" 2>&1; then
@@ -107,5 +107,32 @@ CXX
 	fi
 else
 	ok "C++ plugin # SKIP no C++ compiler"
+fi
+# 7. a plugin written the new way: no ABI fields in its descriptor (the
+# register macro fills them from the header it is built with), a thread model
+cat >"$tmp/src/newway.c" <<'NEWWAY'
+#include <stddef.h>
+#include <skipper/policy.h>
+static int make(const struct skipper_host *host, void *ctx, void **state) { *state = NULL; return SKIPPER_POLICY_OK; }
+static void destroy(void *state) { (void)state; }
+static struct skipper_policy newway = {
+	.name = "newway",
+	.version = "1.0",
+	.description = "written without ABI fields",
+	.create = make,
+	.destroy = destroy,
+	.thread_model = SKIPPER_THREAD_MODEL_SERIALIZE_ALL,
+};
+SKIPPER_POLICY_REGISTER(newway)
+NEWWAY
+major=$(sed -n 's/^#define SKIPPER_POLICY_ABI_MAJOR \([0-9]*\)$/\1/p' "$hdr")
+minor=$(sed -n 's/^#define SKIPPER_POLICY_ABI_MINOR \([0-9]*\)$/\1/p' "$hdr")
+if cc -std=c99 -Wall -Wextra -pedantic -Werror -Wno-unused-parameter $cflags -fPIC -fvisibility=hidden -shared \
+       -o "$tmp/src/skipper-policy-newway.so" "$tmp/src/newway.c" >"$tmp/log" 2>&1 &&
+   "$probe" "$tmp/src/skipper-policy-newway.so" >"$tmp/log" 2>&1 && grep -q "policy newway 1.0" "$tmp/log" &&
+   grep -q "abi $major.$minor, thread model 1" "$tmp/log"; then
+	ok "a plugin without ABI fields builds, loads as ABI $major.$minor with its thread model"
+else
+	not_ok "a plugin without ABI fields builds, loads with the ABI fields filled in"
 fi
 [ "$fails" -eq 0 ]

@@ -11,7 +11,7 @@
 #include "policy/profile.h"
 #include "tap.h"
 
-#define CM_PROBE 2 /* plugins/common/econ.h: CM_ECON_PROBE */
+#define CM_PROBE 2 /* plugins/common/drafting/costrule.h: COST_RULE_PROBE */
 
 #define L 12
 

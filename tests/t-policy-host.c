@@ -29,9 +29,6 @@ static void svc_destroy(void *state)
 }
 
 static const struct skipper_policy svc_desc = {
-	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
-	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
-	.struct_size = sizeof(struct skipper_policy),
 	.name = "svc",
 	.needs = SKIPPER_NEED_TOPK,
 	.create = svc_create,

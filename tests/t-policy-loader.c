@@ -76,9 +76,6 @@ static void test_destroy(void *state)
 }
 
 static const struct skipper_policy builtin_none = {
-	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
-	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
-	.struct_size = sizeof(struct skipper_policy),
 	.name = "none",
 	.version = "1",
 	.description = "built-in test",
@@ -127,6 +124,14 @@ int main(void)
 	refused("newer minor", testlib("bad-minor"), SKIPPER_ERR_PLUGIN, "newer than this skipper");
 	refused("tiny struct_size", testlib("bad-tiny"), SKIPPER_ERR_PLUGIN, "struct_size 16");
 	refused("missing create", testlib("bad-nocreate"), SKIPPER_ERR_PLUGIN, "no create function");
+	refused("unknown thread model", testlib("bad-threads"), SKIPPER_ERR_PLUGIN, "declares thread model 7");
+
+	/* --- a plugin built for minor 1 knows no thread model: it is serialised --- */
+	rc = skipper_policy_load_file(testlib("old-minor"), &lib, &err);
+	ok(rc == SKIPPER_OK && skipper_policy_lib_desc(lib)->thread_model == SKIPPER_THREAD_MODEL_SERIALIZE_ALL,
+	   "minor 1 plugin: loads, run as SKIPPER_THREAD_MODEL_SERIALIZE_ALL");
+	if (rc == SKIPPER_OK)
+		skipper_policy_unload(lib);
 
 	/* --- an old plugin with a short descriptor loads; its tail reads as NULL --- */
 	rc = skipper_policy_load_file(testlib("old-short"), &lib, &err);
@@ -267,15 +272,29 @@ int main(void)
 	rc = skipper_policy_load("fixed", &search, &lib, &err);
 	ok(rc == SKIPPER_OK, "fixed found through SKIPPER_PLUGIN_PATH");
 	if (rc == SKIPPER_OK) {
+		const struct skipper_policy *d = skipper_policy_lib_desc(lib);
+		struct skipper_policy_lib *again;
 		ok(has(skipper_policy_lib_path(lib), "skipper-policy-fixed.so"), "path recorded");
+		/* fixed's descriptor names no ABI field: SKIPPER_POLICY_REGISTER fills them */
+		ok(d->abi_major == SKIPPER_POLICY_ABI_MAJOR && d->abi_minor == SKIPPER_POLICY_ABI_MINOR &&
+		       d->thread_model == SKIPPER_THREAD_MODEL_PARALLEL_INSTANCES,
+		   "a plugin without ABI fields: filled by the register macro (ABI %u.%u)", d->abi_major, d->abi_minor);
+		rc = skipper_policy_load_file(skipper_policy_lib_path(lib), &again, &err);
+		ok(rc == SKIPPER_OK && again == lib, "a file loaded twice is one library (one lock)");
+		if (rc == SKIPPER_OK)
+			skipper_policy_unload(again);
+		ok(strcmp(skipper_policy_lib_desc(lib)->name, "fixed") == 0, "one unload leaves the other load");
 		skipper_policy_unload(lib);
 	} else {
 		diag("%s", err.msg);
 	}
 	rc = skipper_policy_load("none", &search, &lib, &err);
 	ok(rc == SKIPPER_OK && strcmp(skipper_policy_lib_path(lib), "<built-in>") == 0, "built-in found first");
-	if (rc == SKIPPER_OK)
+	if (rc == SKIPPER_OK) {
+		ok(skipper_policy_lib_desc(lib)->abi_minor == SKIPPER_POLICY_ABI_MINOR,
+		   "a built-in without ABI fields gets this header's");
 		skipper_policy_unload(lib);
+	}
 	ok(skipper_policy_exists("fixed", &search) && skipper_policy_exists("none", &search) &&
 	       !skipper_policy_exists("nosuch", &search) && !skipper_policy_exists("../x", &search),
 	   "exists");
@@ -285,7 +304,7 @@ int main(void)
 	{
 		struct skipper_policy_info *list;
 		size_t n;
-		int seen_fixed = 0, seen_bad = 0, first_none = 0;
+		int seen_fixed = 0, seen_bad = 0, first_none = 0, helps = 0, whole = 0;
 		rc = skipper_policy_list(&search, &list, &n, &err);
 		ok(rc == SKIPPER_OK && n >= 3, "listing");
 		if (rc != SKIPPER_OK || n < 3)
@@ -298,10 +317,19 @@ int main(void)
 				seen_fixed = 1;
 			if (strcmp(list[i].name, "notelf") == 0 && list[i].error && has(list[i].error, "cannot load"))
 				seen_bad = 1;
+			/* the plugins' help comes from their key tables when they load:
+			 * whole (the cost rule's table is in every one, last or next) */
+			if (!list[i].error && strstr(list[i].path, "skipper-policy-") && list[i].config_help[0]) {
+				size_t len = strlen(list[i].config_help);
+				helps++;
+				whole += strstr(list[i].config_help, "\ncosts = BOOL ") && list[i].config_help[len - 1] == '\n';
+			}
 		}
 		ok(first_none, "listing: built-ins first");
 		ok(seen_fixed, "listing: fixed with version and config help");
 		ok(seen_bad, "listing: a broken plugin is listed with its reason");
+		ok(helps >= 6 && whole == helps, "listing: the plugins' help, made from their key tables, whole (%d of %d)",
+		   whole, helps);
 		if (rc == SKIPPER_OK)
 			skipper_policy_list_free(list, n);
 	}

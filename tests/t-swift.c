@@ -291,7 +291,7 @@ static void determinism(void)
 {
 	int bo1, bo2, bo3;
 	uint64_t a = search_trace(42, &bo1), b = search_trace(42, &bo2), c = search_trace(43, &bo3);
-	ok(bo1 >= 10 && bo1 == bo2, "40 opt steps include %d GP-UCB proposals (plugins/common)", bo1);
+	ok(bo1 >= 10 && bo1 == bo2, "40 opt steps include %d GP-UCB proposals (plugins/common/numerics)", bo1);
 	ok(a == b, "same seed: the same masks scored, GP proposals included");
 	ok(a != c, "another seed: another search");
 }

@@ -319,11 +319,7 @@ int skipper_engine_costs(struct skipper_engine *e, const struct skipper_costs **
 /* The curve at n rows (past the measured range: the last slope continues). */
 double engine_curve(const struct skipper_engine *e, int n)
 {
-	const struct skipper_costs *c = &e->pace.costs;
 	if (!e->pace.have_costs)
 		return 1.0 + 0.15 * (n - 1); /* until measured: a cautious CPU-like guess */
-	if (n <= c->n_max)
-		return c->verify[n < 1 ? 1 : n];
-	double slope = c->n_max > 1 ? c->verify[c->n_max] - c->verify[c->n_max - 1] : 1.0;
-	return c->verify[c->n_max] + slope * (n - c->n_max);
+	return econ_verify_cost(&e->pace.costs, n);
 }

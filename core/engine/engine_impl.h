@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "econ/econ.h"
 #include "engine.h"
 #include "lookup.h"
 #include "ngram_table.h"

@@ -56,10 +56,11 @@ static void select_states(struct skipper_engine *e, const int *rows, int n, int 
  * kept when (T + gain) / (C + extra cost) beats T / C. */
 static int add_lookup_branch(struct skipper_engine *e, int n_draft, int n)
 {
-	double t = 1, c, chain = 1;
+	double t = 1, c, chain = 1, tokens[MAX_DRAFT], cost[MAX_DRAFT], best, gain = 0;
 	double s = (e->pace.skip_hits + 1.0) / (e->pace.skip_tries + 2.0);
-	double d = e->pace.have_costs ? skipper_draft_cost(&e->pace.costs, e->n_layer, e->draft.skip_attn, e->draft.skip_mlp) : 0.5;
-	int shared = 0, row = 0, k_best = 0;
+	double d = e->pace.have_costs ? skipper_draft_cost(&e->pace.costs, e->n_layer, e->draft.skip_attn, e->draft.skip_mlp)
+	                              : 0.5;
+	int shared = 0, row = 0, m = 0;
 
 	for (int j = 1; j <= n_draft; j++)
 		t += pow(s, j);
@@ -74,18 +75,14 @@ static int add_lookup_branch(struct skipper_engine *e, int n_draft, int n)
 			break;
 		e->lk.row[shared] = row = child;
 	}
-	double best = t / c, gain = 0;
-	for (int k = 1; k <= e->lk.n && n + (k - shared) <= MAX_NODES + 1; k++) {
+	for (int k = 1; k <= e->lk.n && n + (k - shared) <= MAX_NODES + 1; k++, m++) {
 		chain *= e->lk.p[k - 1];
 		gain += chain * (1.0 - (k <= n_draft ? pow(s, k) : 0.0));
-		double extra = k > shared ? engine_verify_cost(e, n + k - shared) - engine_verify_cost(e, n) : 0.0;
-		if ((t + gain) / (c + extra) > best) {
-			best = (t + gain) / (c + extra);
-			k_best = k;
-		}
+		tokens[k - 1] = t + gain;
+		cost[k - 1] = c + (k > shared ? engine_verify_cost(e, n + k - shared) - engine_verify_cost(e, n) : 0.0);
 	}
-	e->lk.n = k_best;
-	for (int i = shared; i < k_best; i++) {
+	e->lk.n = econ_best_ratio(tokens, cost, m, t / c, &best);
+	for (int i = shared; i < e->lk.n; i++) {
 		e->vb.tok[n] = e->lk.tok[i];
 		e->vb.parent[n] = row;
 		e->vb.depth[n] = e->vb.depth[row] + 1;

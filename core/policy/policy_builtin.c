@@ -15,9 +15,6 @@ static int builtin_create(const struct skipper_host *host, void *ctx, void **sta
 static void builtin_destroy(void *state) {}
 
 const struct skipper_policy skipper_policy_none = {
-	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
-	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
-	.struct_size = sizeof(struct skipper_policy),
 	.name = "none",
 	.version = PACKAGE_VERSION,
 	.description = "plain autoregressive decoding (the baseline)",
@@ -27,9 +24,6 @@ const struct skipper_policy skipper_policy_none = {
 };
 
 const struct skipper_policy skipper_policy_lookup = {
-	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
-	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
-	.struct_size = sizeof(struct skipper_policy),
 	.name = "lookup",
 	.version = PACKAGE_VERSION,
 	.description = "context lookup: drafts copied from the prompt and output, no layer skipping",

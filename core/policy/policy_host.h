@@ -41,14 +41,17 @@ struct skipper_policy_lib; /* a loaded plugin or a wrapped built-in */
 int skipper_policy_load(const char *name, const struct skipper_policy_search *search,
                         struct skipper_policy_lib **out, struct skipper_error *err);
 
-/* Load a plugin from exactly this file (no search). */
+/* Load a plugin from exactly this file (no search). A file already loaded
+ * gives the same library again (each load is unloaded once). */
 int skipper_policy_load_file(const char *path, struct skipper_policy_lib **out, struct skipper_error *err);
 
 /* Wrap a descriptor linked into the program; same checks. */
 int skipper_policy_load_builtin(const struct skipper_policy *desc, struct skipper_policy_lib **out,
                                 struct skipper_error *err);
 
-/* The checked copy of the descriptor (zero-filled past the plugin's size). */
+/* The checked copy of the descriptor (zero-filled past the plugin's size;
+ * thread_model is the one the host applies: SERIALIZE_ALL for a plugin
+ * built before the field). */
 const struct skipper_policy *skipper_policy_lib_desc(const struct skipper_policy_lib *lib);
 /* File it came from, or "<built-in>". */
 const char *skipper_policy_lib_path(const struct skipper_policy_lib *lib);
@@ -123,7 +126,11 @@ struct skipper_policy_env {
 
 struct skipper_policy_instance;
 
-/* create, then push the [NAME] section of cfg key by key (file order),
+/* Threads: an instance is used by one thread at a time; instances may be
+ * used from different threads at once. The calls below hold the library's
+ * lock when the plugin declares SKIPPER_THREAD_MODEL_SERIALIZE_ALL.
+ *
+ * create, then push the [NAME] section of cfg key by key (file order),
  * then config_complete and refine_needs. cfg may be NULL (no keys).
  * Errors: "FILE:LINE: [NAME] KEY: message" for a key, "policy NAME (PATH):
  * create: message" otherwise; SKIPPER_ERR_CONFIG or SKIPPER_ERR_PLUGIN.

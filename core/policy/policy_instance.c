@@ -1,6 +1,7 @@
 /* Policy host, part 3: policy instances (create, the INI section pushed
  * key by key, destroy) and the checked, timed hook wrappers the engine
- * calls. */
+ * calls. Every call into a plugin that declares
+ * SKIPPER_THREAD_MODEL_SERIALIZE_ALL holds its library's lock. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,18 @@
 #include "config/config.h"
 #include "base/error.h"
 #include "policy_internal.h"
+
+static void enter(const struct skipper_policy_instance *inst)
+{
+	if (inst->lib->serialize)
+		pthread_mutex_lock(&inst->lib->lock);
+}
+
+static void leave(const struct skipper_policy_instance *inst)
+{
+	if (inst->lib->serialize)
+		pthread_mutex_unlock(&inst->lib->lock);
+}
 
 static void clear_msg(struct skipper_policy_instance *inst)
 {
@@ -49,7 +62,9 @@ static int push_section(struct skipper_policy_instance *inst, const struct skipp
 		else
 			snprintf(where, sizeof where, "%s", e->file);
 		clear_msg(inst);
+		enter(inst);
 		rc = d->config ? d->config(inst->state, e->key, e->value) : SKIPPER_POLICY_UNKNOWN_KEY;
+		leave(inst);
 		if (rc == SKIPPER_POLICY_UNKNOWN_KEY)
 			return skipper_fail(err, SKIPPER_ERR_CONFIG,
 			                    "%s: [%s] %s: unknown key for policy %s (see skipper policies)", where,
@@ -84,7 +99,9 @@ static int instance_make(struct skipper_policy_lib *lib, const struct skipper_po
 	inst->host.model_name = env->model_name ? env->model_name : "";
 
 	clear_msg(inst);
+	enter(inst);
 	rc = d->create(&inst->host, inst, &inst->state);
+	leave(inst);
 	if (rc < 0) {
 		rc = skipper_fail(err, rc == SKIPPER_POLICY_NOMEM ? SKIPPER_ERR_NOMEM : SKIPPER_ERR_PLUGIN,
 		                  "policy %s (%s): create: %s", d->name, lib->path, plugin_msg(inst, rc));
@@ -100,7 +117,10 @@ static int instance_make(struct skipper_policy_lib *lib, const struct skipper_po
 	}
 	if (d->config_complete) {
 		clear_msg(inst);
-		if ((rc = d->config_complete(inst->state)) < 0) {
+		enter(inst);
+		rc = d->config_complete(inst->state);
+		leave(inst);
+		if (rc < 0) {
 			rc = skipper_fail(err, rc == SKIPPER_POLICY_NOMEM ? SKIPPER_ERR_NOMEM : SKIPPER_ERR_CONFIG,
 			                  "policy %s: [%s] section: %s", d->name, d->name, plugin_msg(inst, rc));
 			goto fail;
@@ -111,7 +131,10 @@ static int instance_make(struct skipper_policy_lib *lib, const struct skipper_po
 	inst->needs.prompt_rows = d->prompt_rows;
 	if (d->refine_needs) {
 		clear_msg(inst);
-		if ((rc = d->refine_needs(inst->state, &inst->needs)) < 0) {
+		enter(inst);
+		rc = d->refine_needs(inst->state, &inst->needs);
+		leave(inst);
+		if (rc < 0) {
 			rc = hook_fail(inst, "refine_needs", rc, err);
 			goto fail;
 		}
@@ -142,8 +165,11 @@ void skipper_policy_instance_free(struct skipper_policy_instance *inst)
 {
 	if (!inst)
 		return;
-	if (inst->created)
+	if (inst->created) {
+		enter(inst);
 		inst->lib->desc.destroy(inst->state);
+		leave(inst);
+	}
 	free(inst->found_profile);
 	free(inst);
 }
@@ -208,13 +234,15 @@ double skipper_policy_instance_seconds(const struct skipper_policy_instance *ins
 
 /* ---------------------------------------------------------- hook wrappers */
 
-#define TIMED(inst, call)                                        \
-	({                                                       \
-		double t0_ = skipper_policy_now();                         \
-		clear_msg(inst);                                 \
-		int rc_ = (call);                                \
-		(inst)->seconds += skipper_policy_now() - t0_;             \
-		rc_;                                             \
+#define TIMED(inst, call)                                            \
+	({                                                           \
+		enter(inst);                                         \
+		double t0_ = skipper_policy_now();                   \
+		clear_msg(inst);                                     \
+		int rc_ = (call);                                    \
+		(inst)->seconds += skipper_policy_now() - t0_;       \
+		leave(inst);                                         \
+		rc_;                                                 \
 	})
 
 int skipper_policy_begin(struct skipper_policy_instance *inst, const struct skipper_request *req,

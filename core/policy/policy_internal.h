@@ -4,12 +4,20 @@
 #ifndef SKIPPER_POLICY_INTERNAL_H
 #define SKIPPER_POLICY_INTERNAL_H
 
+#include <pthread.h>
+
 #include "policy_host.h"
 
 struct skipper_policy_lib {
 	void *handle; /* NULL for built-ins */
 	char *path;
 	struct skipper_policy desc;
+	int refs;     /* loads of this file not yet unloaded (policy_loader.c) */
+	struct skipper_policy_lib *next; /* the loaded files' list */
+	/* SKIPPER_THREAD_MODEL_SERIALIZE_ALL: every call into the plugin holds
+	 * lock (policy_instance.c) */
+	int serialize;
+	pthread_mutex_t lock;
 };
 
 struct skipper_policy_instance {

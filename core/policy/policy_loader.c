@@ -72,6 +72,17 @@ static int check_desc(struct skipper_policy_lib *lib, const struct skipper_polic
 	if (!lib->desc.destroy)
 		return skipper_fail(err, SKIPPER_ERR_PLUGIN, "%s: refused: policy '%s' has no destroy function", path,
 		                    lib->desc.name);
+	/* a plugin from before the thread model was never told that its
+	 * instances might run at the same time */
+	if (d->abi_minor < 2)
+		lib->desc.thread_model = SKIPPER_THREAD_MODEL_SERIALIZE_ALL;
+	if (lib->desc.thread_model != SKIPPER_THREAD_MODEL_PARALLEL_INSTANCES &&
+	    lib->desc.thread_model != SKIPPER_THREAD_MODEL_SERIALIZE_ALL)
+		return skipper_fail(err, SKIPPER_ERR_PLUGIN,
+		                    "%s: refused: policy '%s' declares thread model %d (known: %d, %d)", path,
+		                    lib->desc.name, lib->desc.thread_model, SKIPPER_THREAD_MODEL_PARALLEL_INSTANCES,
+		                    SKIPPER_THREAD_MODEL_SERIALIZE_ALL);
+	lib->serialize = lib->desc.thread_model == SKIPPER_THREAD_MODEL_SERIALIZE_ALL;
 	if (!lib->desc.version)
 		lib->desc.version = "";
 	if (!lib->desc.description)
@@ -81,15 +92,13 @@ static int check_desc(struct skipper_policy_lib *lib, const struct skipper_polic
 	return SKIPPER_OK;
 }
 
-void skipper_policy_unload(struct skipper_policy_lib *lib)
-{
-	if (!lib)
-		return;
-	if (lib->handle)
-		dlclose(lib->handle);
-	free(lib->path);
-	free(lib);
-}
+/* The files loaded now. A file loaded again shares its library: a
+ * serialised plugin's instances share its globals, so they must share its
+ * lock too. loaded_lock also keeps calls of skipper_policy_init one at a
+ * time (SKIPPER_POLICY_REGISTER writes the plugin's copy of its
+ * descriptor there). */
+static pthread_mutex_t loaded_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct skipper_policy_lib *loaded;
 
 static struct skipper_policy_lib *lib_new(const char *path, struct skipper_error *err)
 {
@@ -99,33 +108,55 @@ static struct skipper_policy_lib *lib_new(const char *path, struct skipper_error
 		skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 		return NULL;
 	}
+	lib->refs = 1;
+	pthread_mutex_init(&lib->lock, NULL);
 	return lib;
 }
 
-int skipper_policy_load_file(const char *path, struct skipper_policy_lib **out, struct skipper_error *err)
+static void lib_free(struct skipper_policy_lib *lib)
+{
+	if (lib->handle)
+		dlclose(lib->handle);
+	pthread_mutex_destroy(&lib->lock);
+	free(lib->path);
+	free(lib);
+}
+
+void skipper_policy_unload(struct skipper_policy_lib *lib)
+{
+	if (!lib)
+		return;
+	if (lib->handle) {
+		pthread_mutex_lock(&loaded_lock);
+		if (--lib->refs == 0)
+			for (struct skipper_policy_lib **p = &loaded; *p; p = &(*p)->next)
+				if (*p == lib) {
+					*p = lib->next;
+					break;
+				}
+		pthread_mutex_unlock(&loaded_lock);
+		if (lib->refs > 0)
+			return;
+	}
+	lib_free(lib);
+}
+
+/* The descriptor of a file just opened (handle); loaded_lock held. */
+static int open_lib(const char *path, void *handle, struct skipper_policy_lib **out, struct skipper_error *err)
 {
 	struct skipper_policy_lib *lib;
 	skipper_policy_init_fn init;
 	const struct skipper_policy *d;
-	const char *why;
 	void *sym;
 	int rc;
 
-	*out = NULL;
-	if (access(path, F_OK) != 0)
-		return skipper_fail(err, SKIPPER_ERR_NOT_FOUND, "%s: policy plugin not found", path);
-	if (!(lib = lib_new(path, err)))
+	if (!(lib = lib_new(path, err))) {
+		dlclose(handle);
 		return SKIPPER_ERR_NOMEM;
-	dlerror();
-	lib->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!lib->handle) {
-		why = dlerror();
-		rc = skipper_fail(err, SKIPPER_ERR_PLUGIN, "%s: cannot load policy plugin: %s", path,
-		                  why ? why : "unknown dlopen error");
-		goto fail;
 	}
+	lib->handle = handle;
 	dlerror();
-	sym = dlsym(lib->handle, "skipper_policy_init");
+	sym = dlsym(handle, "skipper_policy_init");
 	if (!sym) {
 		rc = skipper_fail(err, SKIPPER_ERR_PLUGIN,
 		                  "%s: not a skipper policy plugin: no exported skipper_policy_init "
@@ -145,7 +176,40 @@ int skipper_policy_load_file(const char *path, struct skipper_policy_lib **out, 
 	*out = lib;
 	return SKIPPER_OK;
 fail:
-	skipper_policy_unload(lib);
+	lib_free(lib);
+	return rc;
+}
+
+int skipper_policy_load_file(const char *path, struct skipper_policy_lib **out, struct skipper_error *err)
+{
+	struct skipper_policy_lib *lib;
+	const char *why;
+	void *handle;
+	int rc = SKIPPER_OK;
+
+	*out = NULL;
+	if (access(path, F_OK) != 0)
+		return skipper_fail(err, SKIPPER_ERR_NOT_FOUND, "%s: policy plugin not found", path);
+	dlerror();
+	handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!handle) {
+		why = dlerror();
+		return skipper_fail(err, SKIPPER_ERR_PLUGIN, "%s: cannot load policy plugin: %s", path,
+		                    why ? why : "unknown dlopen error");
+	}
+	pthread_mutex_lock(&loaded_lock);
+	for (lib = loaded; lib && lib->handle != handle; lib = lib->next)
+		;
+	if (lib) {
+		lib->refs++;
+		dlclose(handle); /* the library holds its own reference */
+	} else if ((rc = open_lib(path, handle, &lib, err)) == SKIPPER_OK) {
+		lib->next = loaded;
+		loaded = lib;
+	}
+	pthread_mutex_unlock(&loaded_lock);
+	if (rc == SKIPPER_OK)
+		*out = lib;
 	return rc;
 }
 
@@ -153,13 +217,15 @@ int skipper_policy_load_builtin(const struct skipper_policy *desc, struct skippe
                                 struct skipper_error *err)
 {
 	struct skipper_policy_lib *lib;
+	struct skipper_policy d = *desc; /* built with this header: the ABI fields may be left to us */
 	int rc;
 
 	*out = NULL;
 	if (!(lib = lib_new("<built-in>", err)))
 		return SKIPPER_ERR_NOMEM;
-	if ((rc = check_desc(lib, desc, err))) {
-		skipper_policy_unload(lib);
+	skipper_policy_fill_abi(&d);
+	if ((rc = check_desc(lib, &d, err))) {
+		lib_free(lib);
 		return rc;
 	}
 	*out = lib;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "econ/adaptive.h"
 #include "policy_builtin.h"
 
 struct trial {
@@ -15,10 +16,8 @@ struct trial {
 	void *ctx;
 	uint8_t *attn, *mlp;       /* [n_layer] */
 	int64_t max_draft;
-	double threshold;          /* the exit threshold gamma (0 = none); moves with adaptive */
 	int adaptive;
-	double alpha, eps, beta1, beta2, ar; /* the Self-SD rule (skipper-policy-bo-static(5)) */
-	int drafted;               /* this request has drafted (the rule's first round) */
+	struct econ_adaptive exit; /* gamma: the exit threshold (0 = none); moves with adaptive */
 };
 
 static int trial_create(const struct skipper_host *host, void *ctx, void **state)
@@ -34,10 +33,7 @@ static int trial_create(const struct skipper_host *host, void *ctx, void **state
 	t->host = host;
 	t->ctx = ctx;
 	t->max_draft = 4;
-	t->alpha = 0.9;
-	t->eps = 0.01;
-	t->beta1 = 0.5;
-	t->beta2 = 0.9;
+	econ_adaptive_init(&t->exit, 0, 0.9, 0.01, 0.5, 0.9);
 	*state = t;
 	return SKIPPER_POLICY_OK;
 }
@@ -59,23 +55,23 @@ static int trial_config(void *state, const char *key, const char *value)
 	if (!strcmp(key, "max_draft"))
 		return h->parse_int(t->ctx, value, 1, 1024, &t->max_draft);
 	if (!strcmp(key, "threshold"))
-		return h->parse_double(t->ctx, value, 0, 1, &t->threshold);
+		return h->parse_double(t->ctx, value, 0, 1, &t->exit.gamma);
 	if (!strcmp(key, "adaptive"))
 		return h->parse_bool(t->ctx, value, &t->adaptive);
 	if (!strcmp(key, "target_alpha"))
-		return h->parse_double(t->ctx, value, 0, 1, &t->alpha);
+		return h->parse_double(t->ctx, value, 0, 1, &t->exit.alpha);
 	if (!strcmp(key, "epsilon"))
-		return h->parse_double(t->ctx, value, 0, 1, &t->eps);
+		return h->parse_double(t->ctx, value, 0, 1, &t->exit.eps);
 	if (!strcmp(key, "beta1"))
-		return h->parse_double(t->ctx, value, 0, 1, &t->beta1);
+		return h->parse_double(t->ctx, value, 0, 1, &t->exit.beta1);
 	if (!strcmp(key, "beta2"))
-		return h->parse_double(t->ctx, value, 0, 1, &t->beta2);
+		return h->parse_double(t->ctx, value, 0, 1, &t->exit.beta2);
 	return SKIPPER_POLICY_UNKNOWN_KEY;
 }
 
 static int trial_begin(void *state, const struct skipper_request *req)
 {
-	((struct trial *)state)->drafted = 0;
+	econ_adaptive_begin(&((struct trial *)state)->exit);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -92,26 +88,18 @@ static int trial_select(void *state, struct skipper_plan *plan)
 static int trial_exit(void *state, const struct skipper_step *step)
 {
 	const struct trial *t = state;
-	return t->threshold > 0 && step->top_probs[0] < t->threshold ? SKIPPER_DRAFT_STOP : SKIPPER_DRAFT_CONTINUE;
+	return t->exit.gamma > 0 && step->top_probs[0] < t->exit.gamma ? SKIPPER_DRAFT_STOP : SKIPPER_DRAFT_CONTINUE;
 }
 
 static int trial_accept(void *state, const struct skipper_verdict *v)
 {
 	struct trial *t = state;
-	if (t->adaptive && v->n_drafted > 0) {
-		double are = (double)v->n_accepted / v->n_drafted;
-		t->ar = t->drafted ? t->beta1 * t->ar + (1 - t->beta1) * are : are;
-		double tmp = t->ar <= t->alpha ? t->threshold + t->eps : t->threshold - t->eps;
-		t->threshold = t->beta2 * t->threshold + (1 - t->beta2) * tmp;
-		t->drafted = 1;
-	}
+	if (t->adaptive)
+		econ_adaptive_update(&t->exit, t->exit.rounds == 0, v->n_accepted, v->n_drafted);
 	return SKIPPER_POLICY_OK;
 }
 
 const struct skipper_policy skipper_policy_trial = {
-	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
-	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
-	.struct_size = sizeof(struct skipper_policy),
 	.name = "trial",
 	.version = PACKAGE_VERSION,
 	.description = "a fixed skip set with a fixed or adaptive draft exit (host->trial's runs)",

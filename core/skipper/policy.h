@@ -23,6 +23,9 @@
  *    file as first released is minor 0.
  *  - Plugins never print, exit or abort: they report through
  *    host->set_error() and a negative return.
+ *  - SKIPPER_POLICY_REGISTER fills in abi_major, abi_minor and struct_size
+ *    (from this header, as the plugin is built): leave them out of the
+ *    descriptor. One that sets them by hand keeps its values.
  *
  * Self-contained on purpose (stdint.h and stddef.h only): a third party
  * builds against this header and skipper-policy.pc alone. */
@@ -37,7 +40,7 @@ extern "C" {
 #endif
 
 #define SKIPPER_POLICY_ABI_MAJOR 1
-#define SKIPPER_POLICY_ABI_MINOR 1
+#define SKIPPER_POLICY_ABI_MINOR 2
 
 /* Most top-k entries a draft step can carry (the backend limit). */
 #define SKIPPER_TOPK_MAX 64
@@ -446,6 +449,19 @@ struct skipper_host {
 #define SKIPPER_HOST_HAS(host, m) \
 	((host)->struct_size >= offsetof(struct skipper_host, m) + sizeof((host)->m))
 
+/* ---- what the host may do with several instances at once (descriptor.thread_model) ----
+ * The host never calls one instance from two threads at once. */
+
+/* Instances are independent: the host may call hooks of different
+ * instances at the same time, from different threads. The default: right
+ * for every plugin that keeps its state in its instances (no globals). */
+#define SKIPPER_THREAD_MODEL_PARALLEL_INSTANCES 0
+/* Every call into the plugin (create, config, config_complete,
+ * refine_needs, the hooks, destroy), for all its instances, one at a time.
+ * For a plugin with state shared between instances. A plugin built for
+ * minor 0 or 1 (before this field) is run so. */
+#define SKIPPER_THREAD_MODEL_SERIALIZE_ALL 1
+
 /* ---- the descriptor ----
  * Call order (skipper-policies(7)):
  *   create, config (once per key of the policy's INI section, file order),
@@ -457,9 +473,9 @@ struct skipper_host {
  * SKIPPER_POLICY_OK or a negative code (with set_error) that aborts the
  * request. */
 struct skipper_policy {
-	uint32_t abi_major;        /* SKIPPER_POLICY_ABI_MAJOR */
-	uint32_t abi_minor;        /* SKIPPER_POLICY_ABI_MINOR */
-	uint32_t struct_size;      /* sizeof(struct skipper_policy) */
+	uint32_t abi_major;        /* filled by SKIPPER_POLICY_REGISTER (SKIPPER_POLICY_ABI_MAJOR) */
+	uint32_t abi_minor;        /* filled by SKIPPER_POLICY_REGISTER (SKIPPER_POLICY_ABI_MINOR) */
+	uint32_t struct_size;      /* filled by SKIPPER_POLICY_REGISTER (sizeof(struct skipper_policy)) */
 	const char *name;          /* required; equals NAME in skipper-policy-NAME.so */
 	const char *version;       /* "1.2.0" */
 	const char *description;   /* one line */
@@ -490,6 +506,9 @@ struct skipper_policy {
 	int (*on_accept)(void *state, const struct skipper_verdict *verdict);   /* (nothing) */
 	int (*end)(void *state, const struct skipper_stats *stats);             /* (nothing) */
 	int (*calibrate)(void *state, const struct skipper_calibrate *calib);   /* (unsupported) */
+
+	/* ---- minor 2 ---- */
+	int thread_model;          /* SKIPPER_THREAD_MODEL_* (0 = parallel instances) */
 };
 
 typedef const struct skipper_policy *(*skipper_policy_init_fn)(void);
@@ -506,12 +525,38 @@ typedef const struct skipper_policy *(*skipper_policy_init_fn)(void);
 #define SKIPPER_POLICY_EXTERN_C
 #endif
 
-/* Emit the plugin's single exported entry point returning &desc. */
-#define SKIPPER_POLICY_REGISTER(desc)                                                     \
+/* Fill in the ABI fields of a descriptor that leaves abi_major 0 (a plugin
+ * that sets them by hand keeps its values). */
+static inline void skipper_policy_fill_abi(struct skipper_policy *d)
+{
+	if (d->abi_major == 0) {
+		d->abi_major = SKIPPER_POLICY_ABI_MAJOR;
+		d->abi_minor = SKIPPER_POLICY_ABI_MINOR;
+		d->struct_size = (uint32_t)sizeof *d;
+	}
+}
+
+/* Emit the plugin's single exported entry point. It returns a copy of desc
+ * (which may be const) with the ABI fields filled in. The host calls it once
+ * per load, never from two threads at once.
+ *
+ * SKIPPER_POLICY_REGISTER_WITH(desc, finish) also calls
+ * void finish(struct skipper_policy *d) on the copy before the host sees it:
+ * for a plugin that completes its descriptor when loaded (its config_help
+ * made from a table of its keys, say). */
+#define SKIPPER_POLICY_REGISTER_WITH(desc, finish)                                        \
 	SKIPPER_POLICY_EXTERN_C SKIPPER_POLICY_EXPORT const struct skipper_policy *       \
 	skipper_policy_init(void);                                                        \
 	SKIPPER_POLICY_EXTERN_C SKIPPER_POLICY_EXPORT const struct skipper_policy *       \
-	skipper_policy_init(void) { return &(desc); }
+	skipper_policy_init(void)                                                         \
+	{                                                                                 \
+		static struct skipper_policy skipper_policy_desc_;                        \
+		skipper_policy_desc_ = (desc);                                            \
+		skipper_policy_fill_abi(&skipper_policy_desc_);                           \
+		finish(&skipper_policy_desc_);                                            \
+		return &skipper_policy_desc_;                                             \
+	}
+#define SKIPPER_POLICY_REGISTER(desc) SKIPPER_POLICY_REGISTER_WITH(desc, (void))
 
 #ifdef __cplusplus
 }

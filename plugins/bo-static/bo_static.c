@@ -4,31 +4,44 @@
  * threshold that adapts to keep acceptance near alpha. With the host's cost
  * curve, K is a cap: each round drafts at most the length that maximises
  * expected tokens per step for the measured acceptance, none when no length
- * beats a plain step (probing again later; plugins/common/econ.h).
+ * beats a plain step (probing again later; plugins/common/drafting/costrule.h).
  * See skipper-policy-bo-static(5). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/adaptive.h"
-#include "../common/econ.h"
-#include "../common/keys.h"
-#include "../common/masksearch.h"
-#include "../common/ssdkeys.h"
-#include "../common/ssdrun.h"
+#include "common/drafting/costrule.h"
+#include "common/keys/keys.h"
+#include "common/selfsd/masksearch.h"
+#include "common/selfsd/ssdkeys.h"
+#include "common/selfsd/ssdrun.h"
+#include "econ/adaptive.h"
 #include "skipper/policy.h"
 
 struct bo_static {
 	const struct skipper_host *host;
 	void *ctx;
-	struct cm_ssd_keys k;
-	char *profile, *section; /* owned; NULL = [policy] profile, "mask" */
+	struct ssd_keys k;
+	char *profile, *section; /* owned; NULL = [policy] profile, BS_SECTION */
 	int n_layer;
 	uint8_t *attn, *mlp;     /* [n_layer] */
 	int prof_max_draft;      /* the profile's cap (32 = none; 0 = drafting does not pay) */
-	struct cm_adaptive ad;
-	struct cm_econ econ;
+	struct econ_adaptive ad;
+	struct cost_rule econ;
 };
+
+#define BS_SECTION "mask"
+
+static const struct key_spec bs_keys[] = {
+	{ "profile", KEY_STRING, offsetof(struct bo_static, profile), .value = "FILE", .help = "skip profile",
+	  .dflt_text = "[policy] profile" },
+	{ "profile_section", KEY_STRING, offsetof(struct bo_static, section), .value = "S",
+	  .help = "profile section with attn/mlp", .dflt_text = BS_SECTION },
+	{ NULL },
+};
+
+/* paper defaults (skipper-policy-bo-static(5) lists where each comes from) */
+static const struct key_spec bs_ssd_keys[] = { SSD_KEYS(0.6, 1, 8), { NULL } };
 
 static int bs_create(const struct skipper_host *host, void *ctx, void **state)
 {
@@ -38,14 +51,9 @@ static int bs_create(const struct skipper_host *host, void *ctx, void **state)
 	b->host = host;
 	b->ctx = ctx;
 	b->prof_max_draft = 32;
-	cm_econ_init(&b->econ);
-	/* paper defaults (skipper-policy-bo-static(5) lists where each comes from) */
-	b->k = (struct cm_ssd_keys){
-		.max_draft = 12, .threshold = 0.6, .adaptive = 1, .alpha = 0.9, .eps = 0.01, .beta1 = 0.5,
-		.beta2 = 0.9, .iterations = 1000, .probes = 3, .calib_prompts = 4, .calib_tokens = 32,
-		.search_max_draft = 8, .search_threshold = 0.8, .acq_samples = 10000, .acq_starts = 10,
-		.early_stop = 0.75, .ar_every = 10, .confirm = 2, .min_speedup = 1.02,
-	};
+	keys_defaults(bs_keys, b);
+	keys_defaults(bs_ssd_keys, &b->k);
+	cost_rule_init(&b->econ);
 	*state = b;
 	return SKIPPER_POLICY_OK;
 }
@@ -55,8 +63,7 @@ static void bs_destroy(void *state)
 	struct bo_static *b = state;
 	if (!b)
 		return;
-	free(b->profile);
-	free(b->section);
+	keys_free(bs_keys, b);
 	free(b->attn);
 	free(b->mlp);
 	free(b);
@@ -65,12 +72,10 @@ static void bs_destroy(void *state)
 static int bs_config(void *state, const char *key, const char *value)
 {
 	struct bo_static *b = state;
-	if (!strcmp(key, "profile"))
-		return cm_set_string(&b->profile, value);
-	if (!strcmp(key, "profile_section"))
-		return cm_set_string(&b->section, value);
-	int rc = cm_ssd_keys_config(b->host, b->ctx, &b->k, key, value);
-	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? cm_econ_config(&b->econ, b->host, b->ctx, key, value) : rc;
+	int rc = keys_config(bs_keys, b, b->host, b->ctx, key, value);
+	if (rc == SKIPPER_POLICY_UNKNOWN_KEY)
+		rc = keys_config(bs_ssd_keys, &b->k, b->host, b->ctx, key, value);
+	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? keys_config(cost_rule_keys, &b->econ, b->host, b->ctx, key, value) : rc;
 }
 
 static const char *profile_file(const struct bo_static *b)
@@ -81,15 +86,15 @@ static const char *profile_file(const struct bo_static *b)
 static int load_profile(struct bo_static *b)
 {
 	const struct skipper_host *h = b->host;
-	const char *path = profile_file(b), *sec = b->section ? b->section : "mask";
+	const char *path = profile_file(b), *sec = b->section ? b->section : BS_SECTION;
 	struct skipper_profile *p;
 	int ra, rm = SKIPPER_POLICY_OK, rc;
 
 	if ((rc = h->profile_read(b->ctx, path, &p)))
 		return rc; /* model hash / layer count mismatch is reported by the host */
 	b->prof_max_draft = 32;
-	if ((rc = cm_profile_method(h, b->ctx, p, path, "bo-static")) ||
-	    (rc = cm_profile_max_draft(h, b->ctx, p, path, sec, &b->prof_max_draft))) {
+	if ((rc = ssd_profile_method(h, b->ctx, p, path, "bo-static")) ||
+	    (rc = ssd_profile_max_draft(h, b->ctx, p, path, sec, &b->prof_max_draft))) {
 		h->profile_free(b->ctx, p);
 		return rc;
 	}
@@ -111,7 +116,7 @@ static int bs_config_complete(void *state)
 {
 	struct bo_static *b = state;
 	b->n_layer = b->host->n_layer;
-	cm_adaptive_init(&b->ad, b->k.threshold, b->k.alpha, b->k.eps, b->k.beta1, b->k.beta2);
+	econ_adaptive_init(&b->ad, b->k.threshold, b->k.alpha, b->k.eps, b->k.beta1, b->k.beta2);
 	if (b->n_layer <= 0)
 		return SKIPPER_POLICY_OK;
 	b->attn = calloc((size_t)b->n_layer, 1);
@@ -132,27 +137,27 @@ static int bs_begin(void *state, const struct skipper_request *req)
 		                           "(skipper calibrate --policy bo-static writes one)");
 		return SKIPPER_POLICY_ERROR;
 	}
-	cm_adaptive_begin_request(&b->ad);
+	econ_adaptive_begin(&b->ad);
 	return SKIPPER_POLICY_OK;
 }
 
 static int bs_select_draft(void *state, struct skipper_plan *plan)
 {
 	struct bo_static *b = state;
-	return cm_ssd_plan(b->host, b->ctx, plan, b->n_layer, b->attn, b->mlp, b->k.max_draft, b->prof_max_draft,
-	                   &b->econ);
+	return ssd_plan(b->host, b->ctx, plan, b->n_layer, b->attn, b->mlp, b->k.max_draft, b->prof_max_draft,
+	                &b->econ);
 }
 
 static int bs_should_exit(void *state, const struct skipper_step *step)
 {
 	struct bo_static *b = state;
-	return cm_ssd_should_exit(&b->k, &b->ad, step);
+	return ssd_should_exit(&b->k, &b->ad, step);
 }
 
 static int bs_on_accept(void *state, const struct skipper_verdict *v)
 {
 	struct bo_static *b = state;
-	cm_ssd_on_accept(&b->k, &b->ad, &b->econ, v);
+	ssd_on_accept(&b->k, &b->ad, &b->econ, v);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -160,8 +165,8 @@ static int bs_calibrate(void *state, const struct skipper_calibrate *c)
 {
 	struct bo_static *b = state;
 	const struct skipper_host *h = b->host;
-	struct cm_mask_search s;
-	struct cm_mask_result res;
+	struct ssd_search s;
+	struct ssd_result res;
 	struct skipper_profile *p = NULL;
 	const char **pr;
 	char *journal;
@@ -173,23 +178,23 @@ static int bs_calibrate(void *state, const struct skipper_calibrate *c)
 	}
 	idx = malloc((size_t)c->n_prompts * sizeof *idx);
 	pr = malloc((size_t)c->n_prompts * sizeof *pr);
-	journal = cm_sibling_path(c->output, ".search");
+	journal = ssd_sibling_path(c->output, ".search");
 	if (!idx || !pr || !journal) {
 		free(idx), free(pr), free(journal);
 		return SKIPPER_POLICY_NOMEM;
 	}
-	n = cm_pick(c->n_prompts, b->k.calib_prompts, c->seed, idx);
+	n = ssd_pick(c->n_prompts, b->k.calib_prompts, c->seed, idx);
 	for (int i = 0; i < n; i++)
 		pr[i] = c->prompts[idx[i]];
-	cm_mask_search_setup(&s, &b->k, c);
+	ssd_search_setup(&s, &b->k, c);
 	s.n_prompts = n;
 	s.prompts = pr;
 	s.journal = journal;
-	rc = cm_mask_search_run(h, b->ctx, &s, b->attn, b->mlp, &res);
+	rc = ssd_search_run(h, b->ctx, &s, b->attn, b->mlp, &res);
 	if (!rc)
 		rc = h->profile_new(b->ctx, "bo-static", &p);
 	if (!rc)
-		rc = cm_mask_record(h, b->ctx, p, "mask", "calibration", &s, &res, b->attn, b->mlp);
+		rc = ssd_record(h, b->ctx, p, "mask", "calibration", &s, &res, b->attn, b->mlp);
 	if (!rc)
 		rc = h->profile_write(b->ctx, p, c->output);
 	if (!rc)
@@ -202,14 +207,9 @@ static int bs_calibrate(void *state, const struct skipper_calibrate *c)
 }
 
 static const struct skipper_policy bo_static_policy = {
-	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
-	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
-	.struct_size = sizeof(struct skipper_policy),
 	.name = "bo-static",
 	.version = "1.1.0",
 	.description = "Draft & Verify: BO-searched static skip set, adaptive draft exit",
-	.config_help = "profile = FILE       skip profile (default: [policy] profile)\n"
-	               "profile_section = S  profile section with attn/mlp (default mask)\n" CM_SSD_KEYS_HELP CM_ECON_HELP,
 	.create = bs_create,
 	.config = bs_config,
 	.config_complete = bs_config_complete,
@@ -221,4 +221,12 @@ static const struct skipper_policy bo_static_policy = {
 	.calibrate = bs_calibrate,
 };
 
-SKIPPER_POLICY_REGISTER(bo_static_policy)
+/* config_help from the key tables, when the plugin is loaded */
+static void bs_help(struct skipper_policy *d)
+{
+	static char help[4096];
+	keys_help(help, sizeof help, (const struct key_spec *const[]){ bs_keys, bs_ssd_keys, cost_rule_keys, NULL });
+	d->config_help = help;
+}
+
+SKIPPER_POLICY_REGISTER_WITH(bo_static_policy, bs_help)

@@ -13,16 +13,16 @@
  * later); and a DP that is due runs only when its time fits the search
  * budget (search_share of decoding time plus half of what drafting saved),
  * so LOI stretches where a DP costs more than the drafts gain
- * (plugins/common/econ.h, budget.h). See skipper-policy-clasp(5). */
+ * (plugins/common/drafting/: costrule.h, budget.h). See skipper-policy-clasp(5). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "clasp_dp.h"
+#include "common/drafting/budget.h"
+#include "common/drafting/costrule.h"
+#include "common/keys/keys.h"
+#include "econ/econ.h"
 #include "skipper/policy.h"
-#include "../common/budget.h"
-#include "../common/costmodel.h"
-#include "../common/econ.h"
-#include "../common/keys.h"
 
 #define CLASP_MAX_DRAFT 32
 
@@ -46,14 +46,28 @@ struct clasp {
 	int have_mask;
 	int since_dp;        /* verify rounds since the last DP */
 	struct clasp_dp dp;
-	struct cm_econ econ; /* draft length by the cost curve */
-	struct cm_budget budget; /* DP time */
+	struct cost_rule econ; /* draft length by the cost curve */
+	struct search_budget budget; /* DP time */
 
 	/* per-request stats, reported by end() */
 	int dp_runs;
 	double dp_seconds, jaccard_sum, last_score;
 	int jaccard_n;       /* DPs that had a mask before them */
 	int dp_calls, deferred0, plain0;
+};
+
+#define CX(member) offsetof(struct clasp, member)
+static const struct key_spec clasp_keys[] = {
+	{ "skip_layers", KEY_INT, CX(m_layers), 0, 1, 4096, "M", "layers skipped while drafting",
+	  "round(skip_ratio * L)" },
+	{ "skip_ratio", KEY_DOUBLE, CX(skip_ratio), 0.5, 0.01, 0.99, "R", "M as a share of the layers" },
+	{ "interval", KEY_INT, CX(interval), 32, 1, 1000000, "LOI", "verification rounds between DP runs" },
+	{ "threshold", KEY_DOUBLE, CX(threshold), 0.7, 0, 1, "DET", "stop drafting when the draft's top-1 prob < DET" },
+	{ "max_draft", KEY_INT, CX(max_draft), 12, 1, CLASP_MAX_DRAFT, "K", "draft cap per round" },
+	{ "pin_first", KEY_BOOL, CX(pin_first), 0, .help = "never skip the first layer" },
+	{ "pin_last", KEY_BOOL, CX(pin_last), 0, .help = "never skip the last layer" },
+	{ "initial_dp", KEY_BOOL, CX(initial_dp), 1, .help = "run the DP on the last prompt token after prefill" },
+	{ NULL },
 };
 
 static int clasp_create(const struct skipper_host *host, void *ctx, void **state)
@@ -63,13 +77,9 @@ static int clasp_create(const struct skipper_host *host, void *ctx, void **state
 		return SKIPPER_POLICY_NOMEM;
 	c->host = host;
 	c->ctx = ctx;
-	c->skip_ratio = 0.5;
-	c->interval = 32;
-	c->threshold = 0.7;
-	c->max_draft = 12;
-	c->initial_dp = 1;
-	cm_econ_init(&c->econ);
-	cm_budget_init(&c->budget, 0.02);
+	keys_defaults(clasp_keys, c);
+	cost_rule_init(&c->econ);
+	search_budget_init(&c->budget);
 	*state = c;
 	return SKIPPER_POLICY_OK;
 }
@@ -89,26 +99,11 @@ static void clasp_destroy(void *state)
 static int clasp_config(void *state, const char *key, const char *value)
 {
 	struct clasp *c = state;
-	const struct skipper_host *h = c->host;
-
-	if (!strcmp(key, "skip_layers"))
-		return cm_parse_int(h, c->ctx, value, 1, 4096, &c->m_layers);
-	if (!strcmp(key, "skip_ratio"))
-		return h->parse_double(c->ctx, value, 0.01, 0.99, &c->skip_ratio);
-	if (!strcmp(key, "interval"))
-		return cm_parse_int(h, c->ctx, value, 1, 1000000, &c->interval);
-	if (!strcmp(key, "threshold"))
-		return h->parse_double(c->ctx, value, 0.0, 1.0, &c->threshold);
-	if (!strcmp(key, "max_draft"))
-		return cm_parse_int(h, c->ctx, value, 1, CLASP_MAX_DRAFT, &c->max_draft);
-	if (!strcmp(key, "pin_first"))
-		return h->parse_bool(c->ctx, value, &c->pin_first);
-	if (!strcmp(key, "pin_last"))
-		return h->parse_bool(c->ctx, value, &c->pin_last);
-	if (!strcmp(key, "initial_dp"))
-		return h->parse_bool(c->ctx, value, &c->initial_dp);
-	int rc = cm_econ_config(&c->econ, h, c->ctx, key, value);
-	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? cm_budget_config(&c->budget, h, c->ctx, key, value) : rc;
+	int rc = keys_config(clasp_keys, c, c->host, c->ctx, key, value);
+	if (rc == SKIPPER_POLICY_UNKNOWN_KEY)
+		rc = keys_config(cost_rule_keys, &c->econ, c->host, c->ctx, key, value);
+	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? keys_config(search_budget_keys, &c->budget, c->host, c->ctx, key, value)
+	                                        : rc;
 }
 
 static int clasp_config_complete(void *state)
@@ -149,7 +144,7 @@ static double dp_predict(const struct clasp *c)
 	const struct skipper_costs *cs = c->econ.costs;
 	if (!cs)
 		return 1.0;
-	return cs->step_seconds * c->L * (cs->attn + cs->mlp) * cm_verify_cost(cs, (c->M + 1) / 2);
+	return cs->step_seconds * c->L * (cs->attn + cs->mlp) * econ_verify_cost(cs, (c->M + 1) / 2);
 }
 
 /* One DP on row `row` of the captured states (L+1 points). The DP runs
@@ -185,7 +180,7 @@ static int run_dp(struct clasp *c, const struct skipper_states *st, int row)
 	c->last_score = score;
 	t0 = h->now(c->ctx) - t0;
 	c->dp_seconds += t0;
-	cm_budget_spent(&c->budget, t0, dp_predict(c));
+	search_budget_spent(&c->budget, t0, dp_predict(c));
 	return SKIPPER_POLICY_OK;
 }
 
@@ -200,12 +195,12 @@ static int clasp_begin(void *state, const struct skipper_request *req)
 	c->plain0 = c->econ.plain_rounds;
 	/* with costs, even the first DP waits for its credit: on a short
 	 * request it would cost more than drafting can win back */
-	if (cm_econ_costs(&c->econ, c->host, c->ctx))
-		cm_budget_prior(&c->budget, 1.0);
+	if (cost_rule_costs(&c->econ, c->host, c->ctx))
+		search_budget_prior(&c->budget, 1.0);
 	/* A mask from an earlier request is a better start than none; the
 	 * prefill DP replaces it at once when enabled and the budget has room. */
 	if (c->initial_dp && req->states && req->states->n_rows > 0 &&
-	    cm_budget_allow(&c->budget, c->econ.costs, dp_predict(c)))
+	    search_budget_allow(&c->budget, c->econ.costs, dp_predict(c)))
 		return run_dp(c, req->states, req->states->n_rows - 1);
 	return SKIPPER_POLICY_OK;
 }
@@ -222,7 +217,7 @@ static int clasp_select_draft(void *state, struct skipper_plan *plan)
 	 * then, so a DP it allows now it allows there, and a DP it defers
 	 * waits without captures) */
 	if (c->have_mask &&
-	    (c->since_dp + 1 < c->interval || !cm_budget_allow(&c->budget, c->econ.costs, dp_predict(c))))
+	    (c->since_dp + 1 < c->interval || !search_budget_allow(&c->budget, c->econ.costs, dp_predict(c))))
 		plan->capture = 0;
 	if (!c->have_mask) {
 		plan->max_draft = 0; /* drafting with nothing skipped only costs time */
@@ -232,7 +227,7 @@ static int clasp_select_draft(void *state, struct skipper_plan *plan)
 	memcpy(plan->skip_mlp, c->skip, (size_t)c->L);
 	if (plan->max_draft > c->max_draft)
 		plan->max_draft = c->max_draft;
-	cm_econ_plan(&c->econ, c->host, c->ctx, plan);
+	cost_rule_plan(&c->econ, c->host, c->ctx, plan);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -246,14 +241,14 @@ static int clasp_on_accept(void *state, const struct skipper_verdict *v)
 {
 	struct clasp *c = state;
 	c->since_dp++;
-	cm_econ_verdict(&c->econ, v);
-	cm_budget_round(&c->budget, c->econ.costs, v, !c->have_mask);
+	cost_rule_verdict(&c->econ, v);
+	search_budget_round(&c->budget, c->econ.costs, v, !c->have_mask);
 	/* bonus < 0: generation ended inside this round, the captured row may
 	 * not be committed and nothing will be drafted with a new mask */
 	if (v->bonus < 0 || !v->states || v->states->n_rows < 1)
 		return SKIPPER_POLICY_OK;
 	if ((!c->have_mask || c->since_dp >= c->interval) &&
-	    cm_budget_ready(&c->budget, c->econ.costs, dp_predict(c)))
+	    search_budget_ready(&c->budget, c->econ.costs, dp_predict(c)))
 		return run_dp(c, v->states, v->states->n_rows - 1);
 	return SKIPPER_POLICY_OK;
 }
@@ -271,26 +266,14 @@ static int clasp_end(void *state, const struct skipper_stats *s)
 	             s->seconds > 0 ? 100.0 * c->dp_seconds / s->seconds : 0.0, s->seconds, c->dp_calls,
 	             c->jaccard_n ? c->jaccard_sum / c->jaccard_n : 1.0, c->last_score, buf,
 	             c->econ.costs ? "costs" : "no costs", c->budget.deferred - c->deferred0,
-	             c->econ.plain_rounds - c->plain0, cm_accept_rate(&c->econ.acc));
+	             c->econ.plain_rounds - c->plain0, accept_est_rate(&c->econ.acc));
 	return SKIPPER_POLICY_OK;
 }
 
 static const struct skipper_policy clasp_policy = {
-	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
-	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
-	.struct_size = sizeof(struct skipper_policy),
 	.name = "clasp",
 	.version = "1.1.0",
 	.description = "CLaSp: layer-skip DP on the last verified token's hidden states every LOI rounds",
-	.config_help = "skip_layers = M      layers skipped while drafting (default round(skip_ratio * L))\n"
-	               "skip_ratio = R       M as a share of the layers (default 0.5)\n"
-	               "interval = LOI       verification rounds between DP runs (default 32)\n"
-	               "threshold = DET      stop drafting when the draft's top-1 prob < DET (default 0.7)\n"
-	               "max_draft = K        draft cap per round (default 12)\n"
-	               "pin_first = BOOL     never skip the first layer (default false)\n"
-	               "pin_last = BOOL      never skip the last layer (default false)\n"
-	               "initial_dp = BOOL    run the DP on the last prompt token after prefill (default true)\n" CM_ECON_HELP
-	                       CM_BUDGET_HELP("0.02"),
 	.needs = SKIPPER_NEED_LAST_LAYER_STATES,
 	.prompt_rows = 1,
 	.create = clasp_create,
@@ -304,4 +287,13 @@ static const struct skipper_policy clasp_policy = {
 	.end = clasp_end,
 };
 
-SKIPPER_POLICY_REGISTER(clasp_policy)
+/* config_help from the key tables, when the plugin is loaded */
+static void clasp_help(struct skipper_policy *d)
+{
+	static char help[2048];
+	keys_help(help, sizeof help,
+	          (const struct key_spec *const[]){ clasp_keys, cost_rule_keys, search_budget_keys, NULL });
+	d->config_help = help;
+}
+
+SKIPPER_POLICY_REGISTER_WITH(clasp_policy, clasp_help)

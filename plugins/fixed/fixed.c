@@ -9,14 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/costmodel.h"
-#include "../common/econ.h"
-#include "../common/keys.h"
-#include "../common/spine.h"
+#include "common/drafting/costrule.h"
+#include "common/drafting/spine.h"
+#include "common/keys/keys.h"
+#include "econ/econ.h"
 #include "skipper/policy.h"
 
 #define FIXED_MAX_DRAFT 32
 #define FIXED_MAX_TREE 8
+/* draft lengths by the keys' absence: draft_length without threshold, max_draft with */
+#define FIXED_DRAFT_LENGTH 4
+#define FIXED_THRESHOLD_CAP 8
+#define FIXED_SECTION "mask"
 
 struct fixed {
 	const struct skipper_host *host;
@@ -25,7 +29,7 @@ struct fixed {
 	/* configuration as given; lists are parsed once the model is known */
 	char *attn_s, *mlp_s;
 	char *profile;      /* profile = FILE */
-	char *section;      /* profile_section, default "mask" */
+	char *section;      /* profile_section (NULL: FIXED_SECTION) */
 	int draft_length;   /* 0 = unset */
 	int max_draft;      /* 0 = unset */
 	double threshold;   /* 0 = off */
@@ -34,7 +38,23 @@ struct fixed {
 	int n_layer;
 	uint8_t *attn, *mlp;
 	int cap;            /* effective draft cap */
-	struct cm_econ econ;
+	struct cost_rule econ;
+};
+
+#define FX(member) offsetof(struct fixed, member)
+static const struct key_spec fixed_keys[] = {
+	{ "attn", KEY_LAYERS, FX(attn_s), .help = "attention sub-layers to skip, e.g. 3,5,7-12" },
+	{ "mlp", KEY_LAYERS, FX(mlp_s), .help = "MLP sub-layers to skip" },
+	{ "profile", KEY_STRING, FX(profile), .value = "FILE", .help = "read the mask from a skip profile instead" },
+	{ "profile_section", KEY_STRING, FX(section), .value = "S", .help = "profile section holding attn/mlp",
+	  .dflt_text = FIXED_SECTION },
+	{ "draft_length", KEY_INT, FX(draft_length), 0, 1, FIXED_MAX_DRAFT, "K",
+	  "tokens drafted per round, at most with costs", KEY_TEXT(FIXED_DRAFT_LENGTH) },
+	{ "threshold", KEY_DOUBLE, FX(threshold), 0, 0, 1, "P", "stop drafting when the draft token's prob < P; 0 = off" },
+	{ "max_draft", KEY_INT, FX(max_draft), 0, 1, FIXED_MAX_DRAFT, "K", "draft cap with threshold",
+	  KEY_TEXT(FIXED_THRESHOLD_CAP) },
+	{ "tree", KEY_INT, FX(tree), 0, 0, FIXED_MAX_TREE, "K", "verify the top-K candidates at each depth; 0 = chain" },
+	{ NULL },
 };
 
 static int fixed_create(const struct skipper_host *host, void *ctx, void **state)
@@ -44,7 +64,8 @@ static int fixed_create(const struct skipper_host *host, void *ctx, void **state
 		return SKIPPER_POLICY_NOMEM;
 	f->host = host;
 	f->ctx = ctx;
-	cm_econ_init(&f->econ);
+	keys_defaults(fixed_keys, f);
+	cost_rule_init(&f->econ);
 	*state = f;
 	return SKIPPER_POLICY_OK;
 }
@@ -54,10 +75,7 @@ static void fixed_destroy(void *state)
 	struct fixed *f = state;
 	if (!f)
 		return;
-	free(f->attn_s);
-	free(f->mlp_s);
-	free(f->profile);
-	free(f->section);
+	keys_free(fixed_keys, f);
 	free(f->attn);
 	free(f->mlp);
 	free(f);
@@ -66,35 +84,15 @@ static void fixed_destroy(void *state)
 static int fixed_config(void *state, const char *key, const char *value)
 {
 	struct fixed *f = state;
-	const struct skipper_host *h = f->host;
-	int rc;
-
-	if (strcmp(key, "attn") == 0 || strcmp(key, "mlp") == 0) {
-		/* Syntax and range now, so a typo is reported at its line. */
-		if ((rc = h->parse_layers(f->ctx, value, NULL, h->n_layer)))
-			return rc;
-		return cm_set_string(key[0] == 'a' ? &f->attn_s : &f->mlp_s, value);
-	}
-	if (strcmp(key, "profile") == 0)
-		return cm_set_string(&f->profile, value);
-	if (strcmp(key, "profile_section") == 0)
-		return cm_set_string(&f->section, value);
-	if (strcmp(key, "draft_length") == 0)
-		return cm_parse_int(h, f->ctx, value, 1, FIXED_MAX_DRAFT, &f->draft_length);
-	if (strcmp(key, "max_draft") == 0)
-		return cm_parse_int(h, f->ctx, value, 1, FIXED_MAX_DRAFT, &f->max_draft);
-	if (strcmp(key, "threshold") == 0)
-		return h->parse_double(f->ctx, value, 0.0, 1.0, &f->threshold);
-	if (strcmp(key, "tree") == 0)
-		return cm_parse_int(h, f->ctx, value, 0, FIXED_MAX_TREE, &f->tree);
-	return cm_econ_config(&f->econ, h, f->ctx, key, value);
+	int rc = keys_config(fixed_keys, f, f->host, f->ctx, key, value);
+	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? keys_config(cost_rule_keys, &f->econ, f->host, f->ctx, key, value) : rc;
 }
 
 static int load_masks(struct fixed *f)
 {
 	const struct skipper_host *h = f->host;
 	const char *path = f->profile;
-	const char *section = f->section ? f->section : "mask";
+	const char *section = f->section ? f->section : FIXED_SECTION;
 	struct skipper_profile *p;
 	int rc;
 
@@ -148,7 +146,8 @@ static int fixed_config_complete(void *state)
 		h->set_error(f->ctx, "max_draft applies with threshold; without it use draft_length");
 		return SKIPPER_POLICY_ERROR;
 	}
-	f->cap = f->threshold > 0 ? (f->max_draft ? f->max_draft : 8) : (f->draft_length ? f->draft_length : 4);
+	f->cap = f->threshold > 0 ? (f->max_draft ? f->max_draft : FIXED_THRESHOLD_CAP)
+	                          : (f->draft_length ? f->draft_length : FIXED_DRAFT_LENGTH);
 
 	f->n_layer = h->n_layer;
 	if (f->n_layer <= 0)
@@ -181,7 +180,7 @@ static int fixed_select_draft(void *state, struct skipper_plan *plan)
 	memcpy(plan->skip_mlp, f->mlp, (size_t)f->n_layer);
 	if (plan->max_draft > f->cap)
 		plan->max_draft = f->cap;
-	cm_econ_plan(&f->econ, f->host, f->ctx, plan);
+	cost_rule_plan(&f->econ, f->host, f->ctx, plan);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -194,11 +193,11 @@ static int fixed_should_exit(void *state, const struct skipper_step *step)
 /* Spine + leaf siblings: depth j holds the chain token and up to tree - 1
  * other top-k candidates of draft step j, all children of chain node j-1
  * (or the root). With costs only those whose expected gain pays for their
- * row (cm_tree_widths); without, all tree - 1. */
+ * row (econ_tree_widths); without, all tree - 1. */
 static int fixed_verify(void *state, const struct skipper_draft *d, struct skipper_tree *t)
 {
 	struct fixed *f = state;
-	int cap[CM_SPINE_MAX_DEPTH], extra[CM_SPINE_MAX_DEPTH], n = d->n < CM_SPINE_MAX_DEPTH ? d->n : CM_SPINE_MAX_DEPTH;
+	int cap[SPINE_MAX_DEPTH], extra[SPINE_MAX_DEPTH], n = d->n < SPINE_MAX_DEPTH ? d->n : SPINE_MAX_DEPTH;
 
 	if (f->tree <= 1)
 		return SKIPPER_POLICY_OK;
@@ -207,35 +206,24 @@ static int fixed_verify(void *state, const struct skipper_draft *d, struct skipp
 	if (f->econ.costs) {
 		struct skipper_draft head = *d;
 		head.n = n;
-		if (cm_tree_widths(f->econ.costs, f->econ.last_d, &head, cap, extra) == 0)
+		if (econ_tree_widths(f->econ.costs, f->econ.last_d, &head, cap, extra) == 0)
 			return SKIPPER_POLICY_OK; /* no sibling pays for its row: the chain */
 	}
-	cm_spine_tree(d, extra, n, t);
+	spine_tree(d, extra, n, t);
 	return SKIPPER_POLICY_OK;
 }
 
 static int fixed_on_accept(void *state, const struct skipper_verdict *v)
 {
 	struct fixed *f = state;
-	cm_econ_verdict(&f->econ, v);
+	cost_rule_verdict(&f->econ, v);
 	return SKIPPER_POLICY_OK;
 }
 
 static const struct skipper_policy fixed_policy = {
-	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
-	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
-	.struct_size = sizeof(struct skipper_policy),
 	.name = "fixed",
 	.version = "1.1.0",
 	.description = "one hand-chosen skip mask; fixed draft length or confidence exit",
-	.config_help = "attn = LAYERS        attention sub-layers to skip, e.g. 3,5,7-12\n"
-	               "mlp = LAYERS         MLP sub-layers to skip\n"
-	               "profile = FILE       read the mask from a skip profile instead\n"
-	               "profile_section = S  profile section holding attn/mlp (default mask)\n"
-	               "draft_length = K     tokens drafted per round, at most with costs (default 4)\n"
-	               "threshold = P        stop drafting when the draft token's prob < P (default 0 = off)\n"
-	               "max_draft = K        draft cap with threshold (default 8)\n"
-	               "tree = K             verify the top-K candidates at each depth (default 0 = chain)\n" CM_ECON_HELP,
 	.create = fixed_create,
 	.config = fixed_config,
 	.config_complete = fixed_config_complete,
@@ -247,4 +235,12 @@ static const struct skipper_policy fixed_policy = {
 	.on_accept = fixed_on_accept,
 };
 
-SKIPPER_POLICY_REGISTER(fixed_policy)
+/* config_help from the key tables, when the plugin is loaded */
+static void fixed_help(struct skipper_policy *d)
+{
+	static char help[2048];
+	keys_help(help, sizeof help, (const struct key_spec *const[]){ fixed_keys, cost_rule_keys, NULL });
+	d->config_help = help;
+}
+
+SKIPPER_POLICY_REGISTER_WITH(fixed_policy, fixed_help)

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/costmodel.h"
+#include "econ/econ.h"
 #include "knap_latency.h"
 #include "knap_pick.h"
 
@@ -26,7 +26,7 @@ static int by_bound(const void *a, const void *b)
  * verify[gamma + 1] plain steps under the cost curve. */
 static double t_target(const struct knap_pick *p, int gamma)
 {
-	return p->costs ? p->t_step * cm_verify_cost(p->costs, gamma + 1) : p->t_step;
+	return p->costs ? p->t_step * econ_verify_cost(p->costs, gamma + 1) : p->t_step;
 }
 
 /* Fold cell c at acceptance alpha into the best (tpt, c, gamma), with the

@@ -15,7 +15,7 @@
  * every step and verify[gamma + 1] plain steps for a verification
  * (knap_pick.h); the chosen set's alpha_hat seeds the acceptance estimate
  * of the run-time cap (the length maximising expected tokens per step,
- * none when no length beats a plain step, probing later; econ.h); and a
+ * none when no length beats a plain step, probing later; common/drafting/costrule.h); and a
  * DP that is due runs only when its time fits the search budget, else its
  * capture window starts over (budget.h). See skipper-policy-knapspec(5). */
 #include <math.h>
@@ -23,18 +23,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/drafting/budget.h"
+#include "common/drafting/costrule.h"
+#include "common/keys/keys.h"
+#include "econ/econ.h"
 #include "knap_dp.h"
 #include "knap_latency.h"
 #include "knap_pick.h"
 #include "skipper/policy.h"
-#include "../common/budget.h"
-#include "../common/costmodel.h"
-#include "../common/econ.h"
-#include "../common/keys.h"
 
 #define KS_MAX_DRAFT 32
 #define KS_MAX_ROWS 128
 #define KS_FIT_POINTS 16
+#define KS_DEVICE "cpu"
 
 struct knapspec {
 	const struct skipper_host *host;
@@ -53,7 +54,7 @@ struct knapspec {
 	                        no mask exists) */
 	int pin_ends;        /* never skip the first and last layer */
 	int weight_cap;      /* 0 = uncapped */
-	char *device;        /* [latency.DEVICE] */
+	char *device;        /* [latency.DEVICE] (NULL: KS_DEVICE) */
 	char *profile;       /* profile = FILE (else [policy] profile) */
 	int calib_points;    /* ctx lengths timed by calibrate */
 
@@ -64,8 +65,8 @@ struct knapspec {
 	uint8_t *skip, *cand; /* [2L] current mask, a candidate */
 	int have_mask;
 	double d_steps;      /* a draft step with the mask, in plain steps at the DP's context */
-	struct cm_econ econ; /* run-time draft length by the cost curve */
-	struct cm_budget budget; /* DP time */
+	struct cost_rule econ; /* run-time draft length by the cost curve */
+	struct search_budget budget; /* DP time */
 
 	/* rows of the last m steps: [max_rows][2L+1][d] */
 	float *rows;
@@ -83,6 +84,49 @@ struct knapspec {
 	int deferred0, plain0;
 };
 
+/* device names a profile section: [latency.NAME] */
+static int device_name(const struct skipper_host *h, void *ctx, const char *value)
+{
+	for (const char *p = value; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
+		      *p == '-')) {
+			h->set_error(ctx, "device names a profile section: letters, digits, '_' and '-' only");
+			return SKIPPER_POLICY_ERROR;
+		}
+	if (!*value) {
+		h->set_error(ctx, "device must not be empty");
+		return SKIPPER_POLICY_ERROR;
+	}
+	return SKIPPER_POLICY_OK;
+}
+
+#define KX(member) offsetof(struct knapspec, member)
+static const struct key_spec ks_keys[] = {
+	{ "interval", KEY_INT, KX(interval), 64, 1, 1000000, "T", "speculation steps between DP runs" },
+	{ "steps", KEY_INT, KX(m_steps), 5, 1, 64, "m", "steps whose committed rows feed the DP" },
+	{ "restart", KEY_BOOL, KX(restart), 0, .help = "restart the T-step schedule with a prefill DP per request" },
+	{ "max_rows", KEY_INT, KX(max_rows), 64, 1, KS_MAX_ROWS, "R", "at most R rows in the DP" },
+	{ "prefill_rows", KEY_INT, KX(prefill_rows), 5, 0, KS_MAX_ROWS, "R",
+	  "prompt rows for a first DP after prefill; 0 = none" },
+	{ "tau", KEY_DOUBLE, KX(tau), 0.5, -1, 1, "X", "DP cosine pruning threshold" },
+	{ "max_draft", KEY_INT, KX(max_draft), 10, 1, KS_MAX_DRAFT, "D", "draft-length grid 1..D and draft cap" },
+	{ "threshold", KEY_DOUBLE, KX(threshold), 0.7, 0, 1, "P", "stop drafting when the top-1 prob < P" },
+	{ "pin_ends", KEY_BOOL, KX(pin_ends), 1, .help = "never skip the first and last layer" },
+	{ "weight_cap", KEY_INT, KX(weight_cap), 5, 0, 1000, "W", "cap on integer item weights, 0 = none" },
+	{ "device", KEY_STRING, KX(device), .value = "NAME", .help = "profile section [latency.NAME]",
+	  .dflt_text = KS_DEVICE, .check = device_name },
+	{ "profile", KEY_STRING, KX(profile), .value = "FILE", .help = "profile with the latency model",
+	  .dflt_text = "[policy] profile" },
+	{ "calibrate_points", KEY_INT, KX(calib_points), KS_FIT_POINTS, 2, 256, "N",
+	  "context lengths timed by skipper calibrate" },
+	{ NULL },
+};
+
+static const char *device(const struct knapspec *k)
+{
+	return k->device ? k->device : KS_DEVICE;
+}
+
 static int ks_create(const struct skipper_host *host, void *ctx, void **state)
 {
 	struct knapspec *k = calloc(1, sizeof *k);
@@ -90,23 +134,9 @@ static int ks_create(const struct skipper_host *host, void *ctx, void **state)
 		return SKIPPER_POLICY_NOMEM;
 	k->host = host;
 	k->ctx = ctx;
-	k->tau = 0.5;
-	k->m_steps = 5;
-	k->max_rows = 64;
-	k->prefill_rows = 5;
-	k->max_draft = 10;
-	k->threshold = 0.7;
-	k->interval = 64;
-	k->restart = 0;
-	k->pin_ends = 1;
-	k->weight_cap = 5;
-	k->calib_points = KS_FIT_POINTS;
-	cm_econ_init(&k->econ);
-	cm_budget_init(&k->budget, 0.02);
-	if (!(k->device = strdup("cpu"))) {
-		free(k);
-		return SKIPPER_POLICY_NOMEM;
-	}
+	keys_defaults(ks_keys, k);
+	cost_rule_init(&k->econ);
+	search_budget_init(&k->budget);
 	*state = k;
 	return SKIPPER_POLICY_OK;
 }
@@ -117,8 +147,7 @@ static void ks_destroy(void *state)
 	if (!k)
 		return;
 	knap_dp_free(&k->dp);
-	free(k->device);
-	free(k->profile);
+	keys_free(ks_keys, k);
 	free(k->pinned);
 	free(k->skip);
 	free(k->cand);
@@ -132,47 +161,11 @@ static void ks_destroy(void *state)
 static int ks_config(void *state, const char *key, const char *value)
 {
 	struct knapspec *k = state;
-	const struct skipper_host *h = k->host;
-
-	if (!strcmp(key, "tau"))
-		return h->parse_double(k->ctx, value, -1.0, 1.0, &k->tau);
-	if (!strcmp(key, "steps"))
-		return cm_parse_int(h, k->ctx, value, 1, 64, &k->m_steps);
-	if (!strcmp(key, "max_rows"))
-		return cm_parse_int(h, k->ctx, value, 1, KS_MAX_ROWS, &k->max_rows);
-	if (!strcmp(key, "prefill_rows"))
-		return cm_parse_int(h, k->ctx, value, 0, KS_MAX_ROWS, &k->prefill_rows);
-	if (!strcmp(key, "max_draft"))
-		return cm_parse_int(h, k->ctx, value, 1, KS_MAX_DRAFT, &k->max_draft);
-	if (!strcmp(key, "threshold"))
-		return h->parse_double(k->ctx, value, 0.0, 1.0, &k->threshold);
-	if (!strcmp(key, "interval"))
-		return cm_parse_int(h, k->ctx, value, 1, 1000000, &k->interval);
-	if (!strcmp(key, "restart"))
-		return h->parse_bool(k->ctx, value, &k->restart);
-	if (!strcmp(key, "pin_ends"))
-		return h->parse_bool(k->ctx, value, &k->pin_ends);
-	if (!strcmp(key, "weight_cap"))
-		return cm_parse_int(h, k->ctx, value, 0, 1000, &k->weight_cap);
-	if (!strcmp(key, "calibrate_points"))
-		return cm_parse_int(h, k->ctx, value, 2, 256, &k->calib_points);
-	if (!strcmp(key, "device")) {
-		for (const char *p = value; *p; p++)
-			if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
-			      *p == '-')) {
-				h->set_error(k->ctx, "device names a profile section: letters, digits, '_' and '-' only");
-				return SKIPPER_POLICY_ERROR;
-			}
-		if (!*value) {
-			h->set_error(k->ctx, "device must not be empty");
-			return SKIPPER_POLICY_ERROR;
-		}
-		return cm_set_string(&k->device, value);
-	}
-	if (!strcmp(key, "profile"))
-		return cm_set_string(&k->profile, value);
-	int rc = cm_econ_config(&k->econ, h, k->ctx, key, value);
-	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? cm_budget_config(&k->budget, h, k->ctx, key, value) : rc;
+	int rc = keys_config(ks_keys, k, k->host, k->ctx, key, value);
+	if (rc == SKIPPER_POLICY_UNKNOWN_KEY)
+		rc = keys_config(cost_rule_keys, &k->econ, k->host, k->ctx, key, value);
+	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? keys_config(search_budget_keys, &k->budget, k->host, k->ctx, key, value)
+	                                        : rc;
 }
 
 /* c1, c2, c3 from [latency.DEVICE] of the profile, when there is one. */
@@ -189,7 +182,7 @@ static int load_latency(struct knapspec *k)
 		return SKIPPER_POLICY_OK;
 	if ((rc = h->profile_read(k->ctx, path, &p)))
 		return rc;
-	snprintf(section, sizeof section, "latency.%s", k->device);
+	snprintf(section, sizeof section, "latency.%s", device(k));
 	v[0] = h->profile_get(k->ctx, p, section, "c1");
 	v[1] = h->profile_get(k->ctx, p, section, "c2");
 	v[2] = h->profile_get(k->ctx, p, section, "c3");
@@ -327,15 +320,15 @@ static double dp_predict(const struct knapspec *k, int r, int n)
 		lat = (struct knap_latency){ .c1 = cs->mlp, .c3 = cs->attn };
 	knap_weights(&lat, n, k->weight_cap, &wa, &wm);
 	live = k->L * (wa + wm) / 4 + 1;
-	return cs->step_seconds * (k->L * (cs->attn + cs->mlp) * cm_verify_cost(cs, live * r) +
-	                           cs->head * cm_verify_cost(cs, live * r / 2));
+	return cs->step_seconds * (k->L * (cs->attn + cs->mlp) * econ_verify_cost(cs, live * r) +
+	                           cs->head * econ_verify_cost(cs, live * r / 2));
 }
 
 /* The DP and the TPT grid (Algorithms 1 and 2) at context length n. */
 static int optimize(struct knapspec *k, int n)
 {
 	const struct skipper_host *h = k->host;
-	const struct skipper_costs *cs = cm_econ_costs(&k->econ, h, k->ctx);
+	const struct skipper_costs *cs = cost_rule_costs(&k->econ, h, k->ctx);
 	const int L = k->L, r = k->n_rows;
 	double t0 = h->now(k->ctx), ta, tm, units = dp_predict(k, r, n);
 	int wa, wm, Kh, rc;
@@ -370,7 +363,7 @@ static int optimize(struct knapspec *k, int n)
 		/* a new set: its alpha_hat is the best guess of its acceptance
 		 * (the same set keeps what the rounds measured) */
 		if (!k->have_mask || memcmp(k->cand, k->skip, (size_t)2 * L))
-			cm_econ_seed(&k->econ, pk.alpha);
+			cost_rule_seed(&k->econ, pk.alpha);
 		k->have_mask = 1;
 		k->d_steps = pk.t_draft / pk.t_step;
 		k->last_tpt = pk.tpt;
@@ -389,7 +382,7 @@ static int optimize(struct knapspec *k, int n)
 		k->max_live = k->dp.max_live;
 	t0 = h->now(k->ctx) - t0;
 	k->dp_seconds += t0;
-	cm_budget_spent(&k->budget, t0, units);
+	search_budget_spent(&k->budget, t0, units);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -405,10 +398,10 @@ static int ks_begin(void *state, const struct skipper_request *req)
 		k->since = 0;
 	/* with costs, even the first DP waits for its credit: on a CPU it
 	 * costs seconds, more than a short request's drafts could win back */
-	if (cm_econ_costs(&k->econ, k->host, k->ctx))
-		cm_budget_prior(&k->budget, 1.0);
+	if (cost_rule_costs(&k->econ, k->host, k->ctx))
+		search_budget_prior(&k->budget, 1.0);
 	if (k->prefill_rows > 0 && (!k->have_mask || k->restart) && req->states && req->states->n_rows > 0 &&
-	    cm_budget_allow(&k->budget, k->econ.costs,
+	    search_budget_allow(&k->budget, k->econ.costs,
 	                    dp_predict(k, req->states->n_rows < k->prefill_rows ? req->states->n_rows : k->prefill_rows,
 	                               req->n_prompt))) {
 		int first = req->states->n_rows > k->prefill_rows ? req->states->n_rows - k->prefill_rows : 0;
@@ -443,8 +436,8 @@ static int ks_select_draft(void *state, struct skipper_plan *plan)
 	if (plan->max_draft > k->max_draft)
 		plan->max_draft = k->max_draft;
 	/* the draft step priced by the context-aware model of the last DP */
-	if (cm_econ_costs(&k->econ, k->host, k->ctx))
-		plan->max_draft = cm_econ_cap(&k->econ, k->d_steps, plan->max_draft);
+	if (cost_rule_costs(&k->econ, k->host, k->ctx))
+		plan->max_draft = cost_rule_cap(&k->econ, k->d_steps, plan->max_draft);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -461,14 +454,14 @@ static int ks_on_accept(void *state, const struct skipper_verdict *v)
 	struct knapspec *k = state;
 	int rc;
 	k->since++;
-	cm_econ_verdict(&k->econ, v);
-	cm_budget_round(&k->budget, k->econ.costs, v, !k->have_mask);
+	cost_rule_verdict(&k->econ, v);
+	search_budget_round(&k->budget, k->econ.costs, v, !k->have_mask);
 	if (v->bonus < 0 || !v->states)
 		return SKIPPER_POLICY_OK; /* generation ended: nothing more to draft */
 	if ((k->since > k->interval - k->m_steps || !k->have_mask) && (rc = add_rows(k, v->states, 0)))
 		return rc;
 	int due = k->since >= k->interval || (!k->have_mask && k->since >= k->m_steps);
-	if (due && !cm_budget_allow(&k->budget, k->econ.costs, dp_predict(k, k->n_rows, v->n_committed))) {
+	if (due && !search_budget_allow(&k->budget, k->econ.costs, dp_predict(k, k->n_rows, v->n_committed))) {
 		/* the DP costs more than its budget holds yet (also while no set
 		 * was found: a DP that keeps finding none must not run every m
 		 * steps): the window of m steps starts over, so the rows stay
@@ -499,7 +492,7 @@ static int ks_end(void *state, const struct skipper_stats *s)
 	             k->replayed, k->live_cells,
 	             k->n_attn, k->n_mlp, k->last_alpha, k->last_gamma, k->last_tpt, k->last_speedup,
 	             k->econ.costs ? "costs" : "no costs", k->budget.deferred - k->deferred0,
-	             k->econ.plain_rounds - k->plain0, cm_accept_rate(&k->econ.acc));
+	             k->econ.plain_rounds - k->plain0, accept_est_rate(&k->econ.acc));
 	return SKIPPER_POLICY_OK;
 }
 
@@ -524,7 +517,7 @@ static int ks_calibrate(void *state, const struct skipper_calibrate *c)
 		return rc;
 	if ((rc = h->profile_new(k->ctx, "knapspec", &p)))
 		return rc;
-	snprintf(section, sizeof section, "latency.%s", k->device);
+	snprintf(section, sizeof section, "latency.%s", device(k));
 	snprintf(buf, sizeof buf, "%.6e", lat.c1);
 	rc = h->profile_set(k->ctx, p, section, "c1", buf);
 	snprintf(buf, sizeof buf, "%.6e", lat.c2);
@@ -549,26 +542,9 @@ static int ks_calibrate(void *state, const struct skipper_calibrate *c)
 }
 
 static const struct skipper_policy knapspec_policy = {
-	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
-	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
-	.struct_size = sizeof(struct skipper_policy),
 	.name = "knapspec",
 	.version = "1.1.0",
 	.description = "KnapSpec: knapsack DP over attention/MLP sub-layers with a context-aware latency model",
-	.config_help = "interval = T         speculation steps between DP runs (default 64)\n"
-	               "steps = m            steps whose committed rows feed the DP (default 5)\n"
-	               "restart = BOOL       restart the T-step schedule with a prefill DP per request (default false)\n"
-	               "max_rows = R         at most R rows in the DP (default 64)\n"
-	               "prefill_rows = R     prompt rows for a first DP after prefill (default 5, 0 = none)\n"
-	               "tau = X              DP cosine pruning threshold (default 0.5)\n"
-	               "max_draft = D        draft-length grid 1..D and draft cap (default 10)\n"
-	               "threshold = P        stop drafting when the top-1 prob < P (default 0.7)\n"
-	               "pin_ends = BOOL      never skip the first and last layer (default true)\n"
-	               "weight_cap = W       cap on integer item weights, 0 = none (default 5)\n"
-	               "device = NAME        profile section [latency.NAME] (default cpu)\n"
-	               "profile = FILE       profile with the latency model (default [policy] profile)\n"
-	               "calibrate_points = N context lengths timed by skipper calibrate (default 16)\n" CM_ECON_HELP
-	                       CM_BUDGET_HELP("0.02"),
 	.needs = SKIPPER_NEED_ACCEPTED_STATES | SKIPPER_NEED_SUBLAYER_STATES,
 	.prompt_rows = 5,
 	.create = ks_create,
@@ -584,4 +560,12 @@ static const struct skipper_policy knapspec_policy = {
 	.calibrate = ks_calibrate,
 };
 
-SKIPPER_POLICY_REGISTER(knapspec_policy)
+/* config_help from the key tables, when the plugin is loaded */
+static void ks_help(struct skipper_policy *d)
+{
+	static char help[4096];
+	keys_help(help, sizeof help, (const struct key_spec *const[]){ ks_keys, cost_rule_keys, search_budget_keys, NULL });
+	d->config_help = help;
+}
+
+SKIPPER_POLICY_REGISTER_WITH(knapspec_policy, ks_help)

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/kmeans.h"
-#include "../common/masksearch.h"
-#include "../common/vec.h"
+#include "common/numerics/kmeans.h"
+#include "common/numerics/vec.h"
+#include "common/selfsd/masksearch.h"
 #include "knn_calibrate.h"
 #include "knn_router.h"
 
@@ -77,7 +77,7 @@ static int representatives(const float *emb, int n, int dim, const float *cent, 
 			int best = -1;
 			double bd = 0;
 			for (int i = 0; i < n; i++) {
-				double dd = cm_dist2(emb + (size_t)i * dim, cent + (size_t)c * dim, (size_t)dim);
+				double dd = vec_dist2(emb + (size_t)i * dim, cent + (size_t)c * dim, (size_t)dim);
 				if (!used[i] && (best < 0 || dd < bd))
 					best = i, bd = dd;
 			}
@@ -107,15 +107,15 @@ static int calibrate_domain(struct run *u, int di, const struct domain *d)
 	const char **pr = malloc((size_t)d->n * sizeof *pr);
 	uint8_t *attn = malloc((size_t)L), *mlp = malloc((size_t)L);
 	char label[96], sec[96], buf[64];
-	struct cm_mask_search s;
-	struct cm_mask_result res;
+	struct ssd_search s;
+	struct ssd_result res;
 	int n;
 
 	if (!sel || !pick || !emb || !pr || !attn || !mlp) {
 		rc = SKIPPER_POLICY_NOMEM;
 		goto out;
 	}
-	n = cm_pick(d->n, r->embed_prompts, u->c->seed + (uint64_t)di, sel);
+	n = ssd_pick(d->n, r->embed_prompts, u->c->seed + (uint64_t)di, sel);
 	for (int i = 0; i < n && !rc; i++) {
 		rc = h->embed_prompt(r->ctx, u->c->prompts[d->idx[sel[i]]], emb + (size_t)i * dim);
 		if (u->c->progress && !rc) {
@@ -126,7 +126,7 @@ static int calibrate_domain(struct run *u, int di, const struct domain *d)
 	if (rc)
 		goto out;
 	float *cent = u->anchors + (size_t)u->n_anchors * dim;
-	if (cm_kmeans(emb, n, dim, k, 100, u->c->seed + (uint64_t)di, cent, NULL)) {
+	if (kmeans(emb, n, dim, k, 100, u->c->seed + (uint64_t)di, cent, NULL)) {
 		rc = SKIPPER_POLICY_NOMEM;
 		goto out;
 	}
@@ -140,7 +140,7 @@ static int calibrate_domain(struct run *u, int di, const struct domain *d)
 	}
 	for (int i = 0; i < m; i++)
 		pr[i] = u->c->prompts[d->idx[sel[pick[i]]]];
-	cm_mask_search_setup(&s, &r->k, u->c);
+	ssd_search_setup(&s, &r->k, u->c);
 	s.seed += (uint64_t)di;
 	s.n_prompts = m;
 	s.prompts = pr;
@@ -149,12 +149,12 @@ static int calibrate_domain(struct run *u, int di, const struct domain *d)
 	section_name(sec, sizeof sec, d->name);
 	s.journal = u->journal;
 	s.journal_section = sec;
-	if ((rc = cm_mask_search_run(h, r->ctx, &s, attn, mlp, &res)))
+	if ((rc = ssd_search_run(h, r->ctx, &s, attn, mlp, &res)))
 		goto out;
 	snprintf(buf, sizeof buf, "%d", n);
 	if ((rc = h->profile_set(r->ctx, u->p, sec, "embedded_prompts", buf)))
 		goto out;
-	rc = cm_mask_record(h, r->ctx, u->p, sec, sec, &s, &res, attn, mlp);
+	rc = ssd_record(h, r->ctx, u->p, sec, sec, &s, &res, attn, mlp);
 	if (!rc)
 		h->log(r->ctx, SKIPPER_LOG_INFO, "knn-router: domain %s: %d anchors, best %.1f tok/s (plain decoding %.1f) in %.1f s",
 		       d->name, k, res.tokens_per_s, res.ar_tokens_per_s, res.seconds);
@@ -184,8 +184,8 @@ int knn_calibrate(void *state, const struct skipper_calibrate *c)
 		return rc;
 	u.anchors = malloc((size_t)nd * r->anchors_per_domain * (size_t)h->n_embd * sizeof *u.anchors);
 	u.labels = malloc((size_t)nd * r->anchors_per_domain * sizeof *u.labels);
-	afile = cm_sibling_path(c->output, ".anchors.safetensors");
-	u.journal = jfile = cm_sibling_path(c->output, ".search");
+	afile = ssd_sibling_path(c->output, ".anchors.safetensors");
+	u.journal = jfile = ssd_sibling_path(c->output, ".search");
 	if (!u.anchors || !u.labels || !afile || !jfile)
 		rc = SKIPPER_POLICY_NOMEM;
 	if (!rc)

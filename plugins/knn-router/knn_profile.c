@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/masksearch.h"
-#include "../common/vec.h"
+#include "common/numerics/vec.h"
+#include "common/selfsd/masksearch.h"
 #include "knn_router.h"
 
 char *knn_anchor_path(const char *profile_path, const char *name)
@@ -46,7 +46,7 @@ static int load_domains(struct knn_router *r, const struct skipper_profile *p, c
 			return SKIPPER_POLICY_NOMEM;
 		r->max_draft = nk;
 		nk[d] = 32;
-		if ((rc = cm_profile_max_draft(h, r->ctx, p, path, sec, &nk[d])))
+		if ((rc = ssd_profile_max_draft(h, r->ctx, p, path, sec, &nk[d])))
 			return rc;
 		if (!(r->domains[d] = strdup(sec + 7)))
 			return SKIPPER_POLICY_NOMEM;
@@ -112,12 +112,12 @@ static int load_anchors(struct knn_router *r, const char *file)
 		r->label[i] = d;
 		/* unit rows: routing becomes a dot product per anchor; a row of
 		 * zeros has no direction to route by */
-		if (cm_dot(r->anchors + (size_t)i * cols, r->anchors + (size_t)i * cols, (size_t)cols) <= 0) {
+		if (vec_dot(r->anchors + (size_t)i * cols, r->anchors + (size_t)i * cols, (size_t)cols) <= 0) {
 			h->set_error(r->ctx, "%s: anchor %d is all zeros", file, i);
 			rc = SKIPPER_POLICY_ERROR;
 			goto out;
 		}
-		cm_normalize(r->anchors + (size_t)i * cols, (size_t)cols);
+		vec_normalize(r->anchors + (size_t)i * cols, (size_t)cols);
 	}
 	r->n_anchors = rows;
 out:
@@ -137,7 +137,7 @@ int knn_load(struct knn_router *r, const char *path)
 	r->n_embd = h->n_embd;
 	if ((rc = h->profile_read(r->ctx, path, &p)))
 		return rc; /* the host refuses another model's hash or layer count */
-	if (!(rc = cm_profile_method(h, r->ctx, p, path, "knn-router")))
+	if (!(rc = ssd_profile_method(h, r->ctx, p, path, "knn-router")))
 		rc = load_domains(r, p, path);
 	if (!rc && !(name = h->profile_get(r->ctx, p, "knn", "anchors"))) {
 		h->set_error(r->ctx, "%s: no [knn] anchors = FILE", path);

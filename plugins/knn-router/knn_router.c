@@ -4,20 +4,33 @@
  * (cosine, K = 1) and that domain's set drafts the whole request. With the
  * host's cost curve, the draft cap is the length that maximises expected
  * tokens per step for the measured acceptance, none when no length beats a
- * plain step (probing again later; plugins/common/econ.h).
+ * plain step (probing again later; plugins/common/drafting/costrule.h).
  * See skipper-policy-knn-router(5). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/adaptive.h"
-#include "../common/keys.h"
-#include "../common/vec.h"
-#include "../common/ssdkeys.h"
-#include "../common/ssdrun.h"
-#include "skipper/policy.h"
+#include "common/keys/keys.h"
+#include "common/numerics/vec.h"
+#include "common/selfsd/ssdkeys.h"
+#include "common/selfsd/ssdrun.h"
+#include "econ/adaptive.h"
 #include "knn_calibrate.h"
 #include "knn_router.h"
+#include "skipper/policy.h"
+
+static const struct key_spec kr_keys[] = {
+	{ "profile", KEY_STRING, offsetof(struct knn_router, profile), .value = "FILE", .help = "routing profile",
+	  .dflt_text = "[policy] profile" },
+	{ "anchors_per_domain", KEY_INT, offsetof(struct knn_router, anchors_per_domain), 10, 1, 1000, "N",
+	  "calibrate: K-means centroids per domain" },
+	{ "embed_prompts", KEY_INT, offsetof(struct knn_router, embed_prompts), 1000, 1, 100000, "N",
+	  "calibrate: most prompts embedded per domain" },
+	{ NULL },
+};
+
+/* reference-code defaults: static exit 0.8, 12 drafts; adaptive exit off */
+static const struct key_spec kr_ssd_keys[] = { SSD_KEYS(0.8, 0, 12), { NULL } };
 
 static int kr_create(const struct skipper_host *host, void *ctx, void **state)
 {
@@ -26,16 +39,9 @@ static int kr_create(const struct skipper_host *host, void *ctx, void **state)
 		return SKIPPER_POLICY_NOMEM;
 	r->host = host;
 	r->ctx = ctx;
-	/* reference-code defaults: static exit 0.8, 12 drafts; adaptive exit off */
-	r->k = (struct cm_ssd_keys){
-		.max_draft = 12, .threshold = 0.8, .adaptive = 0, .alpha = 0.9, .eps = 0.01, .beta1 = 0.5,
-		.beta2 = 0.9, .iterations = 1000, .probes = 3, .calib_prompts = 4, .calib_tokens = 32,
-		.search_max_draft = 12, .search_threshold = 0.8, .acq_samples = 10000, .acq_starts = 10,
-		.early_stop = 0.75, .ar_every = 10, .confirm = 2, .min_speedup = 1.02,
-	};
-	r->anchors_per_domain = 10;
-	r->embed_prompts = 1000;
-	cm_econ_init(&r->econ);
+	keys_defaults(kr_keys, r);
+	keys_defaults(kr_ssd_keys, &r->k);
+	cost_rule_init(&r->econ);
 	*state = r;
 	return SKIPPER_POLICY_OK;
 }
@@ -45,7 +51,7 @@ static void kr_destroy(void *state)
 	struct knn_router *r = state;
 	if (!r)
 		return;
-	free(r->profile);
+	keys_free(kr_keys, r);
 	free(r->anchors);
 	free(r->label);
 	free(r->masks);
@@ -59,16 +65,10 @@ static void kr_destroy(void *state)
 static int kr_config(void *state, const char *key, const char *value)
 {
 	struct knn_router *r = state;
-	const struct skipper_host *h = r->host;
-
-	if (!strcmp(key, "profile"))
-		return cm_set_string(&r->profile, value);
-	if (!strcmp(key, "anchors_per_domain"))
-		return cm_parse_int(h, r->ctx, value, 1, 1000, &r->anchors_per_domain);
-	if (!strcmp(key, "embed_prompts"))
-		return cm_parse_int(h, r->ctx, value, 1, 100000, &r->embed_prompts);
-	int rc = cm_ssd_keys_config(h, r->ctx, &r->k, key, value);
-	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? cm_econ_config(&r->econ, h, r->ctx, key, value) : rc;
+	int rc = keys_config(kr_keys, r, r->host, r->ctx, key, value);
+	if (rc == SKIPPER_POLICY_UNKNOWN_KEY)
+		rc = keys_config(kr_ssd_keys, &r->k, r->host, r->ctx, key, value);
+	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? keys_config(cost_rule_keys, &r->econ, r->host, r->ctx, key, value) : rc;
 }
 
 const char *knn_profile_file(const struct knn_router *r)
@@ -79,7 +79,7 @@ const char *knn_profile_file(const struct knn_router *r)
 static int kr_config_complete(void *state)
 {
 	struct knn_router *r = state;
-	cm_adaptive_init(&r->ad, r->k.threshold, r->k.alpha, r->k.eps, r->k.beta1, r->k.beta2);
+	econ_adaptive_init(&r->ad, r->k.threshold, r->k.alpha, r->k.eps, r->k.beta1, r->k.beta2);
 	if (r->host->n_layer <= 0 || !knn_profile_file(r))
 		return SKIPPER_POLICY_OK; /* calibrate writes the profile; begin() refuses to run without */
 	return knn_load(r, knn_profile_file(r));
@@ -101,7 +101,7 @@ static int kr_begin(void *state, const struct skipper_request *req)
 		h->set_error(r->ctx, "the engine passed no prompt state to route on");
 		return SKIPPER_POLICY_ERROR;
 	}
-	a = cm_nearest_cosine(req->prompt_mean, r->anchors, r->n_anchors, (size_t)r->n_embd, &sim);
+	a = vec_nearest_cosine(req->prompt_mean, r->anchors, r->n_anchors, (size_t)r->n_embd, &sim);
 	if (a < 0) { /* every cosine NaN: the prompt state is not finite */
 		h->set_error(r->ctx, "request %llu: the prompt state is not finite: nothing to route by",
 		             (unsigned long long)req->id);
@@ -110,12 +110,12 @@ static int kr_begin(void *state, const struct skipper_request *req)
 	/* another domain's set accepts at another rate: what the last request
 	 * measured is a guess for this one only when the set is the same */
 	if (r->label[a] != r->route)
-		cm_econ_seed(&r->econ, CM_ECON_PRIOR);
+		cost_rule_seed(&r->econ, COST_RULE_PRIOR);
 	r->route = r->label[a];
 	r->route_sim = sim;
 	h->log(r->ctx, SKIPPER_LOG_INFO, "knn-router: request %llu routed to domain %s (cosine %.4f, anchor %d)",
 	       (unsigned long long)req->id, r->domains[r->route], sim, a);
-	cm_adaptive_begin_request(&r->ad);
+	econ_adaptive_begin(&r->ad);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -123,20 +123,20 @@ static int kr_select_draft(void *state, struct skipper_plan *plan)
 {
 	struct knn_router *r = state;
 	const uint8_t *m = r->masks + (size_t)r->route * 2 * r->n_layer;
-	return cm_ssd_plan(r->host, r->ctx, plan, r->n_layer, m, m + r->n_layer, r->k.max_draft,
-	                   r->max_draft[r->route], &r->econ);
+	return ssd_plan(r->host, r->ctx, plan, r->n_layer, m, m + r->n_layer, r->k.max_draft,
+	                r->max_draft[r->route], &r->econ);
 }
 
 static int kr_should_exit(void *state, const struct skipper_step *step)
 {
 	struct knn_router *r = state;
-	return cm_ssd_should_exit(&r->k, &r->ad, step);
+	return ssd_should_exit(&r->k, &r->ad, step);
 }
 
 static int kr_on_accept(void *state, const struct skipper_verdict *v)
 {
 	struct knn_router *r = state;
-	cm_ssd_on_accept(&r->k, &r->ad, &r->econ, v);
+	ssd_on_accept(&r->k, &r->ad, &r->econ, v);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -154,15 +154,9 @@ static int kr_end(void *state, const struct skipper_stats *st)
 }
 
 static const struct skipper_policy knn_router_policy = {
-	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
-	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
-	.struct_size = sizeof(struct skipper_policy),
 	.name = "knn-router",
 	.version = "1.1.0",
 	.description = "KNN-SSD: route each request to a per-domain skip set by its nearest anchor",
-	.config_help = "profile = FILE       routing profile (default: [policy] profile)\n"
-	               "anchors_per_domain = N  calibrate: K-means centroids per domain\n"
-	               "embed_prompts = N    calibrate: most prompts embedded per domain\n" CM_SSD_KEYS_HELP CM_ECON_HELP,
 	.needs = SKIPPER_NEED_PROMPT_MEAN,
 	.create = kr_create,
 	.config = kr_config,
@@ -176,4 +170,12 @@ static const struct skipper_policy knn_router_policy = {
 	.calibrate = knn_calibrate,
 };
 
-SKIPPER_POLICY_REGISTER(knn_router_policy)
+/* config_help from the key tables, when the plugin is loaded */
+static void kr_help(struct skipper_policy *d)
+{
+	static char help[4096];
+	keys_help(help, sizeof help, (const struct key_spec *const[]){ kr_keys, kr_ssd_keys, cost_rule_keys, NULL });
+	d->config_help = help;
+}
+
+SKIPPER_POLICY_REGISTER_WITH(knn_router_policy, kr_help)

@@ -3,15 +3,15 @@
 #ifndef KNN_ROUTER_H
 #define KNN_ROUTER_H
 
-#include "../common/adaptive.h"
-#include "../common/econ.h"
-#include "../common/ssdkeys.h"
+#include "common/drafting/costrule.h"
+#include "common/selfsd/ssdkeys.h"
+#include "econ/adaptive.h"
 #include "skipper/policy.h"
 
 struct knn_router {
 	const struct skipper_host *host;
 	void *ctx;
-	struct cm_ssd_keys k;
+	struct ssd_keys k;
 	char *profile;           /* owned; NULL = [policy] profile */
 	int anchors_per_domain, embed_prompts;
 
@@ -28,8 +28,8 @@ struct knn_router {
 	/* the current request */
 	int route;
 	double route_sim;
-	struct cm_adaptive ad;
-	struct cm_econ econ;     /* the cost rule; its acceptance estimate restarts with each request's domain */
+	struct econ_adaptive ad;
+	struct cost_rule econ;     /* the cost rule; its acceptance estimate restarts with each request's domain */
 };
 
 const char *knn_profile_file(const struct knn_router *r);

@@ -19,17 +19,17 @@
  * expected gain pays for their verification row (on a CPU mostly none: a
  * chain), and the opt steps run only while the search's time stays within
  * search_share of decoding time plus half of what drafting saved
- * (plugins/common/econ.h, budget.h). See skipper-policy-swift(5). */
+ * (plugins/common/drafting/: costrule.h, budget.h). See skipper-policy-swift(5). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/drafting/budget.h"
+#include "common/drafting/costrule.h"
+#include "common/drafting/spine.h"
+#include "common/keys/keys.h"
+#include "econ/econ.h"
 #include "skipper/policy.h"
 #include "swift_search.h"
-#include "../common/budget.h"
-#include "../common/costmodel.h"
-#include "../common/econ.h"
-#include "../common/keys.h"
-#include "../common/spine.h"
 
 #define SWIFT_MAX_DRAFT 32
 #define SWIFT_ALPHA_WINDOW 50
@@ -50,8 +50,8 @@ struct swift {
 
 	int L;
 	uint8_t *attn, *mlp;  /* masks of S* */
-	struct cm_econ econ;  /* draft length and tree width by the cost curve */
-	struct cm_budget budget; /* the opt steps' time */
+	struct cost_rule econ;  /* draft length and tree width by the cost curve */
+	struct search_budget budget; /* the opt steps' time */
 
 	/* request */
 	int n_prompt;
@@ -66,6 +66,27 @@ struct swift {
 	double opt_seconds;
 };
 
+#define SX(member) offsetof(struct swift, member)
+static const struct key_spec swift_keys[] = {
+	{ "skip_ratio", KEY_DOUBLE, SX(ratio), 0.45, 0, 1, "R", "share of the 2(N-2) sub-layers skipped" },
+	{ "gamma", KEY_INT, SX(gamma), 32, 1, 1024, "G", "generated tokens scored per opt step" },
+	{ "max_draft", KEY_INT, SX(max_draft), 25, 1, SWIFT_MAX_DRAFT, "N", "draft cap N_D" },
+	{ "threshold", KEY_DOUBLE, SX(threshold), 0.8, 0, 1, "E", "stop drafting when the chain token's prob < E" },
+	{ "max_steps", KEY_INT, SX(s.max_steps), 1000, 0, 1000000, "S", "optimisation steps at most" },
+	{ "bo_interval", KEY_INT, SX(s.beta), 25, 1, 1000000, "B", "every B-th step is a GP-UCB proposal" },
+	{ "bayes", KEY_BOOL, SX(s.bayes), 1, .help = "use the GP proposals" },
+	{ "bo_candidates", KEY_INT, SX(s.n_cand), 10000, 1, 10000000, "N", "random points for the UCB maximisation" },
+	{ "gp_window", KEY_INT, SX(s.gp_window), 256, 2, 4096, "N", "newest observations the GP is fitted on" },
+	{ "kappa", KEY_DOUBLE, SX(s.kappa), 2.5, 0, 100, "K", "UCB exploration weight" },
+	{ "max_tol", KEY_INT, SX(s.max_tol), 300, 0, 1000000, "T", "stop after T steps without improvement" },
+	{ "max_score", KEY_DOUBLE, SX(s.max_score), 0.95, 0, 1, "M", "stop when matchness exceeds M" },
+	{ "rearm", KEY_DOUBLE, SX(rearm), 0.8, 0, 1, "A", "optimise again when the rolling alpha < A; 0 = never" },
+	{ "tree", KEY_BOOL, SX(tree), 1, .help = "dynamic top-k tree verification" },
+	{ "widths", KEY_CHOICE, SX(widths_code), 0, .value = "paper|code",
+	  .help = "tree widths 10/5/3/1 (paper) or 10/8/5/3" },
+	{ NULL },
+};
+
 static int sw_create(const struct skipper_host *host, void *ctx, void **state)
 {
 	struct swift *w = calloc(1, sizeof *w);
@@ -73,23 +94,10 @@ static int sw_create(const struct skipper_host *host, void *ctx, void **state)
 		return SKIPPER_POLICY_NOMEM;
 	w->host = host;
 	w->ctx = ctx;
-	w->ratio = 0.45;
-	w->gamma = 32;
-	w->max_draft = 25;
-	w->threshold = 0.8;
-	w->tree = 1;
-	w->rearm = 0.8;
-	w->s.beta = 25;
-	w->s.max_tol = 300;
-	w->s.max_steps = 1000;
-	w->s.bayes = 1;
-	w->s.n_cand = 10000;
-	w->s.gp_window = 256;
-	w->s.max_score = 0.95;
-	w->s.kappa = 2.5;
+	keys_defaults(swift_keys, w);
 	w->s.noise = 1e-2;
-	cm_econ_init(&w->econ);
-	cm_budget_init(&w->budget, 0.02);
+	cost_rule_init(&w->econ);
+	search_budget_init(&w->budget);
 	*state = w;
 	return SKIPPER_POLICY_OK;
 }
@@ -109,46 +117,11 @@ static void sw_destroy(void *state)
 static int sw_config(void *state, const char *key, const char *value)
 {
 	struct swift *w = state;
-	const struct skipper_host *h = w->host;
-
-	if (!strcmp(key, "skip_ratio"))
-		return h->parse_double(w->ctx, value, 0.0, 1.0, &w->ratio);
-	if (!strcmp(key, "gamma"))
-		return cm_parse_int(h, w->ctx, value, 1, 1024, &w->gamma);
-	if (!strcmp(key, "max_draft"))
-		return cm_parse_int(h, w->ctx, value, 1, SWIFT_MAX_DRAFT, &w->max_draft);
-	if (!strcmp(key, "threshold"))
-		return h->parse_double(w->ctx, value, 0.0, 1.0, &w->threshold);
-	if (!strcmp(key, "max_steps"))
-		return cm_parse_int(h, w->ctx, value, 0, 1000000, &w->s.max_steps);
-	if (!strcmp(key, "bo_interval"))
-		return cm_parse_int(h, w->ctx, value, 1, 1000000, &w->s.beta);
-	if (!strcmp(key, "bayes"))
-		return h->parse_bool(w->ctx, value, &w->s.bayes);
-	if (!strcmp(key, "bo_candidates"))
-		return cm_parse_int(h, w->ctx, value, 1, 10000000, &w->s.n_cand);
-	if (!strcmp(key, "gp_window"))
-		return cm_parse_int(h, w->ctx, value, 2, 4096, &w->s.gp_window);
-	if (!strcmp(key, "kappa"))
-		return h->parse_double(w->ctx, value, 0.0, 100.0, &w->s.kappa);
-	if (!strcmp(key, "max_tol"))
-		return cm_parse_int(h, w->ctx, value, 0, 1000000, &w->s.max_tol);
-	if (!strcmp(key, "max_score"))
-		return h->parse_double(w->ctx, value, 0.0, 1.0, &w->s.max_score);
-	if (!strcmp(key, "rearm"))
-		return h->parse_double(w->ctx, value, 0.0, 1.0, &w->rearm);
-	if (!strcmp(key, "tree"))
-		return h->parse_bool(w->ctx, value, &w->tree);
-	if (!strcmp(key, "widths")) {
-		if (!strcmp(value, "paper") || !strcmp(value, "code")) {
-			w->widths_code = value[0] == 'c';
-			return SKIPPER_POLICY_OK;
-		}
-		h->set_error(w->ctx, "widths: 'paper' (10/5/3/1) or 'code' (10/8/5/3), got '%s'", value);
-		return SKIPPER_POLICY_ERROR;
-	}
-	int rc = cm_econ_config(&w->econ, h, w->ctx, key, value);
-	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? cm_budget_config(&w->budget, h, w->ctx, key, value) : rc;
+	int rc = keys_config(swift_keys, w, w->host, w->ctx, key, value);
+	if (rc == SKIPPER_POLICY_UNKNOWN_KEY)
+		rc = keys_config(cost_rule_keys, &w->econ, w->host, w->ctx, key, value);
+	return rc == SKIPPER_POLICY_UNKNOWN_KEY ? keys_config(search_budget_keys, &w->budget, w->host, w->ctx, key, value)
+	                                        : rc;
 }
 
 static int sw_config_complete(void *state)
@@ -189,8 +162,8 @@ static int sw_begin(void *state, const struct skipper_request *req)
 	w->plain0 = w->econ.plain_rounds;
 	w->probes0 = w->econ.probes;
 	/* with costs, even the first step waits for its credit */
-	if (cm_econ_costs(&w->econ, w->host, w->ctx))
-		cm_budget_prior(&w->budget, 1.0);
+	if (cost_rule_costs(&w->econ, w->host, w->ctx))
+		search_budget_prior(&w->budget, 1.0);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -199,7 +172,7 @@ static int sw_begin(void *state, const struct skipper_request *req)
 static double opt_predict(const struct swift *w)
 {
 	const struct skipper_costs *cs = w->econ.costs;
-	return cs ? cs->step_seconds * cm_verify_cost(cs, w->gamma + 1) : 1.0;
+	return cs ? cs->step_seconds * econ_verify_cost(cs, w->gamma + 1) : 1.0;
 }
 
 static int sw_select_draft(void *state, struct skipper_plan *plan)
@@ -212,7 +185,7 @@ static int sw_select_draft(void *state, struct skipper_plan *plan)
 	swift_slots_to_masks(&w->s, w->s.best, plan->skip_attn, plan->skip_mlp);
 	if (plan->max_draft > w->max_draft)
 		plan->max_draft = w->max_draft;
-	cm_econ_plan(&w->econ, w->host, w->ctx, plan);
+	cost_rule_plan(&w->econ, w->host, w->ctx, plan);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -231,14 +204,14 @@ static int width(const struct swift *w, float p)
 }
 
 /* Spine + leaf siblings: depth j holds the chain token and up to k_j - 1
- * other top-k tokens, all children of chain node j-1 (cm_spine_tree keeps
+ * other top-k tokens, all children of chain node j-1 (spine_tree keeps
  * room for the whole spine). Without costs every depth gets its k_j - 1;
  * with them only the siblings whose expected gain pays for their row
- * (cm_tree_widths, best first over all depths). */
+ * (econ_tree_widths, best first over all depths). */
 static int sw_verify(void *state, const struct skipper_draft *d, struct skipper_tree *t)
 {
 	struct swift *w = state;
-	int cap[CM_SPINE_MAX_DEPTH], extra[CM_SPINE_MAX_DEPTH], n = d->n < CM_SPINE_MAX_DEPTH ? d->n : CM_SPINE_MAX_DEPTH;
+	int cap[SPINE_MAX_DEPTH], extra[SPINE_MAX_DEPTH], n = d->n < SPINE_MAX_DEPTH ? d->n : SPINE_MAX_DEPTH;
 
 	if (!w->tree)
 		return SKIPPER_POLICY_OK;
@@ -247,10 +220,10 @@ static int sw_verify(void *state, const struct skipper_draft *d, struct skipper_
 	if (w->econ.costs) {
 		struct skipper_draft head = *d;
 		head.n = n;
-		if (cm_tree_widths(w->econ.costs, w->econ.last_d, &head, cap, extra) == 0)
+		if (econ_tree_widths(w->econ.costs, w->econ.last_d, &head, cap, extra) == 0)
 			return SKIPPER_POLICY_OK; /* no sibling pays for its row: the chain */
 	}
-	cm_spine_tree(d, extra, n, t);
+	spine_tree(d, extra, n, t);
 	return SKIPPER_POLICY_OK;
 }
 
@@ -305,21 +278,21 @@ static int sw_on_accept(void *state, const struct skipper_verdict *v)
 			w->win_n = w->win_i = w->alpha_high = 0;
 		}
 	}
-	cm_econ_verdict(&w->econ, v);
-	cm_budget_round(&w->budget, w->econ.costs, v, w->s.optimizing);
+	cost_rule_verdict(&w->econ, v);
+	search_budget_round(&w->budget, w->econ.costs, v, w->s.optimizing);
 	/* context accumulation: score only once gamma+1 tokens exist; with
 	 * costs, only while the search's time is within its budget */
 	if (w->s.optimizing && v->bonus >= 0 && v->n_generated > w->gamma + 1 &&
-	    cm_budget_allow(&w->budget, w->econ.costs, opt_predict(w))) {
+	    search_budget_allow(&w->budget, w->econ.costs, opt_predict(w))) {
 		double t0 = h->now(w->ctx), s0 = w->s.s_best;
 		rc = opt_step(w, v->generated);
 		t0 = h->now(w->ctx) - t0;
 		w->opt_seconds += t0;
-		cm_budget_spent(&w->budget, t0, opt_predict(w));
+		search_budget_spent(&w->budget, t0, opt_predict(w));
 		/* a better set: its matchness is a per-token acceptance estimate,
 		 * so drafting is reconsidered at once (a paused draft included) */
 		if (!rc && w->s.s_best != s0 && w->s.s_best > 0)
-			cm_econ_seed(&w->econ, w->s.s_best);
+			cost_rule_seed(&w->econ, w->s.s_best);
 	}
 	return rc;
 }
@@ -339,33 +312,14 @@ static int sw_end(void *state, const struct skipper_stats *st)
 	             st->seconds > 0 ? 100.0 * w->opt_seconds / st->seconds : 0.0, st->seconds, w->s.o, w->s.bo_steps,
 	             w->s.improved, w->s.optimizing ? "optimizing" : "frozen", w->rearms, w->s.s_best, a, m,
 	             w->econ.costs ? "costs" : "no costs", w->budget.deferred - w->deferred0,
-	             w->econ.plain_rounds - w->plain0, w->econ.probes - w->probes0, cm_accept_rate(&w->econ.acc));
+	             w->econ.plain_rounds - w->plain0, w->econ.probes - w->probes0, accept_est_rate(&w->econ.acc));
 	return SKIPPER_POLICY_OK;
 }
 
 static const struct skipper_policy swift_policy = {
-	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
-	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
-	.struct_size = sizeof(struct skipper_policy),
 	.name = "swift",
 	.version = "1.1.0",
 	.description = "SWIFT: on-the-fly skip-set search (random + GP-UCB), confidence exit, dynamic top-k tree",
-	.config_help = "skip_ratio = R       share of the 2(N-2) sub-layers skipped (default 0.45)\n"
-	               "gamma = G            generated tokens scored per opt step (default 32)\n"
-	               "max_draft = N        draft cap N_D (default 25)\n"
-	               "threshold = E        stop drafting when the chain token's prob < E (default 0.8)\n"
-	               "max_steps = S        optimisation steps at most (default 1000)\n"
-	               "bo_interval = B      every B-th step is a GP-UCB proposal (default 25)\n"
-	               "bayes = BOOL         use the GP proposals (default true)\n"
-	               "bo_candidates = N    random points for the UCB maximisation (default 10000)\n"
-	               "gp_window = N        newest observations the GP is fitted on (default 256)\n"
-	               "kappa = K            UCB exploration weight (default 2.5)\n"
-	               "max_tol = T          stop after T steps without improvement (default 300)\n"
-	               "max_score = M        stop when matchness exceeds M (default 0.95)\n"
-	               "rearm = A            optimise again when the rolling alpha < A (default 0.8, 0 = never)\n"
-	               "tree = BOOL          dynamic top-k tree verification (default true)\n"
-	               "widths = paper|code  tree widths 10/5/3/1 (paper) or 10/8/5/3 (default paper)\n" CM_ECON_HELP
-	                       CM_BUDGET_HELP("0.02"),
 	.needs = SKIPPER_NEED_TOPK,
 	.top_k = 10,
 	.create = sw_create,
@@ -380,4 +334,13 @@ static const struct skipper_policy swift_policy = {
 	.end = sw_end,
 };
 
-SKIPPER_POLICY_REGISTER(swift_policy)
+/* config_help from the key tables, when the plugin is loaded */
+static void sw_help(struct skipper_policy *d)
+{
+	static char help[4096];
+	keys_help(help, sizeof help,
+	          (const struct key_spec *const[]){ swift_keys, cost_rule_keys, search_budget_keys, NULL });
+	d->config_help = help;
+}
+
+SKIPPER_POLICY_REGISTER_WITH(swift_policy, sw_help)

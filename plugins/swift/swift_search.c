@@ -15,9 +15,9 @@ int swift_search_init(struct swift_search *s, int n_layer, double ratio, uint64_
 	s->point = malloc((size_t)s->n_slots * sizeof *s->point);
 	/* one refined start: the proposal is projected to its top n_skip
 	 * components anyway, so more local search buys little (swift(5)) */
-	struct cm_bo_opts o = { .dim = s->n_slots > 0 ? s->n_slots : 1, .seed = seed, .kappa = s->kappa,
+	struct bo_opts o = { .dim = s->n_slots > 0 ? s->n_slots : 1, .seed = seed, .kappa = s->kappa,
 	                        .noise = s->noise, .n_random = s->n_cand, .n_starts = 1, .max_obs = s->gp_window };
-	s->bo = cm_bo_new(&o);
+	s->bo = bo_new(&o);
 	if (!s->best || !s->cand || !s->point || !s->bo)
 		return SKIPPER_POLICY_NOMEM;
 	/* uniform set: blocks 1, 3, 5, ... <= N-2 fully skipped, whatever n_skip
@@ -37,7 +37,7 @@ void swift_search_free(struct swift_search *s)
 	free(s->best);
 	free(s->cand);
 	free(s->point);
-	cm_bo_free(s->bo);
+	bo_free(s->bo);
 	s->best = s->cand = NULL;
 	s->point = NULL;
 	s->bo = NULL;
@@ -68,8 +68,8 @@ int swift_search_propose(struct swift_search *s, const struct skipper_host *h, v
 		s->rescore = 0;
 		return SKIPPER_POLICY_OK;
 	}
-	if (s->bayes && (s->o + 1) % s->beta == 0 && cm_bo_count(s->bo) >= 2) {
-		if (cm_bo_suggest(s->bo, s->point)) {
+	if (s->bayes && (s->o + 1) % s->beta == 0 && bo_count(s->bo) >= 2) {
+		if (bo_suggest(s->bo, s->point)) {
 			h->set_error(ctx, "swift: the GP cannot be fitted (out of memory or a singular kernel matrix)");
 			return SKIPPER_POLICY_ERROR;
 		}
@@ -92,7 +92,7 @@ int swift_search_record(struct swift_search *s, double match)
 	/* the GP sees the binary set that was scored, also for BO steps (§8 item 8) */
 	for (int i = 0; i < s->n_slots; i++)
 		s->point[i] = s->cand[i];
-	if (cm_bo_observe(s->bo, s->point, match))
+	if (bo_observe(s->bo, s->point, match))
 		return SKIPPER_POLICY_NOMEM;
 
 	if (match > s->s_best) {

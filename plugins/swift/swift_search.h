@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "bo.h"
+#include "common/numerics/bo.h"
 #include "skipper/policy.h"
 
 struct swift_search {
@@ -26,7 +26,7 @@ struct swift_search {
 	int o, tol, optimizing;
 	uint8_t *cand;        /* [n_slots] the proposal being scored */
 	int cand_bo;          /* 1 if it came from the GP */
-	struct cm_bo *bo;     /* plugins/common's GP-UCB over the newest gp_window observations */
+	struct bo *bo;        /* plugins/common/numerics' GP-UCB over the newest gp_window observations */
 	double *point;        /* [n_slots] work */
 	struct skipper_rng rng;
 	int bo_steps, improved;

@@ -1,4 +1,6 @@
-/* One source, several broken (or merely old) descriptors, chosen by -D. */
+/* One source, several broken (or merely old) descriptors, chosen by -D.
+ * They set the ABI fields by hand, as plugins from before
+ * SKIPPER_POLICY_REGISTER filled them did. */
 #include <stddef.h>
 
 #include "skipper/policy.h"
@@ -25,14 +27,18 @@ static const struct skipper_policy desc = {
 #else
 	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
 #endif
-#ifdef BAD_MINOR
+#if defined(BAD_MINOR)
 	.abi_minor = SKIPPER_POLICY_ABI_MINOR + 1,
+#elif defined(OLD_MINOR)
+	.abi_minor = 1, /* from before the thread model */
 #else
 	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
 #endif
 #if defined(OLD_SHORT)
 	/* a plugin from before the hooks existed: descriptor ends at destroy */
 	.struct_size = offsetof(struct skipper_policy, destroy) + sizeof(void (*)(void *)),
+#elif defined(OLD_MINOR)
+	.struct_size = offsetof(struct skipper_policy, thread_model),
 #elif defined(TINY)
 	.struct_size = 16,
 #else
@@ -46,6 +52,9 @@ static const struct skipper_policy desc = {
 #endif
 	.destroy = t_destroy,
 	.select_draft = t_select,
+#ifdef BAD_THREADS
+	.thread_model = 7,
+#endif
 };
 
 SKIPPER_POLICY_REGISTER(desc)

@@ -105,9 +105,6 @@ static int tp_verify(void *state, const struct skipper_draft *d, struct skipper_
 }
 
 static const struct skipper_policy desc = {
-	.abi_major = SKIPPER_POLICY_ABI_MAJOR,
-	.abi_minor = SKIPPER_POLICY_ABI_MINOR,
-	.struct_size = sizeof(struct skipper_policy),
 	.name = "testpol",
 	.version = "0.0.1",
 	.description = "loader test policy",
