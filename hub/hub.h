@@ -123,7 +123,4 @@ int skipper_hub_profile_name_ok(const char *name);
 /* Parse "64G", "512M", "1024" (bytes, K/M/G/T suffix, powers of 1024). */
 int skipper_hub_parse_size(const char *s, long long *out);
 
-/* SHA-256 of a whole file as 64 lowercase hex digits. */
-int skipper_hub_sha256_file(const char *path, char hex[65], struct skipper_error *err);
-
 #endif

@@ -13,7 +13,7 @@
 #include "base/error.h"
 #include "hub/cache.h"
 #include "hub/download.h"
-#include "hub/hash.h"
+#include "base/sha256.h"
 #include "hub/http.h"
 
 #define SKIPPER_HUB_MAX_LISTING (64L << 20)
@@ -254,7 +254,7 @@ static int key_for(const struct skipper_hub_file *f, const char *commit, char ke
 	EVP_DigestUpdate(ctx, f->path, strlen(f->path));
 	EVP_DigestFinal_ex(ctx, md, &n);
 	EVP_MD_CTX_free(ctx);
-	skipper_hub_hex(md, sizeof md, key);
+	skipper_hex(md, sizeof md, key);
 	return 0;
 }
 

@@ -14,7 +14,7 @@
 #include "policy_internal.h"
 #include "profile.h"
 #include "tensor_file.h"
-#include "rng.h"
+#include "base/rng.h"
 
 double skipper_policy_now(void)
 {

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "base/atomic.h"
 #include "base/error.h"
 #include "base/file.h"
 #include "profile.h"
@@ -559,48 +560,17 @@ int skipper_profile_validate(const struct skipper_profile *p, const char *model_
 
 int skipper_profile_write(const struct skipper_profile *p, const char *path, struct skipper_error *err)
 {
-	size_t plen = strlen(path);
-	char *tmp = malloc(plen + 16);
+	struct skipper_atomic *a = skipper_atomic_open(path, err);
 	FILE *fp;
-	int fd, rc = SKIPPER_OK;
 
-	if (!tmp)
-		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
-	/* Same directory as the target so rename() is atomic. */
-	memcpy(tmp, path, plen);
-	memcpy(tmp + plen, ".tmp.XXXXXX", 12);
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: cannot create temporary file: %s", path, strerror(errno));
-		free(tmp);
-		return rc;
-	}
-	fp = fdopen(fd, "w");
-	if (!fp) {
-		close(fd);
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", tmp, strerror(errno));
-		goto out;
-	}
+	if (!a)
+		return err ? err->status : SKIPPER_ERR_IO;
+	fp = skipper_atomic_file(a);
 	for (size_t s = 0; s < p->n_sections; s++) {
 		fprintf(fp, "%s[%s]\n", s ? "\n" : "", p->sections[s]);
 		for (size_t i = 0; i < p->n; i++)
 			if (strcmp(p->e[i].section, p->sections[s]) == 0)
 				fprintf(fp, "%s = %s\n", p->e[i].key, p->e[i].value);
 	}
-	if (fflush(fp) != 0 || fsync(fileno(fp)) != 0) {
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
-		fclose(fp);
-		goto out;
-	}
-	if (fclose(fp) != 0) {
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
-		goto out;
-	}
-	if (rename(tmp, path) != 0)
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: cannot rename into place: %s", path, strerror(errno));
-out:
-	if (rc)
-		unlink(tmp);
-	free(tmp);
-	return rc;
+	return skipper_atomic_commit(a, err);
 }

@@ -7,8 +7,8 @@
 #include <openssl/evp.h>
 
 #include "base/error.h"
+#include "base/sha256.h"
 #include "harness.h"
-#include "hub/hub.h"
 #include "hub/hub.h"
 #include "hub/publish.h"
 #include "hub/sign.h"
@@ -70,7 +70,7 @@ static char *sha_of(const char *path)
 {
 	static char hex[65];
 	struct skipper_error err;
-	if (skipper_hub_sha256_file(path, hex, &err))
+	if (skipper_sha256_file(path, hex, &err))
 		return "";
 	return hex;
 }
@@ -463,7 +463,7 @@ static void test_hf_layout(void)
 
 	/* What huggingface_hub leaves behind: blob, relative snapshot link, ref. */
 	h_write_str(p = h_fmt("%s/models--Org--Handmade/blobs/tmpblob", cache), "weights from another tool\n");
-	skipper_hub_sha256_file(p, sha, &err);
+	skipper_sha256_file(p, sha, &err);
 	{
 		char *q = h_fmt("%s/models--Org--Handmade/blobs/%s", cache, sha);
 		rename(p, q);
