@@ -153,6 +153,11 @@ static int load_hparams(struct loader *L)
 	    (rc = hp_int(L, "context_length", 0, 2048, &hp->n_ctx_train)) ||
 	    (rc = hp_int(L, "vocab_size", 0, 0, &hp->n_vocab)))
 		return rc;
+	/* a context of no token would make every later size zero (the KV
+	 * cache, the default context): the file is broken, say which key */
+	if (hp->n_ctx_train < 1)
+		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: metadata key %s.context_length = %d: a model's "
+		                    "context holds at least one token", L->path, L->m->arch, hp->n_ctx_train);
 	if (hp->n_layer < 1 || hp->n_layer > 1024 || hp->n_embd < 1 || hp->n_ff < 1 || hp->n_head < 1 ||
 	    hp->n_head_kv < 1 || hp->n_embd % hp->n_head || hp->n_head % hp->n_head_kv)
 		return skipper_fail(L->err, SKIPPER_ERR_FORMAT,
@@ -189,6 +194,7 @@ static int load_hparams(struct loader *L)
 	    (rc = hp_float(L, "rope.scaling.low_freq_factor", 1.0f, &hp->rope_low_freq_factor)) ||
 	    (rc = hp_float(L, "rope.scaling.high_freq_factor", 4.0f, &hp->rope_high_freq_factor)))
 		return rc;
+
 	snprintf(key, sizeof key, "%s.rope.scaling.type", L->m->arch);
 	rc = skipper_gguf_get_str(L->g, key, &s);
 	if (rc == SKIPPER_OK) {
