@@ -112,7 +112,8 @@ int skipper_sign_verify(const char *file, const char *sig_path, const char *cons
 
 	if (!sp)
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
-	if ((rc = read_sig(sp, sig, err)) || (rc = skipper_map_file(file, 0, NULL, &msg, &len, err)))
+	/* the file first: a missing one is not an unsigned one */
+	if ((rc = skipper_map_file(file, 0, NULL, &msg, &len, err)) || (rc = read_sig(sp, sig, err)))
 		goto out;
 	rc = SKIPPER_ERR_SIGNATURE;
 	for (size_t i = 0; i < n; i++) {
