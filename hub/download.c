@@ -154,7 +154,7 @@ static int transfer(struct skipper_hub *hub, struct sink *s, struct skipper_erro
 				                    attempt + 1);
 			return rc;
 		}
-		if (skipper_hub_backoff(hub, attempt + 1))
+		if (skipper_hub_backoff(hub, attempt + 1, err))
 			return skipper_fail(err, SKIPPER_ERR_INTERRUPTED, "%s: interrupted", b->file);
 	}
 }

@@ -20,6 +20,11 @@
 typedef int (*skipper_hub_progress_fn)(void *arg, const char *file, long long done, long long total,
                                        int finished);
 
+/* A line for the user (no newline): why a request is tried again and when,
+ * sent before the pause. The library never prints; a CLI prints it, a
+ * server logs it. */
+typedef void (*skipper_hub_note_fn)(void *arg, const char *msg);
+
 struct skipper_hub_options {
 	const char *endpoint;        /* e.g. https://huggingface.co (no trailing slash needed) */
 	const char *cache_dir;       /* the hub cache root (HF_HUB_CACHE) */
@@ -31,7 +36,8 @@ struct skipper_hub_options {
 	long backoff_ms;             /* first retry delay, doubled each time (<= 0: 500) */
 	const char *user_agent;      /* NULL: "skipper" */
 	skipper_hub_progress_fn progress;
-	void *progress_arg;
+	void *progress_arg;          /* given to progress and note */
+	skipper_hub_note_fn note;    /* NULL: retries are not told */
 };
 
 struct skipper_hub; /* opaque: options + a reusable connection */

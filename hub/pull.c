@@ -78,9 +78,12 @@ static int fetch_listing(struct skipper_hub *hub, const char *repo, const char *
 		int retryable;
 		m.len = 0;
 		rc = skipper_hub_http_get(hub, &g, &status, &retryable, err);
-		if (rc == SKIPPER_OK || !retryable || attempt >= hub->retries)
+		if (rc == SKIPPER_OK || !retryable || attempt >= hub->retries) {
+			if (rc && retryable && attempt > 0)
+				skipper_fail_prefix(err, "gave up after %d attempts", attempt + 1);
 			break;
-		if (skipper_hub_backoff(hub, attempt + 1)) {
+		}
+		if (skipper_hub_backoff(hub, attempt + 1, err)) {
 			rc = skipper_fail(err, SKIPPER_ERR_INTERRUPTED, "%s: interrupted", what);
 			break;
 		}
