@@ -221,9 +221,12 @@ int skipper_costs_write(const char *path, const char *id, const struct skipper_c
 		return err ? err->status : SKIPPER_ERR_IO;
 	f = skipper_atomic_file(a);
 	fprintf(f, "# skipper cost curve: seconds of a pass over n rows / seconds of one decode step\n");
-	fprintf(f, "measured_for %s\nstep_seconds %.9g\nhead %.6f\ndraft_head %.6f\nattn %.6f\nmlp %.6f\n", id,
+	/* nine significant digits: rounding so keeps every rule a valid curve
+	 * keeps (order, bounds, a positive head), so what is written reads
+	 * back; files written with fewer digits read as well */
+	fprintf(f, "measured_for %s\nstep_seconds %.9g\nhead %.9g\ndraft_head %.9g\nattn %.9g\nmlp %.9g\n", id,
 	        c->step_seconds, c->head, c->draft_head, c->attn, c->mlp);
 	for (int n = 1; n <= c->n_max; n++)
-		fprintf(f, "verify %d %.4f\n", n, c->verify[n]);
+		fprintf(f, "verify %d %.9g\n", n, c->verify[n]);
 	return skipper_atomic_commit(a, err);
 }
