@@ -148,8 +148,10 @@ static void test_sign(const char *dir)
 	       strstr(err.msg, "not a regular file"),
 	   "a FIFO as .sig: refused, not waited on (%s)", err.msg);
 	unlink(sig);
-	ok(skipper_sign_verify(h_fmt("%s/none.ini", dir), NULL, &keys[1], 1, NULL, &err) == SKIPPER_ERR_NOT_FOUND,
+	char *none = h_fmt("%s/none.ini", dir);
+	ok(skipper_sign_verify(none, NULL, &keys[1], 1, NULL, &err) == SKIPPER_ERR_NOT_FOUND,
 	   "a missing file is missing, not unsigned (%s)", err.msg);
+	free(none);
 	char *nokey = h_fmt("%s/nokey.pem", dir);
 	ok(skipper_sign_check_keys((const char *const[]){ nokey }, 1, &err) == SKIPPER_ERR_CONFIG &&
 	       strstr(err.msg, "nokey.pem: No such file"),
