@@ -124,19 +124,20 @@ int cli_model_path(const struct skipper_config *cfg, char **path);
 extern volatile sig_atomic_t cli_interrupted;
 void cli_install_signals(void);
 
-/* An atomic write of path: cli_atomic_open opens a temporary file beside
- * it (NULL after printing "WHO: ..." on failure); cli_atomic_close closes
- * it and renames it over path, or removes it and prints why. Returns an
- * exit code; the temporary name is freed either way. */
-FILE *cli_atomic_open(const char *who, const char *path, char **tmp);
-int cli_atomic_close(const char *who, FILE *f, char *tmp, const char *path);
+/* An atomic write of path (core/base/atomic.h): cli_atomic_open returns
+ * the stream to write, *a the handle (NULL after printing "WHO: ..." on
+ * failure); cli_atomic_close commits it (every write, the flush and close
+ * checked, then renamed over path) or removes it and prints why, and
+ * returns an exit code; skipper_atomic_abort drops it. */
+struct skipper_atomic;
+FILE *cli_atomic_open(const char *who, const char *path, struct skipper_atomic **a);
+int cli_atomic_close(const char *who, struct skipper_atomic *a);
 
-/* One line of a data file (n-grams, a draft vocabulary, JSONL prompts) with
- * its newline into *buf, grown as needed (*cap its size; the caller frees
- * it): its length, -1 at the end of the file (or an error: ferror), -2 if
- * longer than max - 1 bytes, -3 if it holds a NUL byte, -4 out of memory;
- * reading stops at any of these, so /dev/zero is refused, not read to the
- * end of memory. CLI_LINE_MAX is room for any valid line of numbers. */
+/* One line of a data file (n-grams, a draft vocabulary, JSONL prompts):
+ * skipper_read_line (core/base/file.h), whose contract it keeps: its
+ * length, -1 at the end of the file (or an error: ferror), -2 if longer
+ * than max - 1 bytes, -3 if it holds a NUL byte, -4 out of memory.
+ * CLI_LINE_MAX is room for any valid line of numbers. */
 #define CLI_LINE_MAX 512
 long cli_read_line(FILE *f, char **buf, size_t *cap, size_t max);
 

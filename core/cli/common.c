@@ -11,7 +11,9 @@
 
 #include "cli.h"
 #include "cli_policy.h"
+#include "base/atomic.h"
 #include "base/error.h"
+#include "base/file.h"
 
 volatile sig_atomic_t cli_interrupted;
 
@@ -196,62 +198,31 @@ int cli_load_config(const struct cli_common *c, struct skipper_config **out)
 }
 
 /* See cli.h. */
-FILE *cli_atomic_open(const char *who, const char *path, char **tmp)
+FILE *cli_atomic_open(const char *who, const char *path, struct skipper_atomic **a)
 {
-	FILE *f;
-	if (!(*tmp = malloc(strlen(path) + 32))) {
-		fprintf(stderr, "%s: out of memory\n", who);
+	struct skipper_error err = { 0 };
+	if (!(*a = skipper_atomic_open(path, &err))) {
+		fprintf(stderr, "%s: %s\n", who, err.msg);
 		return NULL;
 	}
-	sprintf(*tmp, "%s.tmp%ld", path, (long)getpid());
-	if (!(f = fopen(*tmp, "w"))) {
-		/* named by the file asked for: the temporary one is an internal */
-		fprintf(stderr, "%s: %s: %s\n", who, path, strerror(errno));
-		free(*tmp);
-		*tmp = NULL;
-	}
-	return f;
+	return skipper_atomic_file(*a);
 }
 
 /* See cli.h. */
-int cli_atomic_close(const char *who, FILE *f, char *tmp, const char *path)
+int cli_atomic_close(const char *who, struct skipper_atomic *a)
 {
-	int rc = EXIT_OK;
-	if (fclose(f) != 0 || rename(tmp, path) != 0) {
-		fprintf(stderr, "%s: %s: %s\n", who, path, strerror(errno));
-		unlink(tmp);
-		rc = EXIT_FAILURE_GENERIC;
+	struct skipper_error err = { 0 };
+	if (skipper_atomic_commit(a, &err)) {
+		fprintf(stderr, "%s: %s\n", who, err.msg);
+		return EXIT_FAILURE_GENERIC;
 	}
-	free(tmp);
-	return rc;
+	return EXIT_OK;
 }
 
 /* See cli.h. */
 long cli_read_line(FILE *f, char **buf, size_t *cap, size_t max)
 {
-	size_t n = 0;
-	int c;
-	while ((c = getc(f)) != EOF) {
-		if (c == '\0')
-			return -3;
-		if (n + 1 >= max)
-			return -2;
-		if (n + 2 > *cap) {
-			size_t want = *cap ? 2 * *cap : 256;
-			char *b = realloc(*buf, want < max ? want : max);
-			if (!b)
-				return -4;
-			*buf = b;
-			*cap = want < max ? want : max;
-		}
-		(*buf)[n++] = (char)c;
-		if (c == '\n')
-			break;
-	}
-	if (!n)
-		return -1;
-	(*buf)[n] = '\0';
-	return (long)n;
+	return skipper_read_line(f, buf, cap, max);
 }
 
 /* See cli.h. */

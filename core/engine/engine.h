@@ -124,11 +124,21 @@ int skipper_engine_set_draft_vocab(struct skipper_engine *e, const int32_t *ids,
 
 /* The cost curve of this engine's backend and model on this machine
  * (struct skipper_costs, skipper/policy.h): read from cache_path when that
- * file holds one for the same backend, model shape and thread count, else
- * measured (a few seconds: verify passes of 1..32 rows, draft steps) and
- * written there atomically (cache_path NULL: measured, not cached). Kept by
- * the engine, which sizes drafts and backs off with it; *out stays valid
- * until skipper_engine_free. Call outside a request. */
+ * file holds a valid one for the same backend, model shape and draft head
+ * (core/engine/costs_cache.h), else measured (a few seconds: verify passes
+ * of 1..32 rows, draft steps) and written there atomically (cache_path
+ * NULL: measured, not cached). Kept by the engine, which sizes drafts and
+ * backs off with it; *out stays valid until skipper_engine_free. Call
+ * outside a request.
+ *
+ * A caller that talks to a user calls skipper_engine_costs_load first: it
+ * takes the cached curve (SKIPPER_OK), finds none (SKIPPER_ERR_NOT_FOUND:
+ * say that a measurement follows) or refuses the file, err then holding
+ * one line to print before skipper_engine_costs measures ("PATH:LINE: why:
+ * ignored, measuring again"; a file that is not a regular one,
+ * such as a directory or a link to /dev/zero, is refused without being
+ * read). The library itself never prints. */
+int skipper_engine_costs_load(struct skipper_engine *e, const char *cache_path, struct skipper_error *err);
 int skipper_engine_costs(struct skipper_engine *e, const char *cache_path, const struct skipper_costs **out,
                          struct skipper_error *err);
 
