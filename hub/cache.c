@@ -16,7 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/atomic.h"
 #include "base/error.h"
+#include "base/file.h"
 #include "hub/cache.h"
 
 char *skipper_hub_repo_dir(const char *cache_dir, const char *repo)
@@ -110,7 +112,8 @@ char *skipper_hub_read_ref(const char *repo_dir, const char *revision)
 
 	if (!path)
 		return NULL;
-	f = fopen(path, "r");
+	/* written by other tools too: a FIFO there is refused, not waited on */
+	f = skipper_open_regular(path, "r", 0, NULL, NULL);
 	free(path);
 	if (!f)
 		return NULL;
@@ -126,37 +129,15 @@ char *skipper_hub_read_ref(const char *repo_dir, const char *revision)
 
 int skipper_hub_write_ref(const char *repo_dir, const char *revision, const char *commit, struct skipper_error *err)
 {
+	/* a revision like "refs/pr/1" nests */
 	char *path = skipper_hub_pathf("%s/refs/%s", repo_dir, revision);
-	/* A revision like "refs/pr/1" nests; the tmp name sits in the same
-	 * directory as the final one for rename() to be atomic. */
-	char *tmp = path ? skipper_hub_pathf("%s.%ld.tmp", path, (long)getpid()) : NULL;
-	int rc = SKIPPER_OK, fd, bad;
+	int rc;
 
-	if (!path || !tmp) {
-		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
-		goto out;
-	}
-	if ((rc = skipper_hub_mkparent(path, err)))
-		goto out;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	bad = write(fd, commit, strlen(commit)) != (ssize_t)strlen(commit);
-	bad |= close(fd) < 0;
-	if (bad) {
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
-		unlink(tmp);
-		goto out;
-	}
-	if (rename(tmp, path) < 0) {
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "cannot rename %s: %s", tmp, strerror(errno));
-		unlink(tmp);
-	}
-out:
+	if (!path)
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	if (!(rc = skipper_hub_mkparent(path, err)))
+		rc = skipper_atomic_write(path, commit, strlen(commit), err);
 	free(path);
-	free(tmp);
 	return rc;
 }
 
@@ -164,7 +145,7 @@ int skipper_hub_link_snapshot(const char *repo_dir, const char *commit, const ch
                               struct skipper_error *err)
 {
 	char *snap = skipper_hub_pathf("%s/snapshots/%s/%s", repo_dir, commit, file);
-	char *target = NULL, *tmp = NULL;
+	char *target = NULL;
 	size_t depth = 0;
 	int rc;
 
@@ -175,8 +156,7 @@ int skipper_hub_link_snapshot(const char *repo_dir, const char *commit, const ch
 	for (const char *p = file; *p; p++)
 		depth += *p == '/';
 	target = malloc(3 * (depth + 2) + strlen(blob_name) + 8);
-	tmp = skipper_hub_pathf("%s.%ld.tmp", snap, (long)getpid());
-	if (!target || !tmp) {
+	if (!target) {
 		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 		goto out;
 	}
@@ -185,17 +165,11 @@ int skipper_hub_link_snapshot(const char *repo_dir, const char *commit, const ch
 		strcat(target, "../");
 	strcat(target, "blobs/");
 	strcat(target, blob_name);
-	if ((rc = skipper_hub_mkparent(snap, err)))
-		goto out;
-	unlink(tmp);
-	if (symlink(target, tmp) < 0 || rename(tmp, snap) < 0) {
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "cannot link %s: %s", snap, strerror(errno));
-		unlink(tmp);
-	}
+	if (!(rc = skipper_hub_mkparent(snap, err)))
+		rc = skipper_atomic_symlink(target, snap, err);
 out:
 	free(snap);
 	free(target);
-	free(tmp);
 	return rc;
 }
 

@@ -60,6 +60,7 @@ int skipper_hub_new(struct skipper_hub **out, const struct skipper_hub_options *
 	hub->timeout_s = opt->timeout_s > 0 ? opt->timeout_s : 30;
 	hub->backoff_ms = opt->backoff_ms > 0 ? opt->backoff_ms : 500;
 	hub->progress = opt->progress;
+	hub->note = opt->note;
 	hub->progress_arg = opt->progress_arg;
 	*out = hub;
 	return SKIPPER_OK;

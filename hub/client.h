@@ -18,6 +18,7 @@ struct skipper_hub {
 	long backoff_ms;
 	long long retry_after_ms; /* the last answer's Retry-After (0: none), honoured by the next backoff */
 	skipper_hub_progress_fn progress;
+	skipper_hub_note_fn note;
 	void *progress_arg;
 	CURL *curl;           /* reused so keep-alive connections survive between files */
 };

@@ -17,7 +17,7 @@
 #include "base/error.h"
 #include "hub/cache.h"
 #include "hub/download.h"
-#include "hub/hash.h"
+#include "base/sha256.h"
 #include "hub/http.h"
 
 struct sink {
@@ -105,7 +105,7 @@ static int open_partial(struct sink *s, struct skipper_error *err)
 	s->off = st.st_size;
 	if (s->off > s->limit)
 		return restart_from_zero(s, err);
-	if ((rc = skipper_hub_hash_fd(s->md, s->oid, s->fd, s->off, err)))
+	if ((rc = skipper_hash_fd(s->md, s->oid, s->fd, s->off, err)))
 		return skipper_fail_prefix(err, "%s", s->b->partial);
 	if (lseek(s->fd, s->off, SEEK_SET) < 0)
 		return skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", s->b->partial, strerror(errno));
@@ -154,7 +154,7 @@ static int transfer(struct skipper_hub *hub, struct sink *s, struct skipper_erro
 				                    attempt + 1);
 			return rc;
 		}
-		if (skipper_hub_backoff(hub, attempt + 1))
+		if (skipper_hub_backoff(hub, attempt + 1, err))
 			return skipper_fail(err, SKIPPER_ERR_INTERRUPTED, "%s: interrupted", b->file);
 	}
 }
@@ -167,7 +167,7 @@ static int finish(struct sink *s, char blob_name[65], struct skipper_error *err)
 	int rc = SKIPPER_OK;
 
 	EVP_DigestFinal_ex(s->md, md, NULL);
-	skipper_hub_hex(md, sizeof md, blob_name);
+	skipper_hex(md, sizeof md, blob_name);
 	if (b->expected_sha[0] && strcmp(blob_name, b->expected_sha) != 0) {
 		unlink(b->partial);
 		return skipper_fail(err, SKIPPER_ERR_CHECKSUM,
@@ -180,14 +180,14 @@ static int finish(struct sink *s, char blob_name[65], struct skipper_error *err)
 		if (!(s->oid = EVP_MD_CTX_new()))
 			return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 		oid_start(s->oid, s->off);
-		if (lseek(s->fd, 0, SEEK_SET) < 0 || (rc = skipper_hub_hash_fd(s->oid, NULL, s->fd, s->off, err)))
+		if (lseek(s->fd, 0, SEEK_SET) < 0 || (rc = skipper_hash_fd(s->oid, NULL, s->fd, s->off, err)))
 			return rc ? skipper_fail_prefix(err, "%s", b->partial)
 			          : skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", b->partial, strerror(errno));
 	}
 	if (s->oid) {
 		char oid[41];
 		EVP_DigestFinal_ex(s->oid, md, NULL);
-		skipper_hub_hex(md, 20, oid);
+		skipper_hex(md, 20, oid);
 		if (strcmp(oid, b->git_oid) != 0) {
 			unlink(b->partial);
 			return skipper_fail(err, SKIPPER_ERR_CHECKSUM,

@@ -250,9 +250,20 @@ int skipper_hub_http_get(struct skipper_hub *hub, const struct skipper_hub_get *
 			break;
 		}
 		if (cc != CURLE_OK) {
-			*retryable = transport_retryable(cc);
-			rc = skipper_fail(err, SKIPPER_ERR_NETWORK, "%s: %s (%s)", g->what,
-			                  errbuf[0] ? errbuf : curl_easy_strerror(cc), url);
+			long os = 0;
+			curl_easy_getinfo(hub->curl, CURLINFO_OS_ERRNO, &os);
+			/* A refusal is the host's answer, at once: nothing listens on
+			 * that port, and asking again in 0.5, 1, 2, 4 and 8 s only made
+			 * a wrong endpoint take 16 s to fail. Not even on 127.0.0.1,
+			 * where a mirror being started might listen a second later:
+			 * one started with the command (nginx -g 'daemon on') listens
+			 * before that command returns, and a user who starts one by
+			 * hand sees the refusal at once and runs the pull again. */
+			int refused = cc == CURLE_COULDNT_CONNECT && os == ECONNREFUSED;
+			*retryable = transport_retryable(cc) && !refused;
+			rc = skipper_fail(err, SKIPPER_ERR_NETWORK, "%s: %s (%s)%s", g->what,
+			                  errbuf[0] ? errbuf : curl_easy_strerror(cc), url,
+			                  refused ? "; not retried: nothing listens there" : "");
 			break;
 		}
 		if (code >= 200 && code <= 299)
@@ -295,7 +306,7 @@ int skipper_hub_interrupted(const struct skipper_hub *hub)
 	return hub->progress && hub->progress(hub->progress_arg, NULL, 0, -1, 0) != 0;
 }
 
-int skipper_hub_backoff(const struct skipper_hub *hub, int attempt)
+int skipper_hub_backoff(const struct skipper_hub *hub, int attempt, const struct skipper_error *why)
 {
 	long long ms = hub->backoff_ms;
 	struct timespec ts;
@@ -306,6 +317,12 @@ int skipper_hub_backoff(const struct skipper_hub *hub, int attempt)
 		ms = hub->retry_after_ms;
 	if (ms > 30000)
 		ms = 30000;
+	if (hub->note) {
+		char line[SKIPPER_ERROR_MAX + 64];
+		snprintf(line, sizeof line, "%.*s; retrying in %.1f s (attempt %d of %d)", SKIPPER_ERROR_MAX - 1, why->msg,
+		         (double)ms / 1000, attempt + 1, hub->retries + 1);
+		hub->note(hub->progress_arg, line);
+	}
 	ts.tv_sec = (time_t)(ms / 1000);
 	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)

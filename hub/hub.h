@@ -20,6 +20,11 @@
 typedef int (*skipper_hub_progress_fn)(void *arg, const char *file, long long done, long long total,
                                        int finished);
 
+/* A line for the user (no newline): why a request is tried again and when,
+ * sent before the pause. The library never prints; a CLI prints it, a
+ * server logs it. */
+typedef void (*skipper_hub_note_fn)(void *arg, const char *msg);
+
 struct skipper_hub_options {
 	const char *endpoint;        /* e.g. https://huggingface.co (no trailing slash needed) */
 	const char *cache_dir;       /* the hub cache root (HF_HUB_CACHE) */
@@ -31,7 +36,8 @@ struct skipper_hub_options {
 	long backoff_ms;             /* first retry delay, doubled each time (<= 0: 500) */
 	const char *user_agent;      /* NULL: "skipper" */
 	skipper_hub_progress_fn progress;
-	void *progress_arg;
+	void *progress_arg;          /* given to progress and note */
+	skipper_hub_note_fn note;    /* NULL: retries are not told */
 };
 
 struct skipper_hub; /* opaque: options + a reusable connection */
@@ -122,8 +128,5 @@ int skipper_hub_profile_name_ok(const char *name);
 
 /* Parse "64G", "512M", "1024" (bytes, K/M/G/T suffix, powers of 1024). */
 int skipper_hub_parse_size(const char *s, long long *out);
-
-/* SHA-256 of a whole file as 64 lowercase hex digits. */
-int skipper_hub_sha256_file(const char *path, char hex[65], struct skipper_error *err);
 
 #endif

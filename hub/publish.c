@@ -14,9 +14,11 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "base/atomic.h"
 #include "base/error.h"
+#include "base/file.h"
+#include "base/sha256.h"
 #include "hub/cache.h"
-#include "hub/hash.h"
 #include "hub/hub.h"
 #include "hub/publish.h"
 
@@ -92,48 +94,45 @@ static int cmp_entry(const void *a, const void *b)
 static int copy_file(const char *from, const char *to, struct skipper_error *err)
 {
 	char buf[1 << 16];
-	int in, out, rc = SKIPPER_OK;
+	struct skipper_atomic *out;
+	int in, rc = SKIPPER_OK;
 	ssize_t n;
 
 	/* a copy, never a hard link: the source stays editable, and an edit
 	 * must not change what the listing already describes */
-	unlink(to);
-	in = open(from, O_RDONLY | O_CLOEXEC);
-	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (in < 0 || out < 0) {
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "copy %s -> %s: %s", from, to, strerror(errno));
-		goto out;
+	if ((in = skipper_open_regular_fd(from, 0, NULL, NULL, err)) < 0)
+		return err ? err->status : SKIPPER_ERR_IO;
+	if (!(out = skipper_atomic_open(to, err))) {
+		close(in);
+		return err ? err->status : SKIPPER_ERR_IO;
 	}
 	while ((n = read(in, buf, sizeof buf)) > 0)
-		if (write(out, buf, (size_t)n) != n) {
-			rc = skipper_fail(err, SKIPPER_ERR_IO, "write %s: %s", to, strerror(errno));
-			goto out;
-		}
-	if (n < 0)
+		if (fwrite(buf, 1, (size_t)n, skipper_atomic_file(out)) != (size_t)n)
+			break; /* the stream's error: commit reports it */
+	if (n < 0) {
 		rc = skipper_fail(err, SKIPPER_ERR_IO, "read %s: %s", from, strerror(errno));
-out:
-	if (in >= 0)
-		close(in);
-	if (out >= 0 && close(out) < 0 && !rc)
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "write %s: %s", to, strerror(errno));
+		skipper_atomic_abort(out);
+	} else {
+		rc = skipper_atomic_commit(out, err);
+	}
+	close(in);
 	return rc;
 }
 
 static int write_json(json_t *j, const char *path, struct skipper_error *err)
 {
-	char *tmp = skipper_hub_pathf("%s.tmp", path);
-	int rc = SKIPPER_OK;
+	struct skipper_atomic *a;
+	int rc;
 
-	if (!tmp)
-		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
-	if ((rc = skipper_hub_mkparent(path, err)) == SKIPPER_OK) {
-		if (json_dump_file(j, tmp, JSON_INDENT(1) | JSON_SORT_KEYS) != 0 || rename(tmp, path) < 0) {
-			rc = skipper_fail(err, SKIPPER_ERR_IO, "cannot write %s", path);
-			unlink(tmp);
-		}
+	if ((rc = skipper_hub_mkparent(path, err)))
+		return rc;
+	if (!(a = skipper_atomic_open(path, err)))
+		return err ? err->status : SKIPPER_ERR_IO;
+	if (json_dumpf(j, skipper_atomic_file(a), JSON_INDENT(1) | JSON_SORT_KEYS) != 0) {
+		skipper_atomic_abort(a);
+		return skipper_fail(err, SKIPPER_ERR_IO, "cannot write %s", path);
 	}
-	free(tmp);
-	return rc;
+	return skipper_atomic_commit(a, err);
 }
 
 static json_t *listing_json(const char *repo, const char *commit)
@@ -173,7 +172,7 @@ static int hash_all(const char *src_dir, char commit[41], struct skipper_error *
 		if (!p)
 			rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 		else
-			rc = skipper_hub_sha256_file(p, scan.e[i].sha256, err);
+			rc = skipper_sha256_file(p, scan.e[i].sha256, err);
 		free(p);
 		if (rc)
 			break;
@@ -183,7 +182,7 @@ static int hash_all(const char *src_dir, char commit[41], struct skipper_error *
 	}
 	EVP_DigestFinal_ex(ctx, md, &mdlen);
 	EVP_MD_CTX_free(ctx);
-	skipper_hub_hex(md, 20, commit);
+	skipper_hex(md, 20, commit);
 	return rc;
 }
 
@@ -191,12 +190,11 @@ static int publish_files(const char *src_dir, const char *out_root, const char *
                          const char *commit, struct skipper_error *err)
 {
 	char *link_path = skipper_hub_pathf("%s/%s/resolve/%s", out_root, repo, revision);
-	char *tmp = link_path ? skipper_hub_pathf("%s.tmp", link_path) : NULL;
 	char *target = NULL;
 	int rc = SKIPPER_OK;
 	size_t depth = 0;
 
-	if (!tmp)
+	if (!link_path)
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 	for (size_t i = 0; i < scan.n && !rc; i++) {
 		char *from = skipper_hub_pathf("%s/%s", src_dir, scan.e[i].path);
@@ -224,16 +222,11 @@ static int publish_files(const char *src_dir, const char *out_root, const char *
 		strcat(target, commit);
 		if ((rc = skipper_hub_mkparent(link_path, err)))
 			goto out;
-		unlink(tmp);
-		if (symlink(target, tmp) < 0 || rename(tmp, link_path) < 0) {
-			rc = skipper_fail(err, SKIPPER_ERR_IO, "cannot link %s: %s", link_path, strerror(errno));
-			unlink(tmp);
-		}
+		rc = skipper_atomic_symlink(target, link_path, err);
 	}
 out:
 	free(target);
 	free(link_path);
-	free(tmp);
 	return rc;
 }
 

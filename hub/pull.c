@@ -13,7 +13,7 @@
 #include "base/error.h"
 #include "hub/cache.h"
 #include "hub/download.h"
-#include "hub/hash.h"
+#include "base/sha256.h"
 #include "hub/http.h"
 
 #define SKIPPER_HUB_MAX_LISTING (64L << 20)
@@ -78,9 +78,12 @@ static int fetch_listing(struct skipper_hub *hub, const char *repo, const char *
 		int retryable;
 		m.len = 0;
 		rc = skipper_hub_http_get(hub, &g, &status, &retryable, err);
-		if (rc == SKIPPER_OK || !retryable || attempt >= hub->retries)
+		if (rc == SKIPPER_OK || !retryable || attempt >= hub->retries) {
+			if (rc && retryable && attempt > 0)
+				skipper_fail_prefix(err, "gave up after %d attempts", attempt + 1);
 			break;
-		if (skipper_hub_backoff(hub, attempt + 1)) {
+		}
+		if (skipper_hub_backoff(hub, attempt + 1, err)) {
 			rc = skipper_fail(err, SKIPPER_ERR_INTERRUPTED, "%s: interrupted", what);
 			break;
 		}
@@ -254,7 +257,7 @@ static int key_for(const struct skipper_hub_file *f, const char *commit, char ke
 	EVP_DigestUpdate(ctx, f->path, strlen(f->path));
 	EVP_DigestFinal_ex(ctx, md, &n);
 	EVP_MD_CTX_free(ctx);
-	skipper_hub_hex(md, sizeof md, key);
+	skipper_hex(md, sizeof md, key);
 	return 0;
 }
 

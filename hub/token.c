@@ -8,6 +8,7 @@
 #include <openssl/crypto.h>
 
 #include "base/error.h"
+#include "base/file.h"
 #include "hub/hub.h"
 
 static char *trimmed_dup(const char *s, size_t n)
@@ -25,6 +26,7 @@ int skipper_hub_token_load(const char *token_file, char **token, struct skipper_
 {
 	const char *env = getenv("HF_TOKEN");
 	char *path = NULL, line[4096];
+	struct skipper_error e = { 0 };
 	FILE *f;
 	int rc = SKIPPER_OK;
 
@@ -50,11 +52,13 @@ int skipper_hub_token_load(const char *token_file, char **token, struct skipper_
 	}
 	if (!path)
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
-	f = fopen(path, "r");
+	/* a token is a line: a FIFO is refused, not waited on, and a large
+	 * file is not a token file */
+	f = skipper_open_regular(path, "r", 64 << 10, NULL, &e);
 	if (!f) {
 		/* Only an explicitly configured file must exist. */
-		if (errno != ENOENT || (token_file && *token_file))
-			rc = skipper_fail(err, SKIPPER_ERR_IO, "token file %s: %s", path, strerror(errno));
+		if (e.status != SKIPPER_ERR_NOT_FOUND || (token_file && *token_file))
+			rc = skipper_fail(err, SKIPPER_ERR_IO, "token file %s", e.msg);
 		free(path);
 		return rc;
 	}

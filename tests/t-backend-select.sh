@@ -32,7 +32,7 @@ plugin=$(ls "$top_builddir"/.libs/skipper-policy-*.so 2>/dev/null | head -n 1)
 if [ -n "$plugin" ]; then
 	cp "$plugin" "$t/fake/skipper-backend-cuda.so"
 	SKIPPER_PLUGIN_PATH="$t/fake" gen --set model.backend=cuda
-	if [ $? -ne 0 ] && grep -q "is not a skipper backend module" "$t/err"; then
+	if [ $? -ne 0 ] && grep -q "skipper-backend-cuda.so: not a skipper backend module: no exported" "$t/err"; then
 		ok "a foreign .so is refused"
 	else fail "a foreign .so is refused"; fi
 	SKIPPER_PLUGIN_PATH="$t/fake" gen --set model.backend=auto

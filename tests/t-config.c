@@ -1,7 +1,11 @@
-/* Config layering and the exact error messages users see. */
+/* Config layering and the exact error messages users see; the reader is
+ * bounded (a device, a FIFO, an endless or huge file, a NUL byte refused,
+ * never waited on) and numbers are decimal (no hex, inf, nan, blanks). */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config/config.h"
@@ -51,6 +55,154 @@ static void expect(const char *text, const char *suffix, const char *what)
 
 	snprintf(want, sizeof want, "%s/t.ini%s", dir, suffix);
 	is_str(load_msg(text, &err), want, "%s", what);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	printf("Bail out! the configuration reader blocked or ran on\n");
+	_exit(1);
+}
+
+/* Load path alone (must exist) and return the error message. */
+static const char *load_path_msg(const char *path, struct skipper_error *err)
+{
+	struct skipper_config *cfg;
+	skipper_config_new(&cfg, err);
+	err->msg[0] = '\0';
+	if (!skipper_config_load_file(cfg, path, 1, err))
+		err->msg[0] = '\0';
+	skipper_config_free(cfg);
+	return err->msg;
+}
+
+/* The files no configuration is: each refused with its reason, in time. */
+static void bounded_reader(void)
+{
+	struct skipper_error err = { 0 };
+	char fifo[600], want[1024];
+	FILE *f;
+
+	signal(SIGALRM, on_alarm);
+	alarm(20);
+	is_str(load_path_msg("/dev/zero", &err), "/dev/zero: configuration file: not a regular file",
+	       "-c /dev/zero: refused, not read forever");
+	is_int(err.status, SKIPPER_ERR_CONFIG, "... as a configuration error");
+	snprintf(fifo, sizeof fifo, "%s/fifo.ini", dir);
+	mkfifo(fifo, 0600);
+	snprintf(want, sizeof want, "%s: configuration file: not a regular file", fifo);
+	is_str(load_path_msg(fifo, &err), want, "-c FIFO: refused without waiting for a writer");
+	snprintf(want, sizeof want, "%s: configuration file: is a directory", dir);
+	is_str(load_path_msg(dir, &err), want, "-c DIRECTORY: says so");
+
+	snprintf(fifo, sizeof fifo, "%s/nul.ini", dir);
+	f = fopen(fifo, "w");
+	fwrite("[generate]\nmax_tokens = 4\0junk\n", 1, 32, f);
+	fclose(f);
+	snprintf(want, sizeof want, "%s:2: NUL byte in a text file", fifo);
+	is_str(load_path_msg(fifo, &err), want, "a NUL byte: refused, naming the line");
+	f = fopen(fifo, "w");
+	fwrite("[generate]\nmax_tokens = 4\n\0", 1, 28, f);
+	fclose(f);
+	snprintf(want, sizeof want, "%s:3: NUL byte in a text file", fifo);
+	is_str(load_path_msg(fifo, &err), want, "a NUL byte alone on the last line too");
+
+	snprintf(fifo, sizeof fifo, "%s/big.ini", dir);
+	f = fopen(fifo, "w");
+	fputs("[generate]\n", f);
+	for (int i = 0; i < 70000; i++)
+		fputs("; a comment line of a configuration file\n", f);
+	fclose(f);
+	ok(strstr(load_path_msg(fifo, &err), "more than any valid one (1048576)") != NULL,
+	   "a file of more than 1 MiB is not read: %s", err.msg);
+
+	/* a long line of the last file: cut where it is too long, not parsed as a key */
+	char line[400];
+	memset(line, 'x', sizeof line - 1);
+	line[sizeof line - 1] = '\0';
+	char text[600];
+	snprintf(text, sizeof text, "[generate]\n; %s max_tokens = 9\n", line);
+	ok(strstr(load_msg(text, &err), "t.ini:2: line longer than") != NULL, "a line longer than inih's buffer: %s",
+	   err.msg);
+	alarm(0);
+}
+
+/* Numbers are decimal: what strtod and strtol accept besides is refused. */
+static void strict_numbers(void)
+{
+	static const char *const bad_doubles[] = { "0x10", "0X1p4", "inf", "-inf", "nan", "infinity", " 0.5",
+		                                   "0.5 ", "1e", "1e+", "e5", ".", "+", "", "1e999", "1,5", "0.5x" };
+	static const char *const bad_longs[] = { "0x10", " 4", "4 ", "+", "1e3", "1.0", "99999999999999999999", "" };
+	double d;
+	long l;
+	int all = 1;
+
+	for (size_t i = 0; i < sizeof bad_doubles / sizeof *bad_doubles; i++)
+		if (!skipper_parse_double(bad_doubles[i], &d)) {
+			diag("'%s' read as %g", bad_doubles[i], d);
+			all = 0;
+		}
+	ok(all, "not a number: hex, inf, nan, blanks around it, a cut exponent, overflow, junk after it");
+	all = 1;
+	for (size_t i = 0; i < sizeof bad_longs / sizeof *bad_longs; i++)
+		if (!skipper_parse_long(bad_longs[i], &l)) {
+			diag("'%s' read as %ld", bad_longs[i], l);
+			all = 0;
+		}
+	ok(all, "not an integer: hex, blanks, an exponent, a fraction, overflow");
+	ok(!skipper_parse_double("0.5", &d) && d == 0.5 && !skipper_parse_double("-1.5e-3", &d) && d == -1.5e-3 &&
+	       !skipper_parse_double("+2", &d) && d == 2 && !skipper_parse_double(".5", &d) && d == 0.5 &&
+	       !skipper_parse_double("1.", &d) && d == 1 && !skipper_parse_double("1E2", &d) && d == 100,
+	   "decimal doubles read as ever");
+	ok(!skipper_parse_long("-12", &l) && l == -12 && !skipper_parse_long("+7", &l) && l == 7 &&
+	       !skipper_parse_long("007", &l) && l == 7,
+	   "decimal integers read as ever");
+
+	struct skipper_config *cfg;
+	struct skipper_error err = { 0 };
+	skipper_config_new(&cfg, &err);
+	skipper_config_set(cfg, "generate.temperature=0x10", &err);
+	ok(skipper_config_validate(cfg, NULL, NULL, &err) != 0 &&
+	       !strcmp(err.msg, "--set: [generate] temperature: '0x10' is not a number"),
+	   "--temperature 0x10 (once read as 16): %s", err.msg);
+	skipper_config_free(cfg);
+	expect("[hub]\nmax_file_size = 0x10G\n",
+	       ":2: [hub] max_file_size: '0x10G' is not a size of at least one byte (bytes, or a number with K, M, G, T)",
+	       "a hex size");
+	expect("[hub]\nmax_file_size = infK\n",
+	       ":2: [hub] max_file_size: 'infK' is not a size of at least one byte (bytes, or a number with K, M, G, T)",
+	       "an infinite size");
+}
+
+/* --set values are bounded, and cut when echoed. */
+static void long_set(void)
+{
+	struct skipper_config *cfg;
+	struct skipper_error err = { 0 };
+	char *big = malloc(5100);
+
+	snprintf(big, 5100, "generate.chat_template=");
+	memset(big + 23, 'x', 5000);
+	big[5023] = '\0';
+	skipper_config_new(&cfg, &err);
+	int rc = skipper_config_set(cfg, big, &err);
+	ok(rc != 0 && strstr(err.msg, "--set generate.chat_template=xxxx") &&
+	       strstr(err.msg, ": a value of 5000 bytes, more than 1023") && strlen(err.msg) < 200,
+	   "a 5000-byte --set value: refused, and cut in the message (%zu bytes: %s)", strlen(err.msg), err.msg);
+	memset(big, 'y', 5000);
+	big[5000] = '\0';
+	rc = skipper_config_set(cfg, big, &err);
+	ok(rc != 0 && strlen(err.msg) < 200 && strstr(err.msg, "expected section.key"),
+	   "5000 bytes without '.' or '=': cut too (%zu bytes)", strlen(err.msg));
+	snprintf(big, 5100, "generate.temperature=");
+	memset(big + 21, '9', 900);
+	strcpy(big + 921, "x");
+	skipper_config_set(cfg, big, &err);
+	rc = skipper_config_validate(cfg, NULL, NULL, &err);
+	ok(rc != 0 && strlen(err.msg) < 200 && strstr(err.msg, "...'"),
+	   "a 900-byte bad value is cut when named (%zu bytes)", strlen(err.msg));
+	skipper_config_free(cfg);
+	free(big);
 }
 
 int main(void)
@@ -217,6 +369,9 @@ int main(void)
 		if (f)
 			fclose(f);
 	}
+	bounded_reader();
+	strict_numbers();
+	long_set();
 	{
 		char cmd[600];
 		snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "engine/costs_cache.h"
 #include "engine/engine.h"
 #include "engine/lookup.h"
 #include "model/model.h"
@@ -699,43 +700,41 @@ static void rewritten_curve(const char *path, const char *const *set, int n_set,
 		BAIL(err.msg);
 }
 
-/* A cached curve with a point timed while something else ran (6 rows at
- * 16.5 steps) and one below its neighbour (3 rows at 1 step) is read back
- * bounded: no pass costs more than two smaller ones that make it up, and
- * the curve is non-decreasing. One point timed high among lower ones (2
- * rows at 1.5 steps, 3 to 5 at 1.1) is pooled with them, not copied onto
- * them. */
+/* A curve with a point timed while something else ran (6 rows at 16.5
+ * steps) and one below its neighbour (3 rows at 1 step) comes out bounded:
+ * no pass costs more than two smaller ones that make it up, and the curve
+ * is non-decreasing. One point timed high among lower ones (2 rows at 1.5
+ * steps, 3 to 5 at 1.1) is pooled with them, not copied onto them. (A
+ * cache file holding such a curve is refused instead: t-costs.) */
 static void curve_bounded(void)
 {
-	static const char *const outliers[] = { "verify 6 16.5\n", "verify 3 1\n" };
-	static const char *const high[] = { "verify 2 1.5\n", "verify 3 1.1\n", "verify 4 1.1\n", "verify 5 1.1\n" };
-	char path[] = "/tmp/skipper-t-engine-costs-XXXXXX";
-	int fd = mkstemp(path);
-	const struct skipper_costs *c;
-	struct run r;
+	struct skipper_costs c = { .n_max = 12 };
 
-	close(fd);
-	rewritten_curve(path, outliers, 2, &r, &c);
-	int sub = c->n_max >= 6, mono = 1;
-	for (int n = 2; n <= c->n_max; n++) {
-		mono = mono && c->verify[n] >= c->verify[n - 1];
+	for (int n = 1; n <= c.n_max; n++)
+		c.verify[n] = 1.0 + 0.2 * (n - 1);
+	c.verify[6] = 16.5;
+	c.verify[3] = 1;
+	skipper_costs_bound(&c);
+	int sub = 1, mono = 1;
+	for (int n = 2; n <= c.n_max; n++) {
+		mono = mono && c.verify[n] >= c.verify[n - 1];
 		for (int a = 1; a <= n / 2; a++)
-			sub = sub && c->verify[n] <= c->verify[a] + c->verify[n - a] + 1e-12;
+			sub = sub && c.verify[n] <= c.verify[a] + c.verify[n - a] + 1e-12;
 	}
-	ok(sub && c->verify[6] < 16.5 && mono,
-	   "a cached curve's outlier is bounded by smaller passes (6 rows: %.3f steps, 3 rows: %.3f, 2 rows: %.3f;%s%s)",
-	   c->verify[6], c->verify[3], c->verify[2], sub ? "" : " not subadditive", mono ? "" : " decreasing");
-	run_close(&r);
-	unlink(path);
+	ok(sub && c.verify[6] < 16.5 && mono,
+	   "a curve's outlier is bounded by smaller passes (6 rows: %.3f steps, 3 rows: %.3f, 2 rows: %.3f;%s%s)",
+	   c.verify[6], c.verify[3], c.verify[2], sub ? "" : " not subadditive", mono ? "" : " decreasing");
 
-	rewritten_curve(path, high, 4, &r, &c);
-	ok(c->n_max >= 5 && c->verify[2] <= 1.2 + 1e-9 && c->verify[5] <= 1.2 + 1e-9 && c->verify[2] <= c->verify[3] &&
-	       c->verify[5] <= c->verify[6],
+	for (int n = 1; n <= c.n_max; n++)
+		c.verify[n] = 1.0 + 0.2 * (n - 1);
+	c.verify[2] = 1.5;
+	c.verify[3] = c.verify[4] = c.verify[5] = 1.1;
+	skipper_costs_bound(&c);
+	ok(c.verify[2] <= 1.2 + 1e-9 && c.verify[5] <= 1.2 + 1e-9 && c.verify[2] <= c.verify[3] &&
+	       c.verify[5] <= c.verify[6],
 	   "a point timed high is pooled with the lower ones after it (2 / 3 / 5 / 6 rows: %.3f / %.3f / %.3f / %.3f "
 	   "steps, want at most 1.2 up to 5 rows and non-decreasing)",
-	   c->verify[2], c->verify[3], c->verify[5], c->verify[6]);
-	run_close(&r);
-	unlink(path);
+	   c.verify[2], c.verify[3], c.verify[5], c.verify[6]);
 }
 
 /* Lookup's guard, on a prompt whose greedy continuation repeats what it

@@ -14,6 +14,7 @@
 #include "model/model.h"
 #include "model/quant.h"
 #include "tap.h"
+#include "tokenizer/tokenizer.h"
 #include "testmodel.h"
 
 static char dir[256], path[512];
@@ -610,6 +611,28 @@ static void test_models(void)
 	at = find(c, len, "output_norm.weight") + strlen("output_norm.weight") + 4 + 8;
 	p32(c, at, SKIPPER_F16); /* F32 [64] -> F16 [64]: smaller, still fits */
 	expect_model_fail(c, len, SKIPPER_ERR_UNSUPPORTED, "norm must be F32", "output_norm.weight", "F32");
+	/* a context of no token loaded (every size derived from it zero) */
+	memcpy(c, b, len);
+	at = find(c, len, "llama.context_length") + strlen("llama.context_length"); /* then its type, then the value */
+	p32(c, at + 4, 0);
+	expect_model_fail(c, len, SKIPPER_ERR_FORMAT, "context_length = 0 is refused, naming the key",
+	                  "llama.context_length = 0", "at least one token");
+	/* a special token id past the vocabulary loaded (dropped in silence) */
+	memcpy(c, b, len);
+	at = find(c, len, "tokenizer.ggml.bos_token_id") + strlen("tokenizer.ggml.bos_token_id");
+	p32(c, at + 4, 4000000000u);
+	gw_dump(path, c, len);
+	{
+		struct skipper_model *mm = NULL;
+		struct skipper_tokenizer *t = NULL;
+		int rc = skipper_model_load(path, &mm, &err);
+		if (!rc)
+			rc = skipper_tokenizer_from_gguf(mm->gguf, &t, &err);
+		ok(rc == SKIPPER_ERR_FORMAT && !t && strstr(err.msg, "tokenizer.ggml.bos_token_id = 4000000000 is past the vocabulary"),
+		   "bos_token_id = 4000000000 is refused, naming the key (%s)", err.msg);
+		skipper_tokenizer_free(t);
+		skipper_model_free(mm);
+	}
 	free(b);
 	free(c);
 	test_qwen_models();

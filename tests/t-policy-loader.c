@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -110,6 +111,20 @@ int main(void)
 	refused("missing path", path, SKIPPER_ERR_NOT_FOUND, "not found");
 	rc = skipper_policy_load("../evil", &search, &lib, &err);
 	ok(rc == SKIPPER_ERR_NOT_FOUND, "a name with '/' is a path, never a search");
+	ok(has(err.msg, "policy '../evil' is a path (a name with a '/'): ../evil: policy plugin not found"),
+	   "and the error says it was taken for a path: %s", err.msg);
+	rc = skipper_policy_load("../../etc/passwd", &search, &lib, &err);
+	ok(rc == SKIPPER_ERR_PLUGIN && has(err.msg, "policy '../../etc/passwd' is a path") &&
+	       has(err.msg, "cannot load policy plugin"),
+	   "--policy ../../etc/passwd: a path, not a policy plugin: %s", err.msg);
+	snprintf(path, sizeof path, "%s/fifo.so", tmpdir);
+	mkfifo(path, 0600);
+	alarm(20);
+	rc = skipper_policy_load(path, &search, &lib, &err);
+	alarm(0);
+	ok(rc != SKIPPER_OK && has(err.msg, "not a regular file"),
+	   "a FIFO named as a policy: refused before dlopen would block on it (%s)", err.msg);
+	unlink(path);
 
 	/* --- not an ELF --- */
 	snprintf(path, sizeof path, "%s/skipper-policy-notelf.so", tmpdir);

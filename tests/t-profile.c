@@ -47,6 +47,64 @@ static int read_text(const char *text, struct skipper_profile **p, struct skippe
 	return skipper_profile_read(path, p, err);
 }
 
+/* What a careless or hostile profile (from a hub) holds: each refused with
+ * what is wrong, the number as written, the line. */
+static void bounded(char *path)
+{
+	struct skipper_profile *p = NULL;
+	struct skipper_error err = { 0 };
+	char text[512], want[256];
+	uint8_t m[30];
+	int rc;
+
+	snprintf(text, sizeof text, "[profile]\nn_layers = 30\nmodel_sha256 = %s\n[mask]\nattn = 12345678901234567890\n",
+	         SHA);
+	rc = read_text(text, &p, &err, path);
+	ok(rc == SKIPPER_ERR_FORMAT && has(err.msg, ":5: [mask] attn: layer 12345678901234567890 out of range: the model "
+	                                            "has 30 layers (0-29)"),
+	   "a 20-digit layer is named as written (was 'layer 1000000'): %s", err.msg);
+	ok(skipper_layers_parse("3-99999999999999999999999999999", m, 30, &err) == SKIPPER_ERR_RANGE &&
+	       has(err.msg, "layer 999999999999999999999999... out of range"),
+	   "the end of a range too, cut after 24 digits: %s", err.msg);
+
+	/* a line of 400 KB: "expected 'key = value'" said nothing of its length */
+	sprintf(path, "%s/longline.ini", dir);
+	FILE *f = fopen(path, "w");
+	fprintf(f, "[profile]\nn_layers = 30\n");
+	for (int i = 0; i < 400000; i++)
+		fputc('x', f);
+	fputc('\n', f);
+	fclose(f);
+	rc = skipper_profile_read(path, &p, &err);
+	sprintf(want, "%s:3: line longer than 65535 bytes", path);
+	ok(rc == SKIPPER_ERR_FORMAT && has(err.msg, want), "a 400 KB line: %s", err.msg);
+
+	sprintf(path, "%s/nul.ini", dir);
+	f = fopen(path, "w");
+	fwrite("[profile]\nn_layers = 3\0\n", 1, 25, f);
+	fclose(f);
+	rc = skipper_profile_read(path, &p, &err);
+	ok(rc == SKIPPER_ERR_FORMAT && has(err.msg, ":2: NUL byte in a text file"), "a NUL byte names its line");
+
+	snprintf(text, sizeof text, "[profile]\nn_layers = 30\nmodel_sha256 = %s\nmethod = ../../x/evil\n", SHA);
+	rc = read_text(text, &p, &err, path);
+	ok(rc == SKIPPER_ERR_FORMAT && has(err.msg, ":4: [profile] method: '../../x/evil' is not a policy name"),
+	   "a method that is a path (profiles come from hubs): %s", err.msg);
+	snprintf(text, sizeof text, "[profile]\nn_layers = 30\nmodel_sha256 = %s\nmethod = bo-static\n", SHA);
+	rc = read_text(text, &p, &err, path);
+	ok(rc == 0, "a method that is a policy name is fine");
+	skipper_profile_free(p);
+	p = NULL;
+	snprintf(text, sizeof text, "[profile]\nn_layers = 30\nmodel_sha256 = %s\n[latency.cpu]\nc1 = 0x10\n", SHA);
+	rc = read_text(text, &p, &err, path);
+	ok(rc == SKIPPER_ERR_FORMAT && has(err.msg, ":5: [latency.cpu] c1: expected a number, got '0x10'"),
+	   "a hex latency coefficient");
+	snprintf(text, sizeof text, "[profile]\nn_layers = 0x1e\nmodel_sha256 = %s\n", SHA);
+	rc = read_text(text, &p, &err, path);
+	ok(rc == SKIPPER_ERR_FORMAT && has(err.msg, ":2: [profile] n_layers: expected 1..4096, got '0x1e'"),
+	   "a hex layer count");
+}
+
 int main(void)
 {
 	uint8_t m[32];
@@ -233,6 +291,7 @@ int main(void)
 	}
 	rc = read_text("n_layers = 30\n", &p, &err, path);
 	ok(rc == SKIPPER_ERR_FORMAT && has(err.msg, "outside of any [section]"), "key outside a section");
+	bounded(path);
 
 	/* --- tensors (knn-router anchors) --- */
 	{

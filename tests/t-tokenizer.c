@@ -317,7 +317,7 @@ static int load_written(struct gw *w, struct skipper_tokenizer **t, struct skipp
 }
 
 enum { SPM_OK, SPM_NO_MODEL, SPM_BERT, SPM_TOKENS_U32, SPM_SCORES_SHORT, SPM_TYPES_F32, SPM_BOS_RANGE,
-       SPM_EMBD_ROWS, BPE_BAD_MERGE, BPE_MERGES_U32 };
+       SPM_BOS_HUGE, SPM_EOS_NEG, SPM_PAD_RANGE, SPM_EMBD_ROWS, BPE_BAD_MERGE, BPE_MERGES_U32 };
 
 static struct gw *tokenizer_gguf(int variant)
 {
@@ -365,8 +365,13 @@ static struct gw *tokenizer_gguf(int variant)
 	else
 		gw_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, N_SPM);
 	gw_u32(w, "tokenizer.ggml.unknown_token_id", 0);
-	gw_u32(w, "tokenizer.ggml.bos_token_id", variant == SPM_BOS_RANGE ? 99999 : 1);
-	gw_u32(w, "tokenizer.ggml.eos_token_id", 2);
+	gw_u32(w, "tokenizer.ggml.bos_token_id", variant == SPM_BOS_RANGE ? 99999 : variant == SPM_BOS_HUGE ? 4000000000u : 1);
+	if (variant == SPM_EOS_NEG)
+		gw_i32(w, "tokenizer.ggml.eos_token_id", -1);
+	else
+		gw_u32(w, "tokenizer.ggml.eos_token_id", 2);
+	if (variant == SPM_PAD_RANGE)
+		gw_u32(w, "tokenizer.ggml.padding_token_id", 300);
 	gw_bool(w, "tokenizer.ggml.add_bos_token", 1);
 	gw_bool(w, "tokenizer.ggml.add_space_prefix", 1);
 	if (variant == SPM_EMBD_ROWS) { /* an embedding of one row fewer than the tokens */
@@ -411,10 +416,20 @@ static void gguf_adapter_tests(void)
 		rc = load_written(tokenizer_gguf(bad[i].variant), &t, &err);
 		ok(rc == bad[i].want && t == NULL && err.msg[0], "refused: %s (%s)", bad[i].what, err.msg);
 	}
-	rc = load_written(tokenizer_gguf(SPM_BOS_RANGE), &t, &err);
-	ok(rc == 0 && skipper_tokenizer_bos(t) == -1 && skipper_tokenizer_add_bos(t) == 0,
-	   "out-of-range BOS id is ignored");
-	skipper_tokenizer_free(t);
+	/* a special token that is no token of the vocabulary was dropped in
+	 * silence (a model that never stops, or starts without its BOS) */
+	static const struct { int variant; const char *want, *what; } ids[] = {
+		{ SPM_BOS_RANGE, "tokenizer.ggml.bos_token_id = 99999 is past the vocabulary (tokens 0 to ", "BOS past the vocabulary" },
+		{ SPM_BOS_HUGE, "tokenizer.ggml.bos_token_id = 4000000000 is past the vocabulary", "BOS of 4000000000" },
+		{ SPM_EOS_NEG, "tokenizer.ggml.eos_token_id is not a token id", "a negative EOS" },
+		{ SPM_PAD_RANGE, "tokenizer.ggml.padding_token_id = 300 is past the vocabulary", "padding past the vocabulary" },
+	};
+	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+		err.msg[0] = 0;
+		rc = load_written(tokenizer_gguf(ids[i].variant), &t, &err);
+		ok(rc == SKIPPER_ERR_FORMAT && t == NULL && strstr(err.msg, ids[i].want), "refused, naming the key: %s (%s)",
+		   ids[i].what, err.msg);
+	}
 }
 
 /* The vocabularies of the test-model generator (used by the engine and

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/rng.h"
 #include "gguf-writer.h"
 #include "model/gguf.h"
 #include "model/quant.h"
@@ -40,17 +41,8 @@ int skipper_test_model_parse_layers(struct skipper_test_model_opts *o, const cha
 	return 0;
 }
 
-/* splitmix64: tiny, seedable, identical everywhere */
-static uint64_t next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* uniform in [-1, 1), 24 random bits: exact in f32 */
-static float unif(uint64_t *s) { return (float)(int32_t)((next(s) >> 40) - (1u << 23)) * 0x1p-23f; }
+static float unif(uint64_t *s) { return (float)(int32_t)((skipper_splitmix64(s) >> 40) - (1u << 23)) * 0x1p-23f; }
 
 /* ---- tokenizers ------------------------------------------------------------ */
 

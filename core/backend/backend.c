@@ -12,47 +12,9 @@
 
 #include "backend.h"
 #include "base/error.h"
-
-#ifndef SKIPPER_PLUGINDIR
-#define SKIPPER_PLUGINDIR "/usr/local/lib/skipper/plugins"
-#endif
+#include "base/module.h"
 
 #define CUDA_MODULE_FILE "skipper-backend-cuda.so"
-
-/* First existing dir/file along the search path, into path[cap]; 0 if none.
- * tried[] gets the directories looked in, for the error message. */
-static int find_module(const char *file, char *path, size_t cap, char *tried, size_t tcap)
-{
-	const char *envp = getenv("SKIPPER_PLUGIN_PATH");
-	const char *p = envp ? envp : "";
-	size_t used = 0;
-
-	tried[0] = '\0';
-	for (;;) {
-		/* one entry of the colon list; the built-in directory comes last */
-		const char *end = strchr(p, ':');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		const char *dir = p;
-		int last = 0;
-		if (!*p && !end) {
-			dir = SKIPPER_PLUGINDIR;
-			len = strlen(dir);
-			last = 1;
-		}
-		if (len > 0) {
-			int k = snprintf(path, cap, "%.*s/%s", (int)len, dir, file);
-			if (k > 0 && (size_t)k < cap && access(path, F_OK) == 0)
-				return 1;
-			if (used < tcap) {
-				k = snprintf(tried + used, tcap - used, "%s%.*s", used ? ", " : "", (int)len, dir);
-				used += k > 0 ? (size_t)k : 0;
-			}
-		}
-		if (last)
-			return 0;
-		p = end ? end + 1 : p + len;
-	}
-}
 
 /* Load the module and create a CUDA backend. Every failure is
  * SKIPPER_ERR_UNSUPPORTED with the reason, except a failure of a usable
@@ -73,36 +35,29 @@ static int find_module(const char *file, char *path, size_t cap, char *tried, si
 static int cuda_create(const struct skipper_model *m, const struct skipper_backend_opts *o,
                        struct skipper_backend **out, struct skipper_error *err)
 {
-	char path[4096], tried[1024];
+	struct skipper_module_path mp;
 	const struct skipper_backend_module *mod;
-	skipper_backend_module_init_fn init;
-	void *h, *sym;
-	const char *why;
+	struct skipper_error e = { 0 };
+	void (*fn)(void);
+	char tried[1024], *path;
+	void *h;
 	int rc;
 
-	if (!find_module(CUDA_MODULE_FILE, path, sizeof path, tried, sizeof tried))
+	if (skipper_module_path_get(&mp, NULL))
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	path = skipper_module_find(&mp, CUDA_MODULE_FILE, tried, sizeof tried);
+	skipper_module_path_free(&mp);
+	if (!path)
 		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED,
 		                    "backend cuda: module %s not found in %s (set SKIPPER_PLUGIN_PATH; "
 		                    "this build may have been configured without CUDA)",
 		                    CUDA_MODULE_FILE, tried);
-	dlerror();
-	h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+	h = skipper_module_open(path, "skipper backend module", SKIPPER_BACKEND_MODULE_ENTRY, 1, &fn, &e);
 	if (!h) {
-		why = dlerror();
-		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED, "backend cuda: cannot load %s: %s", path,
-		                    why ? why : "unknown dlopen error");
+		free(path);
+		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED, "backend cuda: %s", e.msg);
 	}
-	dlerror();
-	sym = dlsym(h, SKIPPER_BACKEND_MODULE_ENTRY);
-	if (!sym) {
-		dlclose(h);
-		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED,
-		                    "backend cuda: %s is not a skipper backend module (no %s)", path,
-		                    SKIPPER_BACKEND_MODULE_ENTRY);
-	}
-	/* POSIX guarantees object/function pointer conversion for dlsym. */
-	memcpy(&init, &sym, sizeof init);
-	mod = init();
+	mod = ((skipper_backend_module_init_fn)fn)();
 	if (!mod || mod->abi != SKIPPER_BACKEND_MODULE_ABI || !mod->version ||
 	    strcmp(mod->version, PACKAGE_VERSION) != 0 ||
 	    mod->sizeof_model != sizeof(struct skipper_model) ||
@@ -113,9 +68,11 @@ static int cuda_create(const struct skipper_model *m, const struct skipper_backe
 		                  "skipper %s (ABI %d); install the module from the same build",
 		                  path, mod && mod->version ? mod->version : "?", mod ? mod->abi : 0u,
 		                  PACKAGE_VERSION, SKIPPER_BACKEND_MODULE_ABI);
+		free(path);
 		dlclose(h);
 		return rc;
 	}
+	free(path);
 	if ((rc = mod->probe(o->device, err))) {
 		dlclose(h);
 		return rc;

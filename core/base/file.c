@@ -1,7 +1,9 @@
 /* See file.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,4 +60,64 @@ FILE *skipper_open_regular(const char *path, const char *mode, uint64_t max_byte
 		close(fd);
 	}
 	return fp;
+}
+
+static const char empty_file[1];
+
+int skipper_map_file(const char *path, uint64_t max_bytes, const char *what, const void **data, size_t *len,
+                     struct skipper_error *err)
+{
+	uint64_t size;
+	int fd = skipper_open_regular_fd(path, max_bytes, what, &size, err);
+	void *p;
+
+	*data = empty_file;
+	*len = 0;
+	if (fd < 0)
+		return err ? err->status : SKIPPER_ERR_IO;
+	if (size == 0) {
+		close(fd);
+		return SKIPPER_OK;
+	}
+	p = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return skipper_fail(err, SKIPPER_ERR_IO, "%s: mmap: %s", path, strerror(errno));
+	*data = p;
+	*len = (size_t)size;
+	return SKIPPER_OK;
+}
+
+void skipper_unmap_file(const void *data, size_t len)
+{
+	if (len)
+		munmap((void *)data, len);
+}
+
+long skipper_read_line(FILE *f, char **buf, size_t *cap, size_t max)
+{
+	size_t n = 0;
+	int c;
+
+	while ((c = getc(f)) != EOF) {
+		if (c == '\0')
+			return SKIPPER_LINE_NUL;
+		if (n + 1 >= max)
+			return SKIPPER_LINE_LONG;
+		if (n + 2 > *cap) {
+			size_t want = *cap ? 2 * *cap : 256;
+			char *b = realloc(*buf, want < max ? want : max);
+			if (!b)
+				return SKIPPER_LINE_NOMEM;
+			*buf = b;
+			*cap = want < max ? want : max;
+		}
+		(*buf)[n++] = (char)c;
+		if (c == '\n')
+			break;
+	}
+	if (!n)
+		return SKIPPER_LINE_EOF;
+	(*buf)[n] = '\0';
+	return (long)n;
 }

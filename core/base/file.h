@@ -1,5 +1,8 @@
-/* Opening the files a user names (profiles, tensor files): a base every
- * subsystem may include, like error.h. */
+/* Opening and reading the files a user names (configuration, profiles,
+ * tensor files, the cost cache, data files): a base every subsystem may
+ * include, like error.h. Every reader of a file skipper did not just write
+ * itself opens it with these (regular files only, a stated size) and reads
+ * its lines with skipper_read_line (a stated length, no NUL byte). */
 #ifndef SKIPPER_FILE_H
 #define SKIPPER_FILE_H
 
@@ -20,5 +23,23 @@ int skipper_open_regular_fd(const char *path, uint64_t max_bytes, const char *wh
 /* The same as a stream for mode "r" or "rb"; the caller fcloses it. */
 FILE *skipper_open_regular(const char *path, const char *mode, uint64_t max_bytes, const char *what,
                            struct skipper_error *err);
+
+/* The regular file at path (at most max_bytes, 0: any size) mapped whole,
+ * read-only: *data (a static empty buffer for an empty file) and *len,
+ * until skipper_unmap_file(*data, *len). For what must be read at once
+ * (signed files: Ed25519 takes the whole message in one call). */
+int skipper_map_file(const char *path, uint64_t max_bytes, const char *what, const void **data, size_t *len,
+                     struct skipper_error *err);
+void skipper_unmap_file(const void *data, size_t len);
+
+/* One line with its newline into *buf, grown as needed (*cap its size; the
+ * caller frees it): its length, SKIPPER_LINE_EOF at the end of the file (or
+ * a read error: ferror), SKIPPER_LINE_LONG if longer than max - 1 bytes,
+ * SKIPPER_LINE_NUL if it holds a NUL byte, SKIPPER_LINE_NOMEM. Reading
+ * stops at any of these, so an endless line (/dev/zero, a file growing
+ * while read) is refused, never read to the end of memory. The last line
+ * may lack its newline. */
+enum { SKIPPER_LINE_EOF = -1, SKIPPER_LINE_LONG = -2, SKIPPER_LINE_NUL = -3, SKIPPER_LINE_NOMEM = -4 };
+long skipper_read_line(FILE *f, char **buf, size_t *cap, size_t max);
 
 #endif

@@ -1,36 +1,10 @@
-/* Reading text a user names to a bound: a line at a time, or whole. */
+/* Reading text a user names to a bound, whole (file.c reads it a line at
+ * a time). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "text.h"
-
-long skipper_read_line(FILE *f, char **buf, size_t *cap, size_t max)
-{
-	size_t n = 0;
-	int c;
-	while ((c = getc(f)) != EOF) {
-		if (c == '\0')
-			return -3;
-		if (n + 1 >= max)
-			return -2;
-		if (n + 2 > *cap) {
-			size_t want = *cap ? 2 * *cap : 256;
-			char *b = realloc(*buf, want < max ? want : max);
-			if (!b)
-				return -4;
-			*buf = b;
-			*cap = want < max ? want : max;
-		}
-		(*buf)[n++] = (char)c;
-		if (c == '\n')
-			break;
-	}
-	if (!n)
-		return -1;
-	(*buf)[n] = '\0';
-	return (long)n;
-}
 
 char *skipper_read_all(FILE *f, size_t max, char *why, size_t why_n)
 {

@@ -1,18 +1,16 @@
 /* Reading text files a user names (rankings, n-grams, prompts, JSONL) to
  * a bound, so that /dev/zero or a file without newlines is refused rather
  * than read to the end of memory, and a NUL byte is refused rather than
- * cutting the text short. */
+ * cutting the text short: a line at a time (skipper_read_line, file.h),
+ * or whole. */
 #ifndef SKIPPER_BASE_TEXT_H
 #define SKIPPER_BASE_TEXT_H
 
 #include <stddef.h>
 #include <stdio.h>
 
-/* One line with its newline into *buf, grown as needed (*cap its size;
- * the caller frees it): its length, -1 at the end of the file (or an
- * error: ferror), -2 if longer than max - 1 bytes, -3 if it holds a NUL
- * byte, -4 out of memory; reading stops at any of these. */
-long skipper_read_line(FILE *f, char **buf, size_t *cap, size_t max);
+#include "file.h"
+
 /* SKIPPER_LINE_MAX is room for any valid line of numbers. */
 #define SKIPPER_LINE_MAX 512
 /* What skipper_read_line's negative lengths mean, for messages. */

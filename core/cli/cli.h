@@ -74,12 +74,14 @@ int cli_stdout_check(int write_errno);
 extern volatile sig_atomic_t cli_interrupted;
 void cli_install_signals(void);
 
-/* An atomic write of path: cli_atomic_open opens a temporary file beside
- * it (NULL after printing "WHO: ..." on failure); cli_atomic_close closes
- * it and renames it over path, or removes it and prints why. Returns an
- * exit code; the temporary name is freed either way. */
-FILE *cli_atomic_open(const char *who, const char *path, char **tmp);
-int cli_atomic_close(const char *who, FILE *f, char *tmp, const char *path);
+/* An atomic write of path (core/base/atomic.h): cli_atomic_open returns
+ * the stream to write, *a the handle (NULL after printing "WHO: ..." on
+ * failure); cli_atomic_close commits it (every write, the flush and close
+ * checked, then renamed over path) or removes it and prints why, and
+ * returns an exit code; skipper_atomic_abort drops it. */
+struct skipper_atomic;
+FILE *cli_atomic_open(const char *who, const char *path, struct skipper_atomic **a);
+int cli_atomic_close(const char *who, struct skipper_atomic *a);
 
 /* The token streams skipper vocab --ngrams counts: prompts' tokens (pushed
  * with generated = 0, after a -1 that starts each prompt) and what the

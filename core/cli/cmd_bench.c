@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "base/atomic.h"
 #include "base/error.h"
 #include "cli.h"
 
@@ -163,8 +164,8 @@ struct bench_run {
 	struct skipper_session *s;
 	struct variant *vars;     /* [n_items] */
 	struct bench_report rep;
-	FILE *jsonl;              /* --out: PREFIX.jsonl, written beside as jsonl_tmp until the run ends */
-	char *jsonl_tmp, *jsonl_path;
+	FILE *jsonl;              /* --out: PREFIX.jsonl, whole when the run ends or not at all */
+	struct skipper_atomic *jsonl_a;
 	struct collect base_out, cur;
 };
 
@@ -314,7 +315,7 @@ static int open_variants(struct bench_run *b, struct skipper_config *cfg)
 	if (b->out) {
 		char path[4096];
 		snprintf(path, sizeof path, "%s.jsonl", b->out);
-		if (!(b->jsonl_path = strdup(path)) || !(b->jsonl = cli_atomic_open("skipper bench", path, &b->jsonl_tmp)))
+		if (!(b->jsonl = cli_atomic_open("skipper bench", path, &b->jsonl_a)))
 			return EXIT_FAILURE_GENERIC;
 	}
 	return EXIT_OK;
@@ -380,18 +381,19 @@ static int report(struct bench_run *b)
 	bench_write_markdown(rep, stdout);
 	if (b->out) {
 		/* the run's outputs appear whole, or not at all */
-		char path[4096], *tmp;
+		char path[4096];
+		struct skipper_atomic *md_a;
 		FILE *md;
-		rc = cli_atomic_close("skipper bench", b->jsonl, b->jsonl_tmp, b->jsonl_path);
+		rc = cli_atomic_close("skipper bench", b->jsonl_a);
 		b->jsonl = NULL;
-		b->jsonl_tmp = NULL;
+		b->jsonl_a = NULL;
 		if (rc)
 			return rc;
 		snprintf(path, sizeof path, "%s.md", b->out);
-		if (!(md = cli_atomic_open("skipper bench", path, &tmp)))
+		if (!(md = cli_atomic_open("skipper bench", path, &md_a)))
 			return EXIT_FAILURE_GENERIC;
 		bench_write_markdown(rep, md);
-		if ((rc = cli_atomic_close("skipper bench", md, tmp, path)))
+		if ((rc = cli_atomic_close("skipper bench", md_a)))
 			return rc;
 		snprintf(path, sizeof path, "%s.svg", b->out);
 		if (bench_write_chart(rep, path) == 0)
@@ -413,12 +415,7 @@ static int report(struct bench_run *b)
 
 static void bench_free(struct bench_run *b)
 {
-	if (b->jsonl) { /* a run that failed leaves no partial file */
-		fclose(b->jsonl);
-		unlink(b->jsonl_tmp);
-	}
-	free(b->jsonl_tmp);
-	free(b->jsonl_path);
+	skipper_atomic_abort(b->jsonl_a); /* a run that failed leaves no partial file */
 	for (int i = 0; b->vars && i < b->n_items; i++)
 		close_variant(&b->vars[i]);
 	free(b->vars);

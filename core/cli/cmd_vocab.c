@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "base/atomic.h"
 #include "base/error.h"
 #include "base/text.h"
 #include "cli.h"
@@ -95,45 +96,35 @@ static int write_ranking(FILE *f, const struct skipper_session *s, const char *d
  * leaves neither. */
 struct vocab_out {
 	FILE *rank, *ngrams;
-	char *rank_tmp, *ngrams_tmp;
+	struct skipper_atomic *rank_a, *ngrams_a;
 };
 
 static int outputs_open(struct vocab_out *o, const struct vocab_args *va)
 {
-	if (!(o->rank = cli_atomic_open("skipper vocab", va->out, &o->rank_tmp)))
+	if (!(o->rank = cli_atomic_open("skipper vocab", va->out, &o->rank_a)))
 		return EXIT_FAILURE_GENERIC;
-	if (va->ngrams && !(o->ngrams = cli_atomic_open("skipper vocab", va->ngrams, &o->ngrams_tmp)))
+	if (va->ngrams && !(o->ngrams = cli_atomic_open("skipper vocab", va->ngrams, &o->ngrams_a)))
 		return EXIT_FAILURE_GENERIC;
 	return EXIT_OK;
 }
 
 static void outputs_abort(struct vocab_out *o)
 {
-	if (o->rank) {
-		fclose(o->rank);
-		unlink(o->rank_tmp);
-	}
-	if (o->ngrams) {
-		fclose(o->ngrams);
-		unlink(o->ngrams_tmp);
-	}
-	free(o->rank_tmp);
-	free(o->ngrams_tmp);
+	skipper_atomic_abort(o->rank_a);
+	skipper_atomic_abort(o->ngrams_a);
 	memset(o, 0, sizeof *o);
 }
 
 static int outputs_close(struct vocab_out *o, const struct vocab_args *va)
 {
 	int rc = EXIT_OK;
-	if (o->ngrams) {
-		rc = cli_atomic_close("skipper vocab", o->ngrams, o->ngrams_tmp, va->ngrams);
-		o->ngrams = NULL;
-		o->ngrams_tmp = NULL;
+	if (o->ngrams_a) {
+		rc = cli_atomic_close("skipper vocab", o->ngrams_a);
+		o->ngrams_a = NULL;
 	}
 	if (rc == EXIT_OK) {
-		rc = cli_atomic_close("skipper vocab", o->rank, o->rank_tmp, va->out);
-		o->rank = NULL;
-		o->rank_tmp = NULL;
+		rc = cli_atomic_close("skipper vocab", o->rank_a);
+		o->rank_a = NULL;
 		if (rc && va->ngrams)
 			unlink(va->ngrams);
 	}

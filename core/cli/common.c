@@ -11,7 +11,9 @@
 
 #include "build-config.h"
 #include "cli.h"
+#include "base/atomic.h"
 #include "base/error.h"
+#include "base/file.h"
 
 volatile sig_atomic_t cli_interrupted;
 
@@ -142,34 +144,25 @@ int cli_load_config(const struct cli_common *c, struct skipper_config **out)
 }
 
 /* See cli.h. */
-FILE *cli_atomic_open(const char *who, const char *path, char **tmp)
+FILE *cli_atomic_open(const char *who, const char *path, struct skipper_atomic **a)
 {
-	FILE *f;
-	if (!(*tmp = malloc(strlen(path) + 32))) {
-		fprintf(stderr, "%s: out of memory\n", who);
+	struct skipper_error err = { 0 };
+	if (!(*a = skipper_atomic_open(path, &err))) {
+		fprintf(stderr, "%s: %s\n", who, err.msg);
 		return NULL;
 	}
-	sprintf(*tmp, "%s.tmp%ld", path, (long)getpid());
-	if (!(f = fopen(*tmp, "w"))) {
-		/* named by the file asked for: the temporary one is an internal */
-		fprintf(stderr, "%s: %s: %s\n", who, path, strerror(errno));
-		free(*tmp);
-		*tmp = NULL;
-	}
-	return f;
+	return skipper_atomic_file(*a);
 }
 
 /* See cli.h. */
-int cli_atomic_close(const char *who, FILE *f, char *tmp, const char *path)
+int cli_atomic_close(const char *who, struct skipper_atomic *a)
 {
-	int rc = EXIT_OK;
-	if (fclose(f) != 0 || rename(tmp, path) != 0) {
-		fprintf(stderr, "%s: %s: %s\n", who, path, strerror(errno));
-		unlink(tmp);
-		rc = EXIT_FAILURE_GENERIC;
+	struct skipper_error err = { 0 };
+	if (skipper_atomic_commit(a, &err)) {
+		fprintf(stderr, "%s: %s\n", who, err.msg);
+		return EXIT_FAILURE_GENERIC;
 	}
-	free(tmp);
-	return rc;
+	return EXIT_OK;
 }
 
 

@@ -1,6 +1,7 @@
 /* Layered INI configuration on top of the system inih. Entries are kept in
  * the order they were read; the last one for a section.key wins, so layering
  * is just "read defaults, then each file, then --set". */
+#include <ctype.h>
 #include <errno.h>
 #include <ini.h>
 #include <math.h>
@@ -12,6 +13,12 @@
 #include "config.h"
 #include "config_keys.h"
 #include "base/error.h"
+#include "base/file.h"
+
+/* A configuration is a few kilobytes (conf/skipper.ini, every key with its
+ * comment, is 12 KB): a file past this is not one, and /dev/zero or a
+ * growing log named by mistake stops here instead of being read forever. */
+#define CONFIG_MAX_BYTES (1u << 20)
 
 struct skipper_config {
 	struct skipper_config_entry *e;
@@ -134,6 +141,9 @@ struct load_state {
 	int line;                 /* line most recently read by the reader */
 	int too_long;             /* line number of an over-long line, 0 if none */
 	int bad_header;           /* line number of a '[' without ']', 0 if none */
+	int nul;                  /* line number of a NUL byte, 0 if none */
+	int too_big;              /* read past CONFIG_MAX_BYTES (the file grew) */
+	size_t bytes;             /* read so far */
 	int indented;             /* the line read last starts with blanks and holds something */
 	int key_in_section;       /* a key was read since the last [section] */
 	size_t first;             /* index of this file's first entry */
@@ -144,16 +154,41 @@ struct load_state {
 	int failed;
 };
 
+/* The next byte of the file, or EOF; a NUL byte or a byte past the bound
+ * ends the file there (noted for the error), so that inih never sees
+ * them: a NUL would cut the line it is in unseen, and every other text
+ * input refuses it. */
+static int next_byte(struct load_state *st)
+{
+	int c;
+	if (st->nul || st->too_big || (c = getc(st->fp)) == EOF)
+		return EOF;
+	if (++st->bytes > CONFIG_MAX_BYTES) {
+		st->too_big = 1;
+		return EOF;
+	}
+	if (c == '\0') {
+		st->nul = st->line + 1;
+		return EOF;
+	}
+	return c;
+}
+
 /* fgets-like reader that counts lines, so handler errors can name them
  * (Debian's inih is built without INI_HANDLER_LINENO). */
 static char *reader(char *str, int num, void *stream)
 {
 	struct load_state *st = stream;
-	char *r = fgets(str, num, st->fp);
-	size_t len;
+	int n = 0, c = EOF;
 
-	if (!r)
+	while (n < num - 1 && (c = next_byte(st)) != EOF) {
+		str[n++] = (char)c;
+		if (c == '\n')
+			break;
+	}
+	if (n == 0 || st->nul)
 		return NULL;
+	str[n] = '\0';
 	st->line++;
 	/* inih reads an indented line after a key as more of that key's value
 	 * (under a 49-character prefix of its name): refused in the handler */
@@ -165,15 +200,13 @@ static char *reader(char *str, int num, void *stream)
 	 * be blamed instead */
 	if (*p == '[' && !strchr(p, ']') && !st->bad_header)
 		st->bad_header = st->line;
-	len = strlen(str);
-	if (len == (size_t)num - 1 && str[len - 1] != '\n' && !feof(st->fp)) {
-		int c;
+	if (n == num - 1 && str[n - 1] != '\n' && (c = next_byte(st)) != EOF && c != '\n') {
 		if (!st->too_long)
 			st->too_long = st->line;
-		while ((c = fgetc(st->fp)) != EOF && c != '\n')
+		while ((c = next_byte(st)) != EOF && c != '\n')
 			;
 	}
-	return r;
+	return st->nul ? NULL : str;
 }
 
 static int section_seen(struct load_state *st, const char *section)
@@ -259,12 +292,14 @@ int skipper_config_load_file(struct skipper_config *cfg, const char *path, int m
 	struct load_state st = { .cfg = cfg, .err = err, .first = cfg->n };
 	int rc;
 
-	st.fp = fopen(path, "r");
+	/* a FIFO or a device (-c /dev/zero) is refused, not read */
+	st.fp = skipper_open_regular(path, "r", CONFIG_MAX_BYTES, "configuration file", err);
 	if (!st.fp) {
-		if (!must_exist && errno == ENOENT)
+		if (!must_exist && err && err->status == SKIPPER_ERR_NOT_FOUND)
 			return SKIPPER_OK;
-		return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s: cannot open configuration file: %s", path,
-		                    strerror(errno));
+		if (!err)
+			return SKIPPER_ERR_CONFIG;
+		return err->status = SKIPPER_ERR_CONFIG;
 	}
 	st.file = intern_file(cfg, path);
 	if (!st.file) {
@@ -272,6 +307,7 @@ int skipper_config_load_file(struct skipper_config *cfg, const char *path, int m
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 	}
 	rc = ini_parse_stream(reader, &st, handler, &st);
+	int read_error = ferror(st.fp);
 	fclose(st.fp);
 	for (size_t i = 0; i < st.n_sections; i++)
 		free(st.sections[i]);
@@ -283,31 +319,54 @@ int skipper_config_load_file(struct skipper_config *cfg, const char *path, int m
 	if (st.too_long && (rc == 0 || st.too_long < rc))
 		return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s:%d: line longer than %d characters", path,
 		                    st.too_long, INI_MAX_LINE - 2);
-	if (rc < 0)
-		return skipper_fail(err, SKIPPER_ERR_IO, "%s: read error", path);
 	if (rc > 0)
 		return skipper_fail(err, SKIPPER_ERR_CONFIG,
 		                    "%s:%d: syntax error (expected [section], key = value or a comment)", path, rc);
+	if (st.nul)
+		return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s:%d: NUL byte in a text file", path, st.nul);
+	if (st.too_big)
+		return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s: more than %u bytes: not a configuration file", path,
+		                    CONFIG_MAX_BYTES);
+	if (rc < 0 || read_error)
+		return skipper_fail(err, SKIPPER_ERR_IO, "%s: read error", path);
 	return SKIPPER_OK;
+}
+
+/* Values echoed in messages are cut: a --set of a megabyte (or a file's
+ * line of 200 bytes) is named, not reprinted whole. */
+#define ECHO_MAX 80
+static const char *cut(const char *v, char buf[ECHO_MAX + 4])
+{
+	size_t n = strlen(v);
+	if (n <= ECHO_MAX)
+		return v;
+	memcpy(buf, v, ECHO_MAX);
+	memcpy(buf + ECHO_MAX, "...", 4);
+	return buf;
 }
 
 int skipper_config_set(struct skipper_config *cfg, const char *assignment, struct skipper_error *err)
 {
 	const char *dot = strchr(assignment, '.'), *eq = strchr(assignment, '=');
-	char section[128], key[128], value[1024];
-	size_t ls, lk;
+	char section[128], key[128], value[1024], c[ECHO_MAX + 4];
+	size_t ls, lk, lv;
 
 	if (!dot || !eq || dot > eq || dot == assignment || eq == dot + 1)
-		return skipper_fail(err, SKIPPER_ERR_CONFIG, "--set %s: expected section.key=value", assignment);
+		return skipper_fail(err, SKIPPER_ERR_CONFIG, "--set %s: expected section.key=value", cut(assignment, c));
 	ls = (size_t)(dot - assignment);
 	lk = (size_t)(eq - dot - 1);
-	if (ls >= sizeof section || lk >= sizeof key || strlen(eq + 1) >= sizeof value)
-		return skipper_fail(err, SKIPPER_ERR_CONFIG, "--set %s: too long", assignment);
+	lv = strlen(eq + 1);
+	if (ls >= sizeof section || lk >= sizeof key)
+		return skipper_fail(err, SKIPPER_ERR_CONFIG, "--set %s: section or key name longer than %zu bytes",
+		                    cut(assignment, c), sizeof key - 1);
+	if (lv >= sizeof value)
+		return skipper_fail(err, SKIPPER_ERR_CONFIG, "--set %.*s: a value of %zu bytes, more than %zu",
+		                    (int)(eq - assignment + 1 + (ECHO_MAX / 2)), assignment, lv, sizeof value - 1);
 	memcpy(section, assignment, ls);
 	section[ls] = '\0';
 	memcpy(key, dot + 1, lk);
 	key[lk] = '\0';
-	strcpy(value, eq + 1);
+	memcpy(value, eq + 1, lv + 1);
 	if (push(cfg, section, key, value, "--set", 0))
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 	return SKIPPER_OK;
@@ -381,11 +440,43 @@ int skipper_parse_bool(const char *s, int *out)
 	return SKIPPER_ERR_CONFIG;
 }
 
+/* Length of the decimal number s starts with: [+-] digits, with fraction
+ * also [.digits] and an exponent e[+-]digits; 0 if there is none. What
+ * strtod and strtol accept besides (leading blanks, hex "0x10" read as 16,
+ * "inf", "nan", "1e5" for an integer) is not a number here. */
+static size_t decimal_len(const char *s, int fraction)
+{
+	size_t i = 0, digits = 0;
+
+	if (s[i] == '+' || s[i] == '-')
+		i++;
+	for (; isdigit((unsigned char)s[i]); i++)
+		digits++;
+	if (fraction && s[i] == '.')
+		for (i++; isdigit((unsigned char)s[i]); i++)
+			digits++;
+	if (!digits)
+		return 0;
+	if (fraction && (s[i] == 'e' || s[i] == 'E')) {
+		size_t j = i + 1;
+		if (s[j] == '+' || s[j] == '-')
+			j++;
+		if (!isdigit((unsigned char)s[j]))
+			return i;
+		while (isdigit((unsigned char)s[j]))
+			j++;
+		i = j;
+	}
+	return i;
+}
+
 int skipper_parse_long(const char *s, long *out)
 {
 	char *end;
 	long v;
 
+	if (!decimal_len(s, 0) || s[decimal_len(s, 0)])
+		return SKIPPER_ERR_CONFIG;
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (end == s || *end || errno)
@@ -399,6 +490,8 @@ int skipper_parse_double(const char *s, double *out)
 	char *end;
 	double v;
 
+	if (!decimal_len(s, 1) || s[decimal_len(s, 1)])
+		return SKIPPER_ERR_CONFIG;
 	errno = 0;
 	v = strtod(s, &end);
 	if (end == s || *end || errno || !isfinite(v))
@@ -409,17 +502,20 @@ int skipper_parse_double(const char *s, double *out)
 
 static int parse_size(const char *s, double *out)
 {
-	char *end;
-	double v;
 	static const char suffix[] = "KMGT";
+	size_t n = decimal_len(s, 1);
+	char num[64];
+	double v;
 
-	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || errno || v < 0 || !isfinite(v))
+	if (!n || n >= sizeof num)
 		return SKIPPER_ERR_CONFIG;
-	if (*end) {
-		const char *p = strchr(suffix, *end & ~0x20);
-		if (!p || !*p || end[1])
+	memcpy(num, s, n);
+	num[n] = '\0';
+	if (skipper_parse_double(num, &v) || v < 0)
+		return SKIPPER_ERR_CONFIG;
+	if (s[n]) {
+		const char *p = strchr(suffix, s[n] & ~0x20);
+		if (!p || !*p || s[n + 1])
 			return SKIPPER_ERR_CONFIG;
 		v *= pow(1024.0, (double)(p - suffix + 1));
 	}
@@ -457,7 +553,7 @@ static int where(const struct skipper_config_entry *e, char *buf, size_t cap)
 static int check_value(const struct skipper_config_key *k, const struct skipper_config_entry *e,
                        struct skipper_error *err)
 {
-	char at[512];
+	char at[512], cv[ECHO_MAX + 4];
 	long l;
 	double d;
 	int b;
@@ -469,27 +565,27 @@ static int check_value(const struct skipper_config_key *k, const struct skipper_
 			return SKIPPER_OK;
 		if (skipper_parse_long(e->value, &l))
 			return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s: [%s] %s: '%s' is not an integer%s%s", at,
-			                    e->section, e->key, e->value, k->choices ? " or " : "",
+			                    e->section, e->key, cut(e->value, cv), k->choices ? " or " : "",
 			                    k->choices ? k->choices : "");
 		d = (double)l;
 		break;
 	case SKIPPER_KEY_DOUBLE:
 		if (skipper_parse_double(e->value, &d))
 			return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s: [%s] %s: '%s' is not a number", at,
-			                    e->section, e->key, e->value);
+			                    e->section, e->key, cut(e->value, cv));
 		break;
 	case SKIPPER_KEY_BOOL:
 		if (skipper_parse_bool(e->value, &b))
 			return skipper_fail(err, SKIPPER_ERR_CONFIG,
 			                    "%s: [%s] %s: '%s' is not a boolean (yes/no, true/false, on/off, 1/0)",
-			                    at, e->section, e->key, e->value);
+			                    at, e->section, e->key, cut(e->value, cv));
 		return SKIPPER_OK;
 	case SKIPPER_KEY_SIZE:
 		if (parse_size(e->value, &d) || d < 1) /* 0 would read as "the default" downstream */
 			return skipper_fail(err, SKIPPER_ERR_CONFIG,
 			                    "%s: [%s] %s: '%s' is not a size of at least one byte (bytes, or a number "
 			                    "with K, M, G, T)",
-			                    at, e->section, e->key, e->value);
+			                    at, e->section, e->key, cut(e->value, cv));
 		return SKIPPER_OK;
 	case SKIPPER_KEY_ENUM: {
 		size_t n = strlen(e->value);
@@ -497,14 +593,14 @@ static int check_value(const struct skipper_config_key *k, const struct skipper_
 			if (strncmp(c, e->value, n) == 0 && (c[n] == ',' || c[n] == '\0') && n)
 				return SKIPPER_OK;
 		return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s: [%s] %s: '%s' is not one of %s", at, e->section,
-		                    e->key, e->value, k->choices);
+		                    e->key, cut(e->value, cv), k->choices);
 	}
 	default:
 		return SKIPPER_OK;
 	}
 	if ((k->min || k->max) && (d < k->min || d > k->max))
 		return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s: [%s] %s: %s is out of range [%.15g, %.15g]", at,
-		                    e->section, e->key, e->value, k->min, k->max);
+		                    e->section, e->key, cut(e->value, cv), k->min, k->max);
 	return SKIPPER_OK;
 }
 
@@ -569,10 +665,10 @@ static int typed_entry(const struct skipper_config *cfg, const char *section, co
 
 static int bad(const struct skipper_config_entry *e, const char *what, struct skipper_error *err)
 {
-	char at[512];
+	char at[512], cv[ECHO_MAX + 4];
 	where(e, at, sizeof at);
 	return skipper_fail(err, SKIPPER_ERR_CONFIG, "%s: [%s] %s: '%s' is not %s", at, e->section, e->key,
-	                    e->value, what);
+	                    cut(e->value, cv), what);
 }
 
 int skipper_config_get_int(const struct skipper_config *cfg, const char *section, const char *key, long *out,

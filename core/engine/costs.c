@@ -4,15 +4,15 @@
  *
  * Passes are read-only (kv_write = 0) after a committed prefix of COST_CTX
  * slots, so nothing a request left in the cache is touched and attention
- * costs what it costs at a short, realistic context. */
-#include <errno.h>
+ * costs what it costs at a short, realistic context. The cache file itself
+ * is costs_cache.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "engine_impl.h"
+#include "costs_cache.h"
 #include "base/error.h"
 
 #define COST_CTX 128
@@ -79,58 +79,16 @@ static int pass_ratio(struct skipper_engine *e, int n, const uint8_t *skip_attn,
 	return SKIPPER_OK;
 }
 
-/* Pool-adjacent-violators over verify[2..n_max]: the non-decreasing
- * curve nearest to the points (least squares), none below one step. Where
- * one point came out high (verify(2) at 1.22-1.34 steps in some curves
- * measured minutes apart on a shared AMD EPYC, 1.11-1.15 in others), raising
- * every later point to it made passes of 2 to 5 rows cost the same, and
- * lookup drafted 4 tokens wherever it would have drafted 1: a 2-round
- * Spec-Bench run with such a curve drafted 12 % more, accepted less, and
- * lookup gained 1.30x over plain decoding against 1.36x. Pooling averages
- * the outlier with its neighbours instead. */
-static void monotone(struct skipper_costs *c)
+/* The last row a curve at this context has: the largest row count timed
+ * that fits after COST_CTX committed slots. */
+static int curve_rows(const struct skipper_engine *e)
 {
-	double v[SKIPPER_COST_MAX_ROWS + 1];
-	int len[SKIPPER_COST_MAX_ROWS + 1], top = 0;
-
-	for (int n = 2; n <= c->n_max; n++) {
-		v[top] = c->verify[n];
-		len[top++] = 1;
-		while (top > 1 && v[top - 2] > v[top - 1]) {
-			v[top - 2] = (v[top - 2] * len[top - 2] + v[top - 1] * len[top - 1]) / (len[top - 2] + len[top - 1]);
-			len[top - 2] += len[top - 1];
-			top--;
-		}
-	}
-	for (int b = 0, n = 2; b < top; b++)
-		for (int i = 0; i < len[b]; i++)
-			c->verify[n++] = fmax(1.0, v[b]);
-}
-
-/* A pass over a + b rows never needs to cost more than a pass over a rows
- * and one over b rows: the backend could run them one after the other. */
-static void subadditive(struct skipper_costs *c)
-{
-	for (int n = 2; n <= c->n_max; n++)
-		for (int a = 1; a <= n / 2; a++)
-			c->verify[n] = fmin(c->verify[n], c->verify[a] + c->verify[n - a]);
-}
-
-/* A point above that bound was timed while something else ran (a test
- * suite on the other core once left a curve whose 6 rows cost 16.5 steps,
- * cached for good), so it is lowered to it before the pooling, which would
- * spread it. Points out of order (noise where passes cost about the same:
- * a GPU's first rows are nearly free, and a curve measured on an H200
- * decreased) are pooled; the last raise only mends what lowering a point
- * again undid, so drafting never sees a longer draft as cheaper than a
- * shorter one. */
-static void bound_curve(struct skipper_costs *c)
-{
-	subadditive(c);
-	monotone(c);
-	subadditive(c);
-	for (int n = 2; n <= c->n_max; n++)
-		c->verify[n] = fmax(c->verify[n], c->verify[n - 1]);
+	int fit = e->be->n_ctx - COST_CTX < SKIPPER_COST_MAX_ROWS ? e->be->n_ctx - COST_CTX : SKIPPER_COST_MAX_ROWS,
+	    last = 1;
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+		if (sizes[i] <= fit)
+			last = sizes[i];
+	return last;
 }
 
 /* Pairs timed per row count: fewer for the long passes, which vary less. */
@@ -169,8 +127,7 @@ static int measure(struct skipper_engine *e, struct skipper_costs *c, struct ski
 	c->attn = fmax(0.0, (1.0 - noattn) / (double)L);
 	c->mlp = fmax(0.0, (1.0 - nomlp) / (double)L);
 	c->verify[1] = 1.0;
-	int n_max = e->be->n_ctx - COST_CTX < SKIPPER_COST_MAX_ROWS ? e->be->n_ctx - COST_CTX : SKIPPER_COST_MAX_ROWS;
-	int n_sizes = 1;
+	int n_max = curve_rows(e), n_sizes = 1;
 	while (n_sizes < (int)(sizeof sizes / sizeof sizes[0]) && sizes[n_sizes] <= n_max)
 		n_sizes++;
 	/* one pair (a step, then the pass) per size in turn, round after
@@ -195,15 +152,15 @@ static int measure(struct skipper_engine *e, struct skipper_costs *c, struct ski
 		prev = n;
 	}
 	c->n_max = prev;
-	bound_curve(c);
+	skipper_costs_bound(c);
 out:
 	free(all);
 	free(none);
 	return rc;
 }
 
-/* The cache file: "key value" lines; what the costs were measured for is
- * part of it, so a file for another backend or shape is measured again. */
+/* What the costs were measured for, the cache's measured_for: a file for
+ * another backend or shape is measured again. */
 static void identity(const struct skipper_engine *e, char *buf, size_t n)
 {
 	const struct skipper_model *m = e->be->model;
@@ -211,83 +168,35 @@ static void identity(const struct skipper_engine *e, char *buf, size_t n)
 	         m->hp.n_layer, m->hp.n_embd, m->hp.n_vocab, (unsigned long long)m->weight_bytes, e->draft.head_n);
 }
 
-static int read_cache(const struct skipper_engine *e, const char *path, struct skipper_costs *c)
+/* The cached curve at the engine's cost_cache into e->pace.costs:
+ * SKIPPER_OK, SKIPPER_ERR_NOT_FOUND (none there), or the file refused, err
+ * holding one line that says why ("PATH:LINE: why: ignored, measuring
+ * again"). */
+static int load_cache(struct skipper_engine *e, struct skipper_error *err)
 {
-	FILE *f = fopen(path, "r");
-	char line[512], id[256], want[256];
-	int got_id = 0;
+	struct skipper_costs c;
+	char id[256];
+	int rc;
 
-	if (!f)
-		return -1;
-	identity(e, want, sizeof want);
-	memset(c, 0, sizeof *c);
-	while (fgets(line, sizeof line, f)) {
-		int n;
-		double v;
-		if (sscanf(line, "measured_for %255[^\n]", id) == 1)
-			got_id = strcmp(id, want) == 0;
-		else if (sscanf(line, "verify %d %lf", &n, &v) == 2 && n >= 1 && n <= SKIPPER_COST_MAX_ROWS &&
-		         v >= 0.5 && v < 1e4)
-			c->verify[n] = v, c->n_max = n > c->n_max ? n : c->n_max;
-		else if (sscanf(line, "step_seconds %lf", &v) == 1)
-			c->step_seconds = v;
-		else if (sscanf(line, "head %lf", &v) == 1)
-			c->head = v;
-		else if (sscanf(line, "draft_head %lf", &v) == 1)
-			c->draft_head = v;
-		else if (sscanf(line, "attn %lf", &v) == 1)
-			c->attn = v;
-		else if (sscanf(line, "mlp %lf", &v) == 1)
-			c->mlp = v;
-	}
-	fclose(f);
-	int good = got_id && c->n_max >= 1 && c->step_seconds > 0 && c->head >= 0 && c->head <= 1 &&
-	           c->draft_head >= 0 && c->draft_head <= c->head && c->attn >= 0 &&
-	           c->mlp >= 0 && c->verify[1] == 1.0;
-	for (int n = 1; good && n <= c->n_max; n++)
-		good = c->verify[n] > 0;
-	if (good)
-		bound_curve(c);
-	return good ? 0 : -1;
-}
-
-static int write_cache(const struct skipper_engine *e, const char *path, const struct skipper_costs *c,
-                       struct skipper_error *err)
-{
-	size_t len = strlen(path);
-	char *tmp = malloc(len + 16), id[256];
-	FILE *f;
-	int rc = SKIPPER_OK;
-
-	if (!tmp)
-		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
-	snprintf(tmp, len + 16, "%s.tmp%ld", path, (long)getpid());
-	if (!(f = fopen(tmp, "w"))) {
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", tmp, strerror(errno));
-		free(tmp);
-		return rc;
-	}
 	identity(e, id, sizeof id);
-	fprintf(f, "# skipper cost curve: seconds of a pass over n rows / seconds of one decode step\n");
-	fprintf(f, "measured_for %s\nstep_seconds %.9g\nhead %.6f\ndraft_head %.6f\nattn %.6f\nmlp %.6f\n", id,
-	        c->step_seconds, c->head, c->draft_head, c->attn, c->mlp);
-	for (int n = 1; n <= c->n_max; n++)
-		fprintf(f, "verify %d %.4f\n", n, c->verify[n]);
-	if (fclose(f) != 0 || rename(tmp, path) != 0) {
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", path, strerror(errno));
-		unlink(tmp);
+	rc = skipper_costs_read(e->pace.cost_cache, id, curve_rows(e), &c, err);
+	if (rc == SKIPPER_OK) {
+		skipper_costs_bound(&c);
+		e->pace.costs = c;
+		e->pace.have_costs = 1;
+	} else if (rc != SKIPPER_ERR_NOT_FOUND) {
+		/* the file's own words, then what becomes of it: one line */
+		char why[SKIPPER_ERROR_MAX];
+		snprintf(why, sizeof why, "%s", err->msg);
+		skipper_fail(err, rc, "%.900s: ignored, measuring again", why);
 	}
-	free(tmp);
 	return rc;
 }
 
-static void note(const struct skipper_engine *e, const char *fmt, const char *path)
+static void note(const struct skipper_engine *e, const char *msg)
 {
-	char msg[4200];
-	if (!e->pace.note)
-		return;
-	snprintf(msg, sizeof msg, fmt, path);
-	e->pace.note(e->pace.note_ctx, msg);
+	if (e->pace.note)
+		e->pace.note(e->pace.note_ctx, msg);
 }
 
 int skipper_engine_costs(struct skipper_engine *e, const struct skipper_costs **out, struct skipper_error *err)
@@ -296,18 +205,26 @@ int skipper_engine_costs(struct skipper_engine *e, const struct skipper_costs **
 	int rc;
 
 	if (!e->pace.have_costs) {
-		if (!cache_path || read_cache(e, cache_path, &e->pace.costs) != 0) {
+		struct skipper_error why = { 0 };
+		if (!cache_path || (rc = load_cache(e, &why)) != SKIPPER_OK) {
+			char msg[SKIPPER_ERROR_MAX + 128];
 			if (e->be->n_ctx < COST_CTX + 2)
 				return skipper_fail(err, SKIPPER_ERR_RANGE, "a context of %d is too small to measure costs",
 				                    e->be->n_ctx);
-			note(e, "measuring what verification and drafting cost on this machine (once: %s)",
-			     cache_path ? cache_path : "not cached");
+			if (cache_path && rc != SKIPPER_ERR_NOT_FOUND)
+				note(e, why.msg);
+			snprintf(msg, sizeof msg,
+			         "measuring what verification and drafting cost on this machine (once, up to a minute: %s)",
+			         cache_path ? cache_path : "not cached");
+			note(e, msg);
 			if ((rc = measure(e, &e->pace.costs, err)))
 				return rc;
 			/* a cache that cannot be written only costs a measurement next time */
 			if (cache_path) {
 				struct skipper_error ignore = { 0 };
-				write_cache(e, cache_path, &e->pace.costs, &ignore);
+				char id[256];
+				identity(e, id, sizeof id);
+				skipper_costs_write(cache_path, id, &e->pace.costs, &ignore);
 			}
 		}
 		e->pace.have_costs = 1;
@@ -316,7 +233,6 @@ int skipper_engine_costs(struct skipper_engine *e, const struct skipper_costs **
 	return SKIPPER_OK;
 }
 
-/* The curve at n rows (past the measured range: the last slope continues). */
 double engine_curve(const struct skipper_engine *e, int n)
 {
 	if (!e->pace.have_costs)

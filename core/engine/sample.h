@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "policy/rng.h"
+#include "base/rng.h"
 
 struct skipper_sampling {
 	float temperature; /* 0 = greedy */

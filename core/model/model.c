@@ -2,17 +2,13 @@
  * hyper-parameters from ARCH.* keys, every weight checked for presence,
  * shape and type, RoPE layout and scaling resolved here so backends see one
  * convention (see model.h). */
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-#include <openssl/evp.h>
 
 #include "base/error.h"
+#include "base/sha256.h"
 #include "model.h"
 #include "quant.h"
 
@@ -157,6 +153,11 @@ static int load_hparams(struct loader *L)
 	    (rc = hp_int(L, "context_length", 0, 2048, &hp->n_ctx_train)) ||
 	    (rc = hp_int(L, "vocab_size", 0, 0, &hp->n_vocab)))
 		return rc;
+	/* a context of no token would make every later size zero (the KV
+	 * cache, the default context): the file is broken, say which key */
+	if (hp->n_ctx_train < 1)
+		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: metadata key %s.context_length = %d: a model's "
+		                    "context holds at least one token", L->path, L->m->arch, hp->n_ctx_train);
 	if (hp->n_layer < 1 || hp->n_layer > 1024 || hp->n_embd < 1 || hp->n_ff < 1 || hp->n_head < 1 ||
 	    hp->n_head_kv < 1 || hp->n_embd % hp->n_head || hp->n_head % hp->n_head_kv)
 		return skipper_fail(L->err, SKIPPER_ERR_FORMAT,
@@ -193,6 +194,7 @@ static int load_hparams(struct loader *L)
 	    (rc = hp_float(L, "rope.scaling.low_freq_factor", 1.0f, &hp->rope_low_freq_factor)) ||
 	    (rc = hp_float(L, "rope.scaling.high_freq_factor", 4.0f, &hp->rope_high_freq_factor)))
 		return rc;
+
 	snprintf(key, sizeof key, "%s.rope.scaling.type", L->m->arch);
 	rc = skipper_gguf_get_str(L->g, key, &s);
 	if (rc == SKIPPER_OK) {
@@ -390,47 +392,16 @@ int skipper_model_sha256(struct skipper_model *m, char out[65], struct skipper_e
 		memcpy(out, m->sha256, 65);
 		return SKIPPER_OK;
 	}
-	/* read the file rather than the mapping: the bytes on disk are what a
-	 * profile and `sha256sum` refer to, and read() streams without faulting
-	 * the whole model into this process */
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", path, strerror(errno));
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	unsigned char *buf = malloc(1 << 20), md[EVP_MAX_MD_SIZE];
-	unsigned mdlen = 0;
-	int rc = SKIPPER_OK;
-	if (!ctx || !buf || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
-		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "%s: cannot set up SHA-256", path);
-		goto out;
+	/* the file rather than the mapping: the bytes on disk are what a
+	 * profile and `sha256sum` refer to, and read() streams without
+	 * faulting the whole model into this process */
+	int rc = skipper_sha256_file(path, m->sha256, err);
+	if (rc) {
+		m->sha256[0] = '\0';
+		return rc;
 	}
-	for (;;) {
-		ssize_t n = read(fd, buf, 1 << 20);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: read: %s", path, strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		if (!EVP_DigestUpdate(ctx, buf, (size_t)n)) {
-			rc = skipper_fail(err, SKIPPER_ERR_INTERNAL, "%s: SHA-256 update failed", path);
-			goto out;
-		}
-	}
-	if (!EVP_DigestFinal_ex(ctx, md, &mdlen) || mdlen != 32) {
-		rc = skipper_fail(err, SKIPPER_ERR_INTERNAL, "%s: SHA-256 final failed", path);
-		goto out;
-	}
-	for (unsigned i = 0; i < 32; i++)
-		snprintf(m->sha256 + 2 * i, 3, "%02x", md[i]);
 	memcpy(out, m->sha256, 65);
-out:
-	EVP_MD_CTX_free(ctx);
-	free(buf);
-	close(fd);
-	return rc;
+	return SKIPPER_OK;
 }
 
 static void print_gstr(FILE *f, const struct skipper_gguf *g, const char *key, const char *def)

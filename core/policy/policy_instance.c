@@ -8,6 +8,7 @@
 
 #include "config/config.h"
 #include "base/error.h"
+#include "base/signature.h"
 #include "policy_internal.h"
 
 static void enter(const struct skipper_policy_instance *inst)
@@ -76,6 +77,31 @@ static int push_section(struct skipper_policy_instance *inst, const struct skipp
 	return SKIPPER_OK;
 }
 
+/* [hub] trusted_keys into inst; each key must read as an Ed25519 public
+ * key, so a path to a missing file is reported before anything is used. */
+static int trusted_keys(struct skipper_policy_instance *inst, const struct skipper_config *cfg,
+                        struct skipper_error *err)
+{
+	const char *v = cfg ? skipper_config_get(cfg, "hub", "trusted_keys") : NULL;
+	int rc;
+
+	if (!v || !*v)
+		return SKIPPER_OK;
+	if (!(inst->keys_buf = strdup(v)))
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	inst->n_keys = skipper_sign_split_keys(inst->keys_buf, inst->keys, SKIPPER_TRUSTED_KEYS_MAX);
+	if ((rc = skipper_sign_check_keys(inst->keys, inst->n_keys, err)))
+		skipper_fail_prefix(err, "[hub] trusted_keys");
+	return rc;
+}
+
+int skipper_policy_trusted(const struct skipper_policy_instance *inst, const char *path, struct skipper_error *err)
+{
+	if (!inst->n_keys || inst->calibrating)
+		return SKIPPER_OK;
+	return skipper_sign_check_trusted(path, inst->keys, inst->n_keys, err);
+}
+
 /* instance_new; with complete = 0 it stops once the section's keys are
  * pushed (check_keys). */
 static int instance_make(struct skipper_policy_lib *lib, const struct skipper_policy_env *env,
@@ -97,6 +123,11 @@ static int instance_make(struct skipper_policy_lib *lib, const struct skipper_po
 	inst->host.n_vocab = env->n_vocab;
 	inst->host.n_ctx = env->n_ctx;
 	inst->host.model_name = env->model_name ? env->model_name : "";
+	if (complete && (rc = trusted_keys(inst, cfg, err))) {
+		free(inst->keys_buf);
+		free(inst);
+		return rc;
+	}
 
 	clear_msg(inst);
 	enter(inst);
@@ -105,6 +136,7 @@ static int instance_make(struct skipper_policy_lib *lib, const struct skipper_po
 	if (rc < 0) {
 		rc = skipper_fail(err, rc == SKIPPER_POLICY_NOMEM ? SKIPPER_ERR_NOMEM : SKIPPER_ERR_PLUGIN,
 		                  "policy %s (%s): create: %s", d->name, lib->path, plugin_msg(inst, rc));
+		free(inst->keys_buf);
 		free(inst);
 		return rc;
 	}
@@ -171,6 +203,7 @@ void skipper_policy_instance_free(struct skipper_policy_instance *inst)
 		leave(inst);
 	}
 	free(inst->found_profile);
+	free(inst->keys_buf);
 	free(inst);
 }
 
@@ -359,6 +392,8 @@ int skipper_policy_calibrate(struct skipper_policy_instance *inst, const struct 
 	if (!inst->lib->desc.calibrate)
 		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED, "policy %s has no offline calibration",
 		                    inst->lib->desc.name);
+	inst->calibrating = 1;
 	rc = TIMED(inst, inst->lib->desc.calibrate(inst->state, c));
+	inst->calibrating = 0;
 	return rc < 0 ? hook_fail(inst, "calibrate", rc, err) : SKIPPER_OK;
 }

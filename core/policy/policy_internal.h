@@ -8,6 +8,8 @@
 
 #include "policy_host.h"
 
+#define SKIPPER_TRUSTED_KEYS_MAX 32
+
 struct skipper_policy_lib {
 	void *handle; /* NULL for built-ins */
 	char *path;
@@ -32,7 +34,19 @@ struct skipper_policy_instance {
 	int msg_set;
 	char *found_profile; /* what env->find_profile gave, asked once */
 	int searched;
+	/* [hub] trusted_keys: with keys, every profile and tensor file a policy
+	 * reads must carry a NAME.sig that verifies with one of them (local
+	 * files too: a user who sets the keys expects them to hold), except
+	 * while it calibrates (it reads what it writes itself, unsigned) */
+	char *keys_buf;
+	const char *keys[SKIPPER_TRUSTED_KEYS_MAX];
+	size_t n_keys;
+	int calibrating;
 };
+
+/* The files a policy reads must verify (see keys above): SKIPPER_OK, or
+ * the reason in err. */
+int skipper_policy_trusted(const struct skipper_policy_instance *inst, const char *path, struct skipper_error *err);
 
 /* The host-services table (policy_services.c); each instance copies it and
  * fills in the model facts. Every service's ctx is the instance. */

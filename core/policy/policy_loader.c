@@ -11,11 +11,8 @@
 
 #include "build-config.h"
 #include "base/error.h"
+#include "base/module.h"
 #include "policy_internal.h"
-
-#ifndef SKIPPER_PLUGINDIR
-#define SKIPPER_PLUGINDIR "/usr/local/lib/skipper/plugins"
-#endif
 
 #define PLUGIN_PREFIX "skipper-policy-"
 #define PLUGIN_SUFFIX ".so"
@@ -141,13 +138,14 @@ void skipper_policy_unload(struct skipper_policy_lib *lib)
 	lib_free(lib);
 }
 
-/* The descriptor of a file just opened (handle); loaded_lock held. */
-static int open_lib(const char *path, void *handle, struct skipper_policy_lib **out, struct skipper_error *err)
+/* The descriptor of a file just opened (handle, entry point fn);
+ * loaded_lock held. */
+static int open_lib(const char *path, void *handle, void (*fn)(void), struct skipper_policy_lib **out,
+                    struct skipper_error *err)
 {
 	struct skipper_policy_lib *lib;
 	skipper_policy_init_fn init;
 	const struct skipper_policy *d;
-	void *sym;
 	int rc;
 
 	if (!(lib = lib_new(path, err))) {
@@ -155,17 +153,7 @@ static int open_lib(const char *path, void *handle, struct skipper_policy_lib **
 		return SKIPPER_ERR_NOMEM;
 	}
 	lib->handle = handle;
-	dlerror();
-	sym = dlsym(handle, "skipper_policy_init");
-	if (!sym) {
-		rc = skipper_fail(err, SKIPPER_ERR_PLUGIN,
-		                  "%s: not a skipper policy plugin: no exported skipper_policy_init "
-		                  "(use SKIPPER_POLICY_REGISTER)",
-		                  path);
-		goto fail;
-	}
-	/* POSIX guarantees object/function pointer conversion for dlsym. */
-	memcpy(&init, &sym, sizeof init);
+	init = (skipper_policy_init_fn)fn;
 	d = init();
 	if (!d) {
 		rc = skipper_fail(err, SKIPPER_ERR_PLUGIN, "%s: refused: skipper_policy_init returned NULL", path);
@@ -183,27 +171,22 @@ fail:
 int skipper_policy_load_file(const char *path, struct skipper_policy_lib **out, struct skipper_error *err)
 {
 	struct skipper_policy_lib *lib;
-	const char *why;
+	void (*fn)(void);
 	void *handle;
 	int rc = SKIPPER_OK;
 
 	*out = NULL;
 	if (access(path, F_OK) != 0)
 		return skipper_fail(err, SKIPPER_ERR_NOT_FOUND, "%s: policy plugin not found", path);
-	dlerror();
-	handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!handle) {
-		why = dlerror();
-		return skipper_fail(err, SKIPPER_ERR_PLUGIN, "%s: cannot load policy plugin: %s", path,
-		                    why ? why : "unknown dlopen error");
-	}
+	if (!(handle = skipper_module_open(path, "policy plugin", "skipper_policy_init", 0, &fn, err)))
+		return err ? err->status : SKIPPER_ERR_PLUGIN;
 	pthread_mutex_lock(&loaded_lock);
 	for (lib = loaded; lib && lib->handle != handle; lib = lib->next)
 		;
 	if (lib) {
 		lib->refs++;
 		dlclose(handle); /* the library holds its own reference */
-	} else if ((rc = open_lib(path, handle, &lib, err)) == SKIPPER_OK) {
+	} else if ((rc = open_lib(path, handle, fn, &lib, err)) == SKIPPER_OK) {
 		lib->next = loaded;
 		loaded = lib;
 	}
@@ -244,45 +227,9 @@ const char *skipper_policy_lib_path(const struct skipper_policy_lib *lib)
 
 /* ----------------------------------------------------------- search path */
 
-struct dirlist {
-	char **d;
-	size_t n;
-	char *buf; /* copy of $SKIPPER_PLUGIN_PATH the entries point into */
-};
-
-static void dirs_free(struct dirlist *dl)
+static int path_get(const struct skipper_policy_search *s, struct skipper_module_path *mp)
 {
-	free(dl->d);
-	free(dl->buf);
-}
-
-/* Directories in search order; empty entries dropped. */
-static int dirs_get(const struct skipper_policy_search *s, struct dirlist *dl)
-{
-	const char *envp = getenv("SKIPPER_PLUGIN_PATH");
-	size_t cap = 2;
-
-	memset(dl, 0, sizeof *dl);
-	if (envp && *envp) {
-		if (!(dl->buf = strdup(envp)))
-			return SKIPPER_ERR_NOMEM;
-		for (const char *c = envp; *c; c++)
-			cap += *c == ':';
-		cap++;
-	}
-	if (!(dl->d = calloc(cap, sizeof *dl->d))) {
-		free(dl->buf);
-		return SKIPPER_ERR_NOMEM;
-	}
-	if (s && s->plugin_dir && *s->plugin_dir)
-		dl->d[dl->n++] = (char *)s->plugin_dir;
-	if (dl->buf) {
-		char *save = NULL;
-		for (char *tok = strtok_r(dl->buf, ":", &save); tok; tok = strtok_r(NULL, ":", &save))
-			dl->d[dl->n++] = tok;
-	}
-	dl->d[dl->n++] = (char *)SKIPPER_PLUGINDIR;
-	return SKIPPER_OK;
+	return skipper_module_path_get(mp, s ? s->plugin_dir : NULL);
 }
 
 static char *plugin_file(const char *dir, const char *name)
@@ -292,6 +239,13 @@ static char *plugin_file(const char *dir, const char *name)
 	if (p)
 		snprintf(p, len, "%s/%s%s%s", dir, PLUGIN_PREFIX, name, PLUGIN_SUFFIX);
 	return p;
+}
+
+/* skipper-policy-NAME.so (NAME already checked) */
+static char *plugin_name(const char *name, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s%s%s", PLUGIN_PREFIX, name, PLUGIN_SUFFIX);
+	return buf;
 }
 
 static const struct skipper_policy *find_builtin(const char *name, const struct skipper_policy_search *s)
@@ -308,71 +262,61 @@ int skipper_policy_load(const char *name, const struct skipper_policy_search *se
                         struct skipper_policy_lib **out, struct skipper_error *err)
 {
 	const struct skipper_policy *b;
-	struct dirlist dl;
-	char tried[SKIPPER_ERROR_MAX / 2] = "";
-	size_t used = 0;
+	struct skipper_module_path mp;
+	char tried[SKIPPER_ERROR_MAX / 2], fname[256], *file;
 	int rc;
 
 	*out = NULL;
-	if (strchr(name, '/'))
-		return skipper_policy_load_file(name, out, err);
-	if (!valid_policy_name(name))
+	if (strchr(name, '/')) {
+		/* fine in the user's own configuration, never in a file from a hub
+		 * (profiles refuse such a method): say which it was taken for */
+		if ((rc = skipper_policy_load_file(name, out, err)))
+			skipper_fail_prefix(err, "policy '%s' is a path (a name with a '/')", name);
+		return rc;
+	}
+	if (!valid_policy_name(name) || strlen(name) > 128)
 		return skipper_fail(err, SKIPPER_ERR_CONFIG,
-		                    "policy name '%s': only letters, digits, '_' and '-' (or a path to a .so)", name);
+		                    "policy name '%.128s': only letters, digits, '_' and '-' (or a path to a .so)", name);
 	if ((b = find_builtin(name, search)))
 		return skipper_policy_load_builtin(b, out, err);
-	if (dirs_get(search, &dl))
+	if (path_get(search, &mp))
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
-	for (size_t i = 0; i < dl.n; i++) {
-		char *file = plugin_file(dl.d[i], name);
-		if (!file) {
-			dirs_free(&dl);
-			return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
-		}
-		if (access(file, F_OK) == 0) {
-			/* The first file found is the policy: a broken one is an error,
-			 * never silently replaced by one further down the path. */
-			rc = skipper_policy_load_file(file, out, err);
-			if (rc == SKIPPER_OK && strcmp((*out)->desc.name, name) != 0) {
-				rc = skipper_fail(err, SKIPPER_ERR_PLUGIN, "%s: refused: the plugin calls itself '%s', not '%s'",
-				                  file, (*out)->desc.name, name);
-				skipper_policy_unload(*out);
-				*out = NULL;
-			}
-			free(file);
-			dirs_free(&dl);
-			return rc;
-		}
-		free(file);
-		if (used < sizeof tried) {
-			int k = snprintf(tried + used, sizeof tried - used, "%s%s", used ? ", " : "", dl.d[i]);
-			used += k > 0 ? (size_t)k : 0;
-		}
+	file = skipper_module_find(&mp, plugin_name(name, fname, sizeof fname), tried, sizeof tried);
+	skipper_module_path_free(&mp);
+	if (!file)
+		return skipper_fail(err, SKIPPER_ERR_NOT_FOUND,
+		                    "policy '%s' not found: no %s in %s (set [policy] plugin_dir or SKIPPER_PLUGIN_PATH)",
+		                    name, fname, tried);
+	/* The first file found is the policy: a broken one is an error, never
+	 * silently replaced by one further down the path. */
+	rc = skipper_policy_load_file(file, out, err);
+	if (rc == SKIPPER_OK && strcmp((*out)->desc.name, name) != 0) {
+		rc = skipper_fail(err, SKIPPER_ERR_PLUGIN, "%s: refused: the plugin calls itself '%s', not '%s'", file,
+		                  (*out)->desc.name, name);
+		skipper_policy_unload(*out);
+		*out = NULL;
 	}
-	dirs_free(&dl);
-	return skipper_fail(err, SKIPPER_ERR_NOT_FOUND,
-	                    "policy '%s' not found: no %s%s%s in %s (set [policy] plugin_dir or SKIPPER_PLUGIN_PATH)",
-	                    name, PLUGIN_PREFIX, name, PLUGIN_SUFFIX, tried);
+	free(file);
+	return rc;
 }
 
 int skipper_policy_exists(const char *name, const struct skipper_policy_search *search)
 {
-	struct dirlist dl;
-	int found = 0;
+	struct skipper_module_path mp;
+	char fname[256], tried[1], *file;
 
-	if (!valid_policy_name(name))
+	if (!valid_policy_name(name) || strlen(name) > 128)
 		return 0;
 	if (find_builtin(name, search))
 		return 1;
-	if (dirs_get(search, &dl))
+	if (path_get(search, &mp))
 		return 0;
-	for (size_t i = 0; i < dl.n && !found; i++) {
-		char *file = plugin_file(dl.d[i], name);
-		found = file && access(file, F_OK) == 0;
-		free(file);
-	}
-	dirs_free(&dl);
-	return found;
+	file = skipper_module_find(&mp, plugin_name(name, fname, sizeof fname), tried, 0);
+	skipper_module_path_free(&mp);
+	if (!file)
+		return 0;
+	free(file);
+	return 1;
 }
 
 int skipper_policy_exists_cb(const char *name, void *arg)
@@ -500,7 +444,7 @@ int skipper_policy_list(const struct skipper_policy_search *search, struct skipp
                         struct skipper_error *err)
 {
 	struct list_acc a = { 0 };
-	struct dirlist dl;
+	struct skipper_module_path dl;
 	size_t n_builtin;
 	int rc = SKIPPER_OK;
 
@@ -511,20 +455,20 @@ int skipper_policy_list(const struct skipper_policy_search *search, struct skipp
 			if ((*b)->name && !list_has(&a, (*b)->name))
 				rc = list_add(&a, (*b)->name, "<built-in>", *b, NULL);
 	n_builtin = a.n;
-	if (rc || dirs_get(search, &dl)) {
+	if (rc || path_get(search, &dl)) {
 		skipper_policy_list_free(a.v, a.n);
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < dl.n && !rc; i++) {
 		char **names;
 		size_t nn;
-		if ((rc = scan_dir(dl.d[i], &names, &nn)))
+		if ((rc = scan_dir(dl.dir[i], &names, &nn)))
 			break;
 		for (size_t j = 0; j < nn; j++) {
 			if (!rc && !list_has(&a, names[j])) {
 				struct skipper_policy_lib *lib;
 				struct skipper_error e = { 0 };
-				char *file = plugin_file(dl.d[i], names[j]);
+				char *file = plugin_file(dl.dir[i], names[j]);
 				if (!file) {
 					rc = SKIPPER_ERR_NOMEM;
 				} else if (skipper_policy_load_file(file, &lib, &e) == SKIPPER_OK) {
@@ -545,7 +489,7 @@ int skipper_policy_list(const struct skipper_policy_search *search, struct skipp
 		}
 		free(names);
 	}
-	dirs_free(&dl);
+	skipper_module_path_free(&dl);
 	if (rc) {
 		skipper_policy_list_free(a.v, a.n);
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");

@@ -14,7 +14,7 @@
 #include "policy_internal.h"
 #include "profile.h"
 #include "tensor_file.h"
-#include "rng.h"
+#include "base/rng.h"
 
 double skipper_policy_now(void)
 {
@@ -149,7 +149,7 @@ static int svc_profile_read(void *ctx, const char *path, struct skipper_profile 
 	struct skipper_profile *p;
 
 	*out = NULL;
-	if (skipper_profile_read(path, &p, &e))
+	if (skipper_policy_trusted(INST(ctx), path, &e) || skipper_profile_read(path, &p, &e))
 		goto fail;
 	if (env->n_layer > 0) {
 		const char *sha = svc_model_sha256(ctx);
@@ -333,7 +333,11 @@ static int svc_tensor_read(void *ctx, const char *path, const char *name, float 
                            int *cols)
 {
 	struct skipper_error e = { 0 };
-	int rc = skipper_tensor_read(path, name, out, capacity, rows, cols, &e);
+	int rc = skipper_policy_trusted(INST(ctx), path, &e);
+	if (!rc)
+		rc = skipper_tensor_read(path, name, out, capacity, rows, cols, &e);
+	else if (rc == SKIPPER_ERR_NOT_FOUND)
+		rc = SKIPPER_ERR_IO; /* a missing file is not a missing tensor */
 	if (rc == SKIPPER_ERR_NOT_FOUND)
 		return SKIPPER_POLICY_UNKNOWN_KEY;
 	if (rc) {

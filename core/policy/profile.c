@@ -1,19 +1,20 @@
 /* Skip profiles: read, check, edit, write atomically; layer lists. */
 #include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/types.h>
-#include <unistd.h>
 
+#include "base/atomic.h"
 #include "base/error.h"
 #include "base/file.h"
+#include "config/config.h"
 #include "profile.h"
 
 /* far above any profile written (a few kilobytes) */
 #define PROFILE_MAX_BYTES (16u << 20)
+/* a layer list of 1024 layers written one by one is under 5 KB */
+#define PROFILE_LINE_MAX (64u << 10)
 
 struct entry {
 	char *section, *key, *value;
@@ -37,7 +38,10 @@ static const char *skip_blank(const char *s)
 	return s;
 }
 
-/* Reads a decimal layer number; returns NULL if there is none. */
+/* Reads a decimal layer number; returns NULL if there is none. A number
+ * past any layer count reads as LAYER_TOO_BIG (out of range for every
+ * model), however many digits it has. */
+#define LAYER_TOO_BIG 1000000L
 static const char *read_num(const char *s, long *out)
 {
 	long v = 0;
@@ -45,12 +49,29 @@ static const char *read_num(const char *s, long *out)
 		return NULL;
 	while (isdigit((unsigned char)*s)) {
 		v = v * 10 + (*s - '0');
-		if (v > 1000000)
-			v = 1000000; /* saturate: reported as out of range below */
+		if (v > LAYER_TOO_BIG)
+			v = LAYER_TOO_BIG; /* saturate: no overflow on 20 digits */
 		s++;
 	}
 	*out = v;
 	return s;
+}
+
+/* The layer number written at digits is one the model has (< limit). */
+static int layer_in_range(const char *digits, long v, long limit, int n_layer, struct skipper_error *err)
+{
+	/* said as written: a 20-digit number read as its saturated value
+	 * was once reported as "layer 1000000" */
+	int len = (int)strspn(digits, "0123456789");
+	const char *more = len > 24 ? "..." : "";
+
+	if (v < limit)
+		return SKIPPER_OK;
+	if (n_layer > 0)
+		return skipper_fail(err, SKIPPER_ERR_RANGE, "layer %.*s%s out of range: the model has %d layers (0-%d)",
+		                    len > 24 ? 24 : len, digits, more, n_layer, n_layer - 1);
+	return skipper_fail(err, SKIPPER_ERR_RANGE, "layer %.*s%s out of range (at most %d layers)", len > 24 ? 24 : len,
+	                    digits, more, SKIPPER_LAYERS_MAX);
 }
 
 int skipper_layers_parse(const char *s, uint8_t *mask, int n_layer, struct skipper_error *err)
@@ -69,34 +90,33 @@ int skipper_layers_parse(const char *s, uint8_t *mask, int n_layer, struct skipp
 		return SKIPPER_OK;
 
 	for (;;) {
-		const char *item = p, *q;
+		const char *item = p, *q, *at;
 		long a, b;
+		int rc;
 
-		p = skip_blank(p);
+		at = p = skip_blank(p);
 		q = read_num(p, &a);
 		if (!q)
 			goto bad_item;
+		if ((rc = layer_in_range(at, a, limit, n_layer, err)))
+			return rc;
 		q = skip_blank(q);
 		b = a;
 		if (*q == '-') {
-			q = read_num(skip_blank(q + 1), &b);
+			at = skip_blank(q + 1);
+			q = read_num(at, &b);
 			if (!q)
 				goto bad_item;
+			if ((rc = layer_in_range(at, b, limit, n_layer, err)))
+				return rc;
 			q = skip_blank(q);
 			if (b < a)
 				return skipper_fail(err, SKIPPER_ERR_ARG,
-				                    "bad layer list '%s': range %ld-%ld is reversed", s, a, b);
+				                    "bad layer list '%.80s%s': range %ld-%ld is reversed", s, strlen(s) > 80 ? "..." : "",
+				                    a, b);
 		}
 		if (*q != ',' && *q != '\0')
 			goto bad_item;
-		if (b >= limit) {
-			if (n_layer > 0)
-				return skipper_fail(err, SKIPPER_ERR_RANGE,
-				                    "layer %ld out of range: the model has %d layers (0-%d)", b,
-				                    n_layer, n_layer - 1);
-			return skipper_fail(err, SKIPPER_ERR_RANGE, "layer %ld out of range (at most %d layers)", b,
-			                    SKIPPER_LAYERS_MAX);
-		}
 		if (mask && n_layer > 0)
 			for (long l = a; l <= b; l++)
 				mask[l] = 1;
@@ -107,8 +127,8 @@ int skipper_layers_parse(const char *s, uint8_t *mask, int n_layer, struct skipp
 	bad_item: {
 		size_t len = strcspn(item, ",");
 		return skipper_fail(err, SKIPPER_ERR_ARG,
-		                    "bad layer list '%s': '%.*s' is not a layer or range (expected e.g. 3,5,7-12)",
-		                    s, (int)len, item);
+		                    "bad layer list '%.80s%s': '%.*s' is not a layer or range (expected e.g. 3,5,7-12)",
+		                    s, strlen(s) > 80 ? "..." : "", (int)(len > 40 ? 40 : len), item);
 	}
 	}
 }
@@ -255,12 +275,7 @@ int skipper_profile_n_layers(const struct skipper_profile *p)
 {
 	const char *v = skipper_profile_get(p, "profile", "n_layers");
 	long n;
-	char *end;
-	if (!v)
-		return 0;
-	errno = 0;
-	n = strtol(v, &end, 10);
-	if (errno || end == v || *end || n <= 0 || n > SKIPPER_LAYERS_MAX)
+	if (!v || skipper_parse_long(v, &n) || n <= 0 || n > SKIPPER_LAYERS_MAX)
 		return 0;
 	return (int)n;
 }
@@ -431,16 +446,21 @@ static int parse_file(struct skipper_profile *p, FILE *fp, struct skipper_error 
 	char section[256] = "";
 	char *line = NULL;
 	size_t cap = 0;
-	ssize_t len;
+	long len;
 	int lineno = 0, rc = SKIPPER_OK;
 
-	while (rc == SKIPPER_OK && (len = getline(&line, &cap, fp)) >= 0) {
+	while (rc == SKIPPER_OK && (len = skipper_read_line(fp, &line, &cap, PROFILE_LINE_MAX)) != SKIPPER_LINE_EOF) {
 		char *s = line;
 		lineno++;
-		if ((size_t)len != strlen(line)) {
+		if (len == SKIPPER_LINE_NUL)
 			rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: NUL byte in a text file", p->source, lineno);
+		else if (len == SKIPPER_LINE_LONG)
+			rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: line longer than %u bytes", p->source, lineno,
+			                  PROFILE_LINE_MAX - 1);
+		else if (len < 0)
+			rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+		if (rc)
 			break;
-		}
 		if (lineno == 1 && (unsigned char)s[0] == 0xef && (unsigned char)s[1] == 0xbb &&
 		    (unsigned char)s[2] == 0xbf)
 			s += 3;
@@ -461,6 +481,16 @@ static int is_hex64(const char *s)
 	return i == 64;
 }
 
+static int policy_name(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-')
+			return 0;
+	return 1;
+}
+
 /* Checks what every profile needs and every list/number it carries. */
 static int check(const struct skipper_profile *p, struct skipper_error *err)
 {
@@ -473,7 +503,7 @@ static int check(const struct skipper_profile *p, struct skipper_error *err)
 	e = find(p, "profile", "n_layers");
 	n = skipper_profile_n_layers(p);
 	if (n <= 0)
-		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: [profile] n_layers: expected 1..%d, got '%s'",
+		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: [profile] n_layers: expected 1..%d, got '%.80s'",
 		                    p->source, e->line, SKIPPER_LAYERS_MAX, e->value);
 	if (!sha)
 		return skipper_fail(err, SKIPPER_ERR_FORMAT,
@@ -484,6 +514,13 @@ static int check(const struct skipper_profile *p, struct skipper_error *err)
 		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: [profile] model_sha256: expected 64 hex digits, got '%s'",
 		                    p->source, e->line, sha);
 	}
+	/* profiles come from hubs: a method is a policy's name, never a path
+	 * (a name with '/' loads that file as a plugin where a user names it) */
+	if ((e = find(p, "profile", "method")) && !policy_name(e->value))
+		return skipper_fail(err, SKIPPER_ERR_FORMAT,
+		                    "%s:%d: [profile] method: '%.80s' is not a policy name (letters, digits, '_' and '-'; "
+		                    "a profile names no plugin file)",
+		                    p->source, e->line, e->value);
 	for (size_t i = 0; i < p->n; i++) {
 		e = &p->e[i];
 		int is_mask = strcmp(e->section, "mask") == 0 || strncmp(e->section, "domain.", 7) == 0;
@@ -494,11 +531,9 @@ static int check(const struct skipper_profile *p, struct skipper_error *err)
 				return SKIPPER_ERR_FORMAT;
 			}
 		} else if (strncmp(e->section, "latency.", 8) == 0) {
-			char *end;
-			errno = 0;
-			(void)strtod(e->value, &end);
-			if (errno || end == e->value || *end)
-				return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: [%s] %s: expected a number, got '%s'",
+			double v;
+			if (skipper_parse_double(e->value, &v))
+				return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: [%s] %s: expected a number, got '%.80s'",
 				                    p->source, e->line, e->section, e->key, e->value);
 		}
 	}
@@ -559,48 +594,17 @@ int skipper_profile_validate(const struct skipper_profile *p, const char *model_
 
 int skipper_profile_write(const struct skipper_profile *p, const char *path, struct skipper_error *err)
 {
-	size_t plen = strlen(path);
-	char *tmp = malloc(plen + 16);
+	struct skipper_atomic *a = skipper_atomic_open(path, err);
 	FILE *fp;
-	int fd, rc = SKIPPER_OK;
 
-	if (!tmp)
-		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
-	/* Same directory as the target so rename() is atomic. */
-	memcpy(tmp, path, plen);
-	memcpy(tmp + plen, ".tmp.XXXXXX", 12);
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: cannot create temporary file: %s", path, strerror(errno));
-		free(tmp);
-		return rc;
-	}
-	fp = fdopen(fd, "w");
-	if (!fp) {
-		close(fd);
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: %s", tmp, strerror(errno));
-		goto out;
-	}
+	if (!a)
+		return err ? err->status : SKIPPER_ERR_IO;
+	fp = skipper_atomic_file(a);
 	for (size_t s = 0; s < p->n_sections; s++) {
 		fprintf(fp, "%s[%s]\n", s ? "\n" : "", p->sections[s]);
 		for (size_t i = 0; i < p->n; i++)
 			if (strcmp(p->e[i].section, p->sections[s]) == 0)
 				fprintf(fp, "%s = %s\n", p->e[i].key, p->e[i].value);
 	}
-	if (fflush(fp) != 0 || fsync(fileno(fp)) != 0) {
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
-		fclose(fp);
-		goto out;
-	}
-	if (fclose(fp) != 0) {
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
-		goto out;
-	}
-	if (rename(tmp, path) != 0)
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: cannot rename into place: %s", path, strerror(errno));
-out:
-	if (rc)
-		unlink(tmp);
-	free(tmp);
-	return rc;
+	return skipper_atomic_commit(a, err);
 }

@@ -74,7 +74,7 @@ int skipper_profile_entry(const struct skipper_profile *p, int i, const char **s
 /* File it was read from ("<new>" otherwise). */
 const char *skipper_profile_source(const struct skipper_profile *p);
 
-/* Write atomically: temporary file in the same directory, fsync, rename. */
+/* Write atomically (core/base/atomic.h): the whole profile or the old file. */
 int skipper_profile_write(const struct skipper_profile *p, const char *path, struct skipper_error *err);
 
 void skipper_profile_free(struct skipper_profile *p);

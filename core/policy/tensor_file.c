@@ -1,5 +1,5 @@
 /* safetensors files of F32 matrices beside skip profiles: written
- * atomically (temporary file, fsync, rename), read with every header field
+ * atomically (core/base/atomic.h), read with every header field
  * checked against the file. */
 #include <errno.h>
 #include <jansson.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/atomic.h"
 #include "base/error.h"
 #include "base/file.h"
 #include "tensor_file.h"
@@ -24,12 +25,13 @@ int skipper_tensors_write(const char *path, int n, const char *const *names, con
                           const int *rows, const int *cols, struct skipper_error *err)
 {
 	json_t *hdr = json_object();
-	char *text = NULL, *tmp = NULL;
+	struct skipper_atomic *a;
+	char *text = NULL;
 	uint64_t off = 0, hlen;
-	size_t tlen, plen = strlen(path);
+	size_t tlen;
 	unsigned char len8[8];
-	FILE *fp = NULL;
-	int fd, rc = SKIPPER_OK;
+	FILE *fp;
+	int rc = SKIPPER_OK;
 
 	if (!little_endian())
 		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED, "%s: safetensors needs a little-endian host", path);
@@ -59,38 +61,19 @@ int skipper_tensors_write(const char *path, int n, const char *const *names, con
 	hlen = (tlen + 7) & ~(uint64_t)7;
 	for (int b = 0; b < 8; b++)
 		len8[b] = (unsigned char)(hlen >> (8 * b));
-	if (!(tmp = malloc(plen + 16))) {
-		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	if (!(a = skipper_atomic_open(path, err))) {
+		rc = err ? err->status : SKIPPER_ERR_IO;
 		goto out;
 	}
-	memcpy(tmp, path, plen);
-	memcpy(tmp + plen, ".tmp.XXXXXX", 12);
-	if ((fd = mkstemp(tmp)) < 0 || !(fp = fdopen(fd, "wb"))) {
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: cannot create temporary file: %s", path, strerror(errno));
-		if (fd >= 0) {
-			close(fd);
-			unlink(tmp);
-		}
-		goto out;
-	}
+	fp = skipper_atomic_file(a);
 	fwrite(len8, 1, 8, fp);
 	fwrite(text, 1, tlen, fp);
 	for (uint64_t k = tlen; k < hlen; k++)
 		fputc(' ', fp);
 	for (int i = 0; i < n; i++)
 		fwrite(data[i], sizeof(float), (size_t)rows[i] * (size_t)cols[i], fp);
-	if (ferror(fp) || fflush(fp) != 0 || fsync(fileno(fp)) != 0) {
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
-		fclose(fp);
-		unlink(tmp);
-		goto out;
-	}
-	if (fclose(fp) != 0 || rename(tmp, path) != 0) {
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-		unlink(tmp);
-	}
+	rc = skipper_atomic_commit(a, err);
 out:
-	free(tmp);
 	free(text);
 	json_decref(hdr);
 	return rc;

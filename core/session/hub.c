@@ -45,6 +45,14 @@ static int limits(const struct skipper_config *cfg, struct skipper_hub_options *
 	return SKIPPER_OK;
 }
 
+/* The hub tells its retries through the session's hooks. */
+static void note(void *arg, const char *msg)
+{
+	const struct skipper_session_hooks *hooks = arg;
+	if (hooks && hooks->log)
+		hooks->log(hooks->ctx, SKIPPER_LOG_WARN, msg);
+}
+
 /* The hub reports progress through the session's hooks. */
 static int progress(void *arg, const char *file, long long done, long long total, int finished)
 {
@@ -88,6 +96,7 @@ int session_hub_open(struct session_hub *h, const struct skipper_config *cfg, in
 	o.token = h->token;
 	o.user_agent = "skipper/" PACKAGE_VERSION;
 	o.progress = progress;
+	o.note = note;
 	o.progress_arg = (void *)hooks;
 	if ((rc = skipper_hub_new(&h->hub, &o, err))) {
 		if (err->status == SKIPPER_ERR_ARG) { /* the endpoint: say where it came from */

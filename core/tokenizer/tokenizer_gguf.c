@@ -5,10 +5,29 @@
 #include "base/error.h"
 #include "tokenizer.h"
 
-static int32_t opt_id(const struct skipper_gguf *g, const char *key)
+/* An optional special token id: -1 if the key is absent; an error naming
+ * the key when it is there but no token of the vocabulary (a negative
+ * number, a non-integer, an id past the last token): such an id would be
+ * dropped silently, and the model then never stops at its end token or
+ * starts without its BOS. */
+static int opt_id(const struct skipper_gguf *g, const char *key, int32_t n_vocab, int32_t *out,
+                  struct skipper_error *err)
 {
 	uint32_t v;
-	return skipper_gguf_get_u32(g, key, &v) == SKIPPER_OK && v <= INT32_MAX ? (int32_t)v : -1;
+	int rc = skipper_gguf_get_u32(g, key, &v);
+
+	*out = -1;
+	if (rc == SKIPPER_ERR_NOT_FOUND)
+		return SKIPPER_OK;
+	if (rc)
+		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: metadata key %s is not a token id (an unsigned integer)",
+		                    skipper_gguf_path(g), key);
+	if (v >= (uint32_t)n_vocab)
+		return skipper_fail(err, SKIPPER_ERR_FORMAT,
+		                    "%s: metadata key %s = %u is past the vocabulary (tokens 0 to %d)",
+		                    skipper_gguf_path(g), key, v, n_vocab - 1);
+	*out = (int32_t)v;
+	return SKIPPER_OK;
 }
 
 static int opt_bool(const struct skipper_gguf *g, const char *key)
@@ -123,12 +142,13 @@ int skipper_tokenizer_from_gguf_pre(const struct skipper_gguf *g, const char *pr
 		sp.merges = merges;
 		sp.merge_lens = merge_lens;
 	}
-	sp.bos = opt_id(g, "tokenizer.ggml.bos_token_id");
-	sp.eos = opt_id(g, "tokenizer.ggml.eos_token_id");
-	sp.unk = opt_id(g, "tokenizer.ggml.unknown_token_id");
-	sp.eot = opt_id(g, "tokenizer.ggml.eot_token_id");
-	sp.eom = opt_id(g, "tokenizer.ggml.eom_token_id");
-	sp.pad = opt_id(g, "tokenizer.ggml.padding_token_id");
+	if ((rc = opt_id(g, "tokenizer.ggml.bos_token_id", sp.n_vocab, &sp.bos, err)) ||
+	    (rc = opt_id(g, "tokenizer.ggml.eos_token_id", sp.n_vocab, &sp.eos, err)) ||
+	    (rc = opt_id(g, "tokenizer.ggml.unknown_token_id", sp.n_vocab, &sp.unk, err)) ||
+	    (rc = opt_id(g, "tokenizer.ggml.eot_token_id", sp.n_vocab, &sp.eot, err)) ||
+	    (rc = opt_id(g, "tokenizer.ggml.eom_token_id", sp.n_vocab, &sp.eom, err)) ||
+	    (rc = opt_id(g, "tokenizer.ggml.padding_token_id", sp.n_vocab, &sp.pad, err)))
+		goto out;
 	sp.add_bos = opt_bool(g, "tokenizer.ggml.add_bos_token");
 	sp.add_eos = opt_bool(g, "tokenizer.ggml.add_eos_token");
 	sp.add_space_prefix = opt_bool(g, "tokenizer.ggml.add_space_prefix");

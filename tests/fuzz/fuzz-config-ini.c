@@ -7,6 +7,9 @@
  * - a file that loads gives entries on lines >= 1 that name the file, and
  *   written back as "[section]" and "key=value" lines it loads again to
  *   the same entries;
+ * - the reader is bounded: a file with a NUL byte never loads;
+ * - a value read as a number is a decimal one (digits, sign, point,
+ *   exponent: no hex, inf, nan or blanks, which strtod would take);
  * - every error of the loader and of the validator names the file;
  * - each line of the input, as a --set assignment, either fails or reads
  *   back as set, and errors of the validator then name "--set";
@@ -14,6 +17,7 @@
  * `make check` replays tests/fuzz/seeds/config-ini/ (fuzz-main.c); `make
  * fuzz` runs it under libFuzzer (tests/fuzz/README). */
 #define _GNU_SOURCE
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -85,10 +89,13 @@ static void exercise(struct skipper_config *cfg, const char *where)
 		long l;
 		double d;
 		int b;
-		skipper_config_get_int(cfg, e->section, e->key, &l, &err);
-		skipper_config_get_double(cfg, e->section, e->key, &d, &err);
-		skipper_config_get_bool(cfg, e->section, e->key, &b, &err);
+		/* the getters read the effective entry, the last one set */
 		const struct skipper_config_entry *eff = skipper_config_find(cfg, e->section, e->key);
+		if (!skipper_config_get_int(cfg, e->section, e->key, &l, &err))
+			CHECK(eff->value[strspn(eff->value, "+-0123456789")] == '\0');
+		if (!skipper_config_get_double(cfg, e->section, e->key, &d, &err))
+			CHECK(eff->value[strspn(eff->value, "+-0123456789.eE")] == '\0' && isfinite(d));
+		skipper_config_get_bool(cfg, e->section, e->key, &b, &err);
 		CHECK(eff && strcmp(eff->section, e->section) == 0 && strcmp(eff->key, e->key) == 0);
 		if (prev && strcmp(prev->section, e->section) == 0)
 			continue; /* the section's list once per run of entries */
@@ -144,6 +151,7 @@ static void load_file(const uint8_t *data, size_t size)
 		return;
 	}
 	const struct skipper_config_entry *e, *e2;
+	CHECK(!memchr(data, 0, size));
 	for (size_t i = first; (e = skipper_config_entry_at(cfg, i)); i++)
 		CHECK(e->line >= 1 && strcmp(e->file, path) == 0);
 	exercise(cfg, path);

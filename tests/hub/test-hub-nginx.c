@@ -7,8 +7,8 @@
 #include <openssl/evp.h>
 
 #include "base/error.h"
+#include "base/sha256.h"
 #include "harness.h"
-#include "hub/hub.h"
 #include "hub/hub.h"
 #include "hub/publish.h"
 #include "hub/sign.h"
@@ -34,17 +34,31 @@ static void on_file(void *arg, const char *file, const char *path, int downloade
 	snprintf(r->path, sizeof r->path, "%s", path);
 }
 
+/* The notes of the last pull (why it retried): their count and the last. */
+static struct {
+	int n;
+	char last[SKIPPER_ERROR_MAX + 64];
+} notes;
+
+static void on_note(void *arg, const char *msg)
+{
+	(void)arg;
+	notes.n++;
+	snprintf(notes.last, sizeof notes.last, "%s", msg);
+}
+
 /* One pull with fresh options; returns the status, fills r and err. */
 static int pull(const char *ep, const char *cache, const char *token, int offline, int retries, const char *repo,
                 const char *file, struct result *r, struct skipper_error *err)
 {
 	struct skipper_hub_options o = {.endpoint = ep, .cache_dir = cache, .token = token, .offline = offline,
-	                                .retries = retries, .timeout_s = 10, .backoff_ms = 20};
+	                                .retries = retries, .timeout_s = 10, .backoff_ms = 20, .note = on_note};
 	struct skipper_hub_request req = {.repo = repo, .files = file ? &file : NULL, .n_files = file ? 1 : 0};
 	struct skipper_hub *hub;
 	int rc;
 
 	memset(r, 0, sizeof *r);
+	memset(&notes, 0, sizeof notes);
 	skipper_error_clear(err);
 	if ((rc = skipper_hub_new(&hub, &o, err)))
 		return rc;
@@ -70,7 +84,7 @@ static char *sha_of(const char *path)
 {
 	static char hex[65];
 	struct skipper_error err;
-	if (skipper_hub_sha256_file(path, hex, &err))
+	if (skipper_sha256_file(path, hex, &err))
 		return "";
 	return hex;
 }
@@ -308,7 +322,30 @@ static void test_retry_500(void)
 	snprintf(ep, sizeof ep, "http://127.0.0.1:%d", pport);
 	is_int(pull(ep, cache, NULL, 0, 2, "org/model", "config.json", &r, &err), SKIPPER_OK,
 	       "500 then 200: the retry succeeds: %s", err.msg);
+	ok(notes.n == 1 && strstr(notes.last, "HTTP 500") && strstr(notes.last, "; retrying in ") &&
+	       strstr(notes.last, "(attempt 2 of 3)"),
+	   "the retry is told, with why and when (%s)", notes.last);
 	h_stop(proxy);
+	free(cache);
+}
+
+/* A refused connection is the host's answer: no retry (it took 16 s of
+ * silent retries to fail), and the message says why. */
+static void test_refused(void)
+{
+	struct skipper_error err;
+	struct result r;
+	char *cache = cache_path("refused"), ep[64];
+	struct timespec t0, t1;
+
+	snprintf(ep, sizeof ep, "http://127.0.0.1:%d", h_free_port());
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	is_int(pull(ep, cache, NULL, 0, 5, "org/model", "config.json", &r, &err), SKIPPER_ERR_NETWORK,
+	       "nothing listening: a network error");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	ok(notes.n == 0 && s < 2 && strstr(err.msg, "not retried: nothing listens there"),
+	   "a refused connection is not retried (%.2f s, %d notes): %s", s, notes.n, err.msg);
 	free(cache);
 }
 
@@ -463,7 +500,7 @@ static void test_hf_layout(void)
 
 	/* What huggingface_hub leaves behind: blob, relative snapshot link, ref. */
 	h_write_str(p = h_fmt("%s/models--Org--Handmade/blobs/tmpblob", cache), "weights from another tool\n");
-	skipper_hub_sha256_file(p, sha, &err);
+	skipper_sha256_file(p, sha, &err);
 	{
 		char *q = h_fmt("%s/models--Org--Handmade/blobs/%s", cache, sha);
 		rename(p, q);
@@ -605,6 +642,7 @@ int main(void)
 	test_not_found();
 	test_auth();
 	test_retry_500();
+	test_refused();
 	test_resume();
 	test_checksum();
 	test_concurrent();

@@ -113,7 +113,50 @@ static void test_sign(const char *dir)
 	is_int(skipper_sign_verify(f, NULL, &keys[1], 1, NULL, &err), SKIPPER_ERR_SIGNATURE, "tampered file refused");
 	h_write_str(sig, "garbage\n");
 	is_int(skipper_sign_verify(f, NULL, &keys[1], 1, NULL, &err), SKIPPER_ERR_SIGNATURE, "garbage signature refused");
+
+	/* the .sig is read whole: its line and nothing else (only the first
+	 * line was read, so anything could follow it) */
+	char line[100] = "", *text;
+	FILE *sf;
+	h_write_str(f, "[profile]\nmodel = z\n");
+	is_int(skipper_sign_file(key, f, NULL, &err), SKIPPER_OK, "signed again");
+	if ((sf = fopen(sig, "r"))) {
+		if (!fgets(line, sizeof line, sf))
+			line[0] = '\0';
+		fclose(sf);
+	}
+	line[strcspn(line, "\n")] = '\0';
+	is_int(strlen(line), 88, "a .sig is one line of 88 characters");
+	h_write_str(sig, text = h_fmt("%s\nmore\n", line)), free(text);
+	ok(skipper_sign_verify(f, NULL, &keys[1], 1, NULL, &err) == SKIPPER_ERR_SIGNATURE &&
+	       strstr(err.msg, "more than any valid one"),
+	   "a line after the signature: refused (%s)", err.msg);
+	h_write_str(sig, text = h_fmt("%s\n\n", line)), free(text);
+	ok(skipper_sign_verify(f, NULL, &keys[1], 1, NULL, &err) == SKIPPER_ERR_SIGNATURE &&
+	       strstr(err.msg, "more than the signature line"),
+	   "even an empty one (%s)", err.msg);
+	h_write_str(sig, text = h_fmt("%s\r\n", line)), free(text);
+	is_int(skipper_sign_verify(f, NULL, &keys[1], 1, NULL, &err), SKIPPER_OK, "a CRLF line end is fine");
+	h_write_str(sig, line);
+	is_int(skipper_sign_verify(f, NULL, &keys[1], 1, NULL, &err), SKIPPER_OK, "so is none");
+	line[10] = '=';
+	h_write_str(sig, text = h_fmt("%s\n", line)), free(text);
+	is_int(skipper_sign_verify(f, NULL, &keys[1], 1, NULL, &err), SKIPPER_ERR_SIGNATURE, "padding inside the line");
 	unlink(sig);
+	mkfifo(sig, 0600);
+	ok(skipper_sign_verify(f, NULL, &keys[1], 1, NULL, &err) == SKIPPER_ERR_SIGNATURE &&
+	       strstr(err.msg, "not a regular file"),
+	   "a FIFO as .sig: refused, not waited on (%s)", err.msg);
+	unlink(sig);
+	char *none = h_fmt("%s/none.ini", dir);
+	ok(skipper_sign_verify(none, NULL, &keys[1], 1, NULL, &err) == SKIPPER_ERR_NOT_FOUND,
+	   "a missing file is missing, not unsigned (%s)", err.msg);
+	free(none);
+	char *nokey = h_fmt("%s/nokey.pem", dir);
+	ok(skipper_sign_check_keys((const char *const[]){ nokey }, 1, &err) == SKIPPER_ERR_CONFIG &&
+	       strstr(err.msg, "nokey.pem: No such file"),
+	   "a trusted key that is not there is named (%s)", err.msg);
+	free(nokey);
 	is_int(skipper_sign_check_trusted(f, &keys[1], 1, &err), SKIPPER_ERR_SIGNATURE, "unsigned refused with keys");
 	is_int(skipper_sign_check_trusted(f, NULL, 0, &err), SKIPPER_OK, "unsigned accepted without keys");
 	free(key), free(pub), free(key2), free(pub2), free(f), free(sig);
