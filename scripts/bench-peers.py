@@ -23,6 +23,7 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
 import time
 import urllib.error
 import urllib.request
@@ -38,9 +39,9 @@ CLI_PEERS = ("plain", "lookup", "speculative")
 SERVER_MODES = ("ngram-simple", "ngram-mod", "ngram-map-k")
 ALL_PEERS = CLI_PEERS + ("server",) + SERVER_MODES
 # The draft lengths each llama-server mode runs with besides its defaults,
-# chosen on llama-server's own counts of drafted and accepted tokens over
-# Spec-Bench prompts (README, "skipper next to llama.cpp"); --server-args
-# replaces them.
+# chosen on llama-server's own counts of drafted and accepted tokens per
+# verify pass over Spec-Bench prompts (doc/benchmarks.md, "llama-server's
+# draft lengths"); --server-args replaces them.
 SERVER_ARGS = {
     "ngram-simple": ["--spec-ngram-simple-size-n 3 --spec-ngram-simple-size-m 8"],
     "ngram-mod": ["--spec-ngram-mod-n-match 12 --spec-ngram-mod-n-min 2 --spec-ngram-mod-n-max 8"],
@@ -72,20 +73,26 @@ def count(least):
     return parse
 
 
+class Help(argparse.RawDescriptionHelpFormatter):
+    def _split_lines(self, text, width):
+        return textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False)
+
+
 def parse_args(argv):
     data = (os.path.join(os.path.dirname(ROOT), "shared/data/spec_bench/question.jsonl") + "," +
             os.path.join(ROOT, "scripts/data/code-edit.jsonl"))
     tuned = "; ".join(f"{m}: {' | '.join(a)}" for m, a in SERVER_ARGS.items())
     p = argparse.ArgumentParser(
-        prog="scripts/bench-peers.py", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Compare skipper with llama.cpp on Spec-Bench prompts (greedy decoding), both engines prompt by\n"
-        "prompt in one interleaved run, and write DIR/results.md, DIR/runs.csv, DIR/summary.csv,\n"
-        "DIR/chart.svg and the raw logs under DIR/raw/.",
-        epilog="Environment: SKIPPER (the skipper command; default ./skipper of the build tree, else skipper on\n"
-        "PATH), SKIPPER_PLUGIN_PATH and SKIPPER_DATA_PATH (default the tree's .libs and conf when run from a\n"
-        "build tree), LLAMA_BIN.\n"
-        "Exit status: 0 on success; 1 when a skipper configuration's output differs from none's (the files\n"
-        "are complete and say which) or on any error (then nothing is left behind); 2 on a usage error.")
+        prog="scripts/bench-peers.py", formatter_class=Help,
+        description="Compare skipper with llama.cpp on Spec-Bench prompts (greedy decoding), both engines\n"
+        "prompt by prompt in one interleaved run, and write DIR/results.md, DIR/runs.csv,\n"
+        "DIR/summary.csv, DIR/chart.svg and the raw logs under DIR/raw/.",
+        epilog="Environment: SKIPPER (the skipper command; default ./skipper of the build tree,\n"
+        "else skipper on PATH), SKIPPER_PLUGIN_PATH and SKIPPER_DATA_PATH (default the tree's\n"
+        ".libs and conf when run from a build tree), LLAMA_BIN.\n"
+        "Exit status: 0 on success; 1 when a skipper configuration's output differs from\n"
+        "none's (the files are complete and say which) or on any error (then nothing is left\n"
+        "behind); 2 on a usage error.")
     p.add_argument("--data", default=data, metavar="FILE[,FILE...]",
                    help='prompts, JSON lines with "category", "question_id" and "turns", read as skipper bench '
                    "reads them, the files one after the other (a prompt without an id is named by its line in that "

@@ -2,7 +2,7 @@
 # skipper bench --dump-prompts: the prompts a run would select (--categories,
 # --per-category, --limit, in run order), each with the chat template and
 # system prompt applied and the token ids the run feeds the engine, as JSON
-# lines, without running anything (scripts/bench-peers gives them to
+# lines, without running anything (scripts/bench-peers.py gives them to
 # llama.cpp). On the default model, SmolLM2-135M (its template has a
 # default system prompt).
 : "${top_srcdir:=.}" "${top_builddir:=.}" "${PYTHON3:=python3}"

@@ -302,7 +302,7 @@ static int select_prompts(struct bench_run *b)
 /* One selected prompt as a run sees it, one JSON object on a line: the
  * text after the chat template and the ids the run feeds the engine
  * (cli_prompt_tokens, the run's own path), so that a peer engine can be
- * given the same input (scripts/bench-peers). */
+ * given the same input (scripts/bench-peers.py). */
 static int dump_prompt(struct bench_run *b, const struct bench_prompt *pr, FILE *f)
 {
 	struct cli_session *s = &b->s;
