@@ -210,7 +210,7 @@ def program(peer):
             "speculative": "llama-speculative"}.get(peer, "llama-server")
 
 
-def peer_label(run, a, names):
+def peer_label(run, names):
     rid, peer, mode, args = run
     if peer == "plain":
         return "llama.cpp plain"
@@ -662,24 +662,21 @@ class Bench:
         self.skipper_items()
 
         n_cat = len(self.plan)
-        try:
-            for rep in range(1, a.reps + 1):
-                raw = f"{out}/raw" if rep == 1 else f"{out}/raw/rep-{rep}"
-                if rep > 1:
-                    os.mkdir(raw)
-                rnd = f"round {rep}/{a.reps}, " if a.reps > 1 else ""
-                for i, c in enumerate(self.plan, 1):
-                    # prompt by prompt, skipper's configurations then
-                    # llama.cpp's on the same prompt: a shared machine's memory
-                    # speed can change within minutes (on one it went from 43
-                    # to 80 GB/s), and a category's skipper runs then its
-                    # llama.cpp runs were compared across such a change
-                    for suffix in ("jsonl", "err"):
-                        open(f"{raw}/skipper-{c['id']}.{suffix}", "w").close()
-                    for k, p in enumerate(c["prompts"], 1):
-                        self.prompt(raw, f"[{rnd}{i}/{n_cat}] {c['category']}", c, k, p, k <= a.warmup)
-        finally:
-            self.llama.stop()
+        for rep in range(1, a.reps + 1):
+            raw = f"{out}/raw" if rep == 1 else f"{out}/raw/rep-{rep}"
+            if rep > 1:
+                os.mkdir(raw)
+            rnd = f"round {rep}/{a.reps}, " if a.reps > 1 else ""
+            for i, c in enumerate(self.plan, 1):
+                # prompt by prompt, skipper's configurations then llama.cpp's
+                # on the same prompt: a shared machine's memory speed can
+                # change within minutes (on one it went from 43 to 80 GB/s),
+                # and a category's skipper runs then its llama.cpp runs were
+                # compared across such a change
+                for suffix in ("jsonl", "err"):
+                    open(f"{raw}/skipper-{c['id']}.{suffix}", "w").close()
+                for k, p in enumerate(c["prompts"], 1):
+                    self.prompt(raw, f"[{rnd}{i}/{n_cat}] {c['category']}", c, k, p, k <= a.warmup)
         self.elapsed = int(time.time() - self.start)
         self.write_meta()
         report(self)
@@ -745,7 +742,7 @@ def report(b):
     out, meta, a = b.out, b.meta, b.a
     names = {"model": meta["model_name"], "draft": meta["draft_name"]}
     cats = [c["category"] for c in b.plan]
-    peer_name = {r[0]: peer_label(r, a, names) for r in b.runs}
+    peer_name = {r[0]: peer_label(r, names) for r in b.runs}
     spec = [peer_name[r[0]] for r in b.runs if r[1] not in ("plain", "server")]
     configs = [f"skipper {x}" for x in b.labels] + [peer_name[r[0]] for r in b.runs]
     reps = a.reps

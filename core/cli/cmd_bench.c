@@ -300,9 +300,10 @@ static int select_prompts(struct bench_run *b)
 }
 
 /* One selected prompt as a run sees it, one JSON object on a line: the
- * text after the chat template and the ids the run feeds the engine
- * (cli_prompt_tokens, the run's own path), so that a peer engine can be
- * given the same input (scripts/bench-peers.py). */
+ * text after the chat template (formatted as cli_prompt_tokens formats
+ * it) and the ids the run feeds the engine (cli_prompt_tokens itself, the
+ * run's own path), so that a peer engine can be given the same input
+ * (scripts/bench-peers.py). */
 static int dump_prompt(struct bench_run *b, const struct bench_prompt *pr, FILE *f)
 {
 	struct cli_session *s = &b->s;
@@ -358,7 +359,7 @@ static int dump_prompts(struct bench_run *b, struct skipper_config *cfg)
 	for (int w = 0; w < b->n_sel && !rc; w++)
 		rc = dump_prompt(b, &b->prompts[b->sel[w]], f);
 	if (to_stdout)
-		return rc || fflush(stdout) == 0 ? rc : EXIT_FAILURE_GENERIC;
+		return rc ? rc : fflush(stdout) == 0 ? EXIT_OK : EXIT_FAILURE_GENERIC;
 	if (!rc)
 		return cli_atomic_close("skipper bench", f, tmp, b->dump);
 	fclose(f);
