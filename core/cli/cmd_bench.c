@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/atomic.h"
 #include "bench.h"
 #include "cli.h"
 #include "cli_policy.h"
@@ -345,7 +346,7 @@ static int dump_prompt(struct bench_run *b, const struct bench_prompt *pr, FILE 
 static int dump_prompts(struct bench_run *b, struct skipper_config *cfg)
 {
 	int to_stdout = strcmp(b->dump, "-") == 0, rc;
-	char *tmp = NULL;
+	struct skipper_atomic *a = NULL;
 	FILE *f;
 
 	if (skipper_config_set(cfg, "policy.name=none", NULL)) {
@@ -354,17 +355,15 @@ static int dump_prompts(struct bench_run *b, struct skipper_config *cfg)
 	}
 	if ((rc = cli_session_open(&b->s, cfg)))
 		return rc;
-	if (!(f = to_stdout ? stdout : cli_atomic_open("skipper bench", b->dump, &tmp)))
+	if (!(f = to_stdout ? stdout : cli_atomic_open("skipper bench", b->dump, &a)))
 		return EXIT_FAILURE_GENERIC;
 	for (int w = 0; w < b->n_sel && !rc; w++)
 		rc = dump_prompt(b, &b->prompts[b->sel[w]], f);
 	if (to_stdout)
 		return rc ? rc : fflush(stdout) == 0 ? EXIT_OK : EXIT_FAILURE_GENERIC;
 	if (!rc)
-		return cli_atomic_close("skipper bench", f, tmp, b->dump);
-	fclose(f);
-	unlink(tmp);
-	free(tmp);
+		return cli_atomic_close("skipper bench", a);
+	skipper_atomic_abort(a);
 	return rc;
 }
 
