@@ -15,7 +15,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda_kernels.h"
-#include "skipper/backend_abi.h"
+#include "backend/backend_abi.h"
 
 #define CUDA_CHUNK 256     /* rows per pass through the layers */
 #define CUDA_HEAD_CHUNK 64 /* rows per LM-head pass (always the skinny GEMM) */

@@ -2,7 +2,7 @@
  * selection. One vtable, two implementations: the CPU backend in
  * core/backend/cpu/, the CUDA backend in kernels/ (a dlopen'ed module, found
  * and version-checked by backend.c). May include: core/model/,
- * core/skipper/backend_abi.h, error.h. Called by the engine and the CLI.
+ * core/backend/backend_abi.h, error.h. Called by the engine and the CLI.
  *
  * KV cache model: the backend owns n_ctx slots per layer. The engine tracks the
  * committed length; the backend never advances it by itself. A forward call

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "skipper/backend_abi.h"
+#include "backend/backend_abi.h"
 
 #ifdef NO_DEVICE
 static void *pool; /* the C++ runtime's emergency pool, in cuBLAS */

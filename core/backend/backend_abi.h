@@ -1,6 +1,8 @@
 /* The backend ABI shared by libskipper and the CUDA backend module
  * (kernels/): the plain model description the module reads weights from,
  * the forward request, the backend vtable and the module entry point.
+ * Includes nothing of ours but skipper/status.h, so the model loader
+ * (core/model/, below the backends) may include it for the types it fills.
  *
  * Not installed: it is an internal, same-version ABI. libskipper refuses a
  * module built from another skipper version (struct layouts here may change
