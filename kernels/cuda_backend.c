@@ -113,7 +113,7 @@ static int weight_ok(const struct skipper_weight *w, int64_t ne0, int64_t ne1, i
 	return 0;
 }
 
-static int check_model(const struct skipper_model *m, struct skipper_error *err)
+static int check_model(const struct skipper_model_view *m, struct skipper_error *err)
 {
 	const struct skipper_hparams *hp = &m->hp;
 	int64_t ne = hp->n_embd, qd = (int64_t)hp->n_head * hp->head_dim,
@@ -151,7 +151,7 @@ static int check_model(const struct skipper_model *m, struct skipper_error *err)
 	return 0;
 }
 
-static int tied(const struct skipper_model *m)
+static int tied(const struct skipper_model_view *m)
 {
 	return m->tied_embeddings || m->output.data == m->tok_embd.data;
 }
@@ -215,7 +215,7 @@ static int upload_norm(struct cuda_backend *be, const struct skipper_weight *w, 
 	return 0;
 }
 
-static int upload_model(struct cuda_backend *be, const struct skipper_model *m,
+static int upload_model(struct cuda_backend *be, const struct skipper_model_view *m,
                         struct skipper_error *err)
 {
 	void *stage = NULL;
@@ -390,7 +390,7 @@ static int alloc_work(struct cuda_backend *be, int n_ctx, struct skipper_error *
 	return cuda_grow_scratch(be, CUDA_CHUNK, err);
 }
 
-static int cuda_create(const struct skipper_model *m, const struct skipper_backend_opts *o,
+static int cuda_create(const struct skipper_model_view *m, const struct skipper_backend_opts *o,
                        struct skipper_backend **out, struct skipper_error *err)
 {
 	struct cuda_backend *be;
@@ -522,7 +522,7 @@ fail:
 
 static const struct skipper_backend_module module = {
 	.abi = SKIPPER_BACKEND_MODULE_ABI,
-	.sizeof_model = sizeof(struct skipper_model),
+	.sizeof_view = sizeof(struct skipper_model_view),
 	.sizeof_forward = sizeof(struct skipper_forward),
 	.sizeof_ops = sizeof(struct skipper_backend_ops),
 	.version = SKIPPER_MODULE_VERSION,

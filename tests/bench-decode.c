@@ -42,7 +42,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct skipper_backend_opts o = { .n_ctx = 512, .n_threads = threads };
-	if (skipper_backend_cpu_create(m, &o, &be, &err)) {
+	if (skipper_backend_cpu_create(&m->view, &o, &be, &err)) {
 		fprintf(stderr, "%s\n", err.msg);
 		return 1;
 	}

@@ -22,7 +22,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 
-static struct skipper_backend *mk(const struct skipper_model *m, int threads)
+static struct skipper_backend *mk(const struct skipper_model_view *m, int threads)
 {
 	struct skipper_backend_opts o = { .n_ctx = NCTX, .n_threads = threads };
 	struct skipper_backend *be = NULL;
@@ -37,7 +37,7 @@ static struct skipper_backend *mk(const struct skipper_model *m, int threads)
 static void test_model(const char *label, const struct tm_opts *o)
 {
 	struct tm_model *tm = tm_build(o);
-	const struct skipper_model *m = &tm->m;
+	const struct skipper_model_view *m = &tm->m;
 	int V = m->hp.n_vocab, L = m->hp.n_layer, E = m->hp.n_embd;
 	struct tm_rng r = { o->seed + 77 };
 	int32_t tok[P + 80];
@@ -418,10 +418,27 @@ static void vma_flags(const void *p, char *flags, size_t n)
 		fclose(f);
 }
 
+/* A release hook as the loader sets one: counts the weights a backend
+ * hands back, each of which must be one of the model's own. */
+static int n_released, released_foreign;
+
+static void count_release(const struct skipper_model_view *m, const void *data, uint64_t bytes)
+{
+	int mine = data == m->output.data && bytes == m->output.row_bytes * (uint64_t)m->output.ne1;
+	for (int l = 0; l < m->hp.n_layer && !mine; l++) {
+		const struct skipper_layer *L = &m->layers[l];
+		const struct skipper_weight *w[] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down };
+		for (size_t i = 0; i < sizeof w / sizeof *w; i++)
+			mine |= data == w[i]->data && bytes == w[i]->row_bytes * (uint64_t)w[i]->ne1;
+	}
+	n_released++;
+	released_foreign += !mine;
+}
+
 /* The weight copies lie in one block that starts on a 2 MiB boundary and
  * asks for transparent huge pages, the copies of under 2 MiB included;
  * SKIPPER_CPU_HUGEPAGES=0 leaves them on small pages; the logits are the
- * same either way. */
+ * same either way. Each copied weight's pages go back to the loader. */
 static void test_huge_pages(void)
 {
 	/* gate: 2304 x 1024 Q8_0, 2.5 MB; wq: 1024 x 1024, 1.1 MB */
@@ -435,10 +452,15 @@ static void test_huge_pages(void)
 	int32_t tok = 7;
 	int thp = access("/sys/kernel/mm/transparent_hugepage", F_OK) == 0;
 
+	tm->m.release = count_release;
 	for (int i = 0; i < 2; i++) {
 		if (i)
 			setenv("SKIPPER_CPU_HUGEPAGES", "0", 1);
 		be[i] = mk(&tm->m, 1);
+		if (!i)
+			ok(n_released == 8 && !released_foreign,
+			   "huge pages: every weight copied, its pages handed back to the loader (%d of 8, %d not a weight)",
+			   n_released, released_foreign);
 		vma_flags(((struct cpu_backend *)be[i])->lw[0].gate.data, flags[i], sizeof flags[i]);
 		if (!i)
 			vma_flags(((struct cpu_backend *)be[i])->lw[0].wq.data, wq_flags, sizeof wq_flags);

@@ -146,10 +146,10 @@ static void tiny_model(void)
 	o.seed = 11;
 	o.redundant[2] = o.redundant[4] = 1;
 	if (skipper_test_model_write(path, &o) || skipper_model_load(path, &model, &err) ||
-	    skipper_backend_cpu_create(model, &bo, &be, &err))
+	    skipper_backend_cpu_create(&model->view, &bo, &be, &err))
 		BAIL(err.msg);
-	L = model->hp.n_layer;
-	d = model->hp.n_embd;
+	L = model->view.hp.n_layer;
+	d = model->view.hp.n_embd;
 	for (int i = 0; i < 12; i++)
 		prompt[i] = 3 + (i * 13) % 50;
 	for (int l = 0; l <= L; l++)
@@ -162,7 +162,7 @@ static void tiny_model(void)
 		if (be->ops->forward(be, &fw, &err))
 			BAIL(err.msg);
 	}
-	mock_host_init(&m, L, d, model->hp.n_vocab);
+	mock_host_init(&m, L, d, model->view.hp.n_vocab);
 	m.host.sublayer_forward = be_sublayer;
 	for (int M = 1; M <= 3; M++) {
 		struct clasp_dp dp;

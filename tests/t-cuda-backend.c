@@ -64,12 +64,12 @@
 #define REL_TOL 0.05
 #define SMOL_ABS_TOL 1.5
 
-static struct skipper_backend *cuda(const struct skipper_model *m)
+static struct skipper_backend *cuda(const struct skipper_model_view *m)
 {
 	return test_backend_open(m, SKIPPER_BACKEND_CUDA, NCTX, 0);
 }
 
-static struct skipper_backend *cpu(const struct skipper_model *m)
+static struct skipper_backend *cpu(const struct skipper_model_view *m)
 {
 	return test_backend_open(m, SKIPPER_BACKEND_CPU, NCTX, 0);
 }
@@ -392,7 +392,7 @@ static void states(const char *label, struct skipper_backend *b, struct skipper_
 static void test_model(const char *label, const struct tm_opts *o)
 {
 	struct tm_model *tm = tm_build(o);
-	const struct skipper_model *m = &tm->m;
+	const struct skipper_model_view *m = &tm->m;
 	int V = m->hp.n_vocab;
 	struct tm_rng r = { o->seed + 77 };
 	int32_t tok[P + NCHUNK];
@@ -401,7 +401,7 @@ static void test_model(const char *label, const struct tm_opts *o)
 	/* the CPU runs the weights the GPU holds (see the tolerance note); so
 	 * does a CPU standing in for the GPU */
 	struct tm_model *twin = tm_bf16_twin(tm);
-	const struct skipper_model *gm = test_cuda_standin() ? &twin->m : m;
+	const struct skipper_model_view *gm = test_cuda_standin() ? &twin->m : m;
 	/* CUDA first: where there is none, nothing has been printed yet and the file skips */
 	struct skipper_backend *a = cuda(gm), *b = cuda(gm), *c = cpu(&twin->m);
 	struct skipper_error err = { 0 };
@@ -499,8 +499,8 @@ static void test_smollm2(void)
 	fclose(f);
 	if (skipper_model_load(path, &m, &err) || skipper_tokenizer_from_gguf(m->gguf, &tk, &err))
 		BAIL(err.msg);
-	struct skipper_backend *g = cuda(m), *c = cpu(m);
-	int V = m->hp.n_vocab;
+	struct skipper_backend *g = cuda(&m->view), *c = cpu(&m->view);
+	int V = m->view.hp.n_vocab;
 	for (size_t p = 0; p < sizeof prompts / sizeof prompts[0]; p++) {
 		int32_t *ids;
 		size_t n;

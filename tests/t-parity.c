@@ -66,11 +66,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct skipper_backend_opts o = { .n_ctx = 512, .n_threads = 2 };
-	if (skipper_backend_cpu_create(m, &o, &be, &err)) {
+	if (skipper_backend_cpu_create(&m->view, &o, &be, &err)) {
 		printf("Bail out! %s\n", err.msg);
 		return 1;
 	}
-	int V = m->hp.n_vocab;
+	int V = m->view.hp.n_vocab;
 	is_int(json_integer_value(json_object_get(ref, "n_vocab")), V, "vocabulary size matches");
 	double worst = 0;
 	size_t pi;

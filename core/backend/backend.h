@@ -1,8 +1,9 @@
 /* core/backend/ -- the compute backend interface (DESIGN §3) and backend
  * selection. One vtable, two implementations: the CPU backend in
  * core/backend/cpu/, the CUDA backend in kernels/ (a dlopen'ed module, found
- * and version-checked by backend.c). May include: core/model/,
- * core/backend/backend_abi.h, error.h. Called by the engine and the CLI.
+ * and version-checked by backend.c). Backends see the model as the view
+ * of backend_abi.h, not the loader's struct. May include: core/model/
+ * (tensor types), error.h. Called by the engine and the CLI.
  *
  * KV cache model: the backend owns n_ctx slots per layer. The engine tracks the
  * committed length; the backend never advances it by itself. A forward call
@@ -14,18 +15,18 @@
 
 #include <stdint.h>
 
-#include "model/model.h"
+#include "backend_abi.h"
 
 /* Create the backend o->kind names. CUDA comes from the dlopen'ed module
  * skipper-backend-cuda.so; when it cannot be used (no module, no device,
  * driver too old) kind CUDA fails with SKIPPER_ERR_UNSUPPORTED and a message
  * saying why, and kind AUTO falls back to the CPU. *out owned by the caller:
  * out->ops->destroy(out). */
-int skipper_backend_create(const struct skipper_model *m, const struct skipper_backend_opts *o,
+int skipper_backend_create(const struct skipper_model_view *m, const struct skipper_backend_opts *o,
                            struct skipper_backend **out, struct skipper_error *err);
 
 /* CPU backend. *out owned by the caller: out->ops->destroy(out). */
-int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipper_backend_opts *o,
+int skipper_backend_cpu_create(const struct skipper_model_view *m, const struct skipper_backend_opts *o,
                                struct skipper_backend **out, struct skipper_error *err);
 
 #endif

@@ -123,11 +123,11 @@ int cli_policy_open(struct cli_session *s, const struct skipper_config *cfg, con
 		return rc;
 	}
 	skipper_config_get_int(cfg, "generate", "seed", &seed, NULL);
-	p->env.n_layer = s->model->hp.n_layer;
-	p->env.n_embd = s->model->hp.n_embd;
-	p->env.n_vocab = s->model->hp.n_vocab;
+	p->env.n_layer = s->model->view.hp.n_layer;
+	p->env.n_embd = s->model->view.hp.n_embd;
+	p->env.n_vocab = s->model->view.hp.n_vocab;
 	p->env.n_ctx = s->be->n_ctx;
-	p->env.model_name = s->model->name;
+	p->env.model_name = s->model->view.name;
 	p->env.model_sha256 = model_sha256;
 	if (prof && strncmp(prof, "hub:", 4) == 0) {
 		/* fetched (and signature-checked) through the hub cache */

@@ -150,7 +150,7 @@ static void scan_hub(const char *dir, int depth, const char *name, struct wanted
 
 char *cli_find_profile(const struct cli_session *s, const char *method, const char *sha)
 {
-	struct wanted w = { sha, method, s->model->hp.n_layer, 1, NULL };
+	struct wanted w = { sha, method, s->model->view.hp.n_layer, 1, NULL };
 	const char *hub_dir = skipper_config_get(s->cfg, "hub", "cache_dir");
 	char name[256], *path, *dflt = NULL;
 	time_t mtime = 0;

@@ -233,7 +233,7 @@ int cli_load_ngrams(struct cli_session *s, const struct skipper_config *cfg, str
 		why = len == -2 ? "line too long" : len == -3 ? "NUL byte in line" : len == -4 ? "out of memory" : NULL;
 		if (!why && (line[0] == '#' || line[0] == '\n'))
 			continue;
-		if (why || parse_line(line, s->model->hp.n_vocab, &g, &why)) {
+		if (why || parse_line(line, s->model->view.hp.n_vocab, &g, &why)) {
 			fprintf(stderr, "skipper: %s:%d: %s\n", file, lineno, why);
 			goto out;
 		}

@@ -115,8 +115,8 @@ int cli_session_open(struct cli_session *s, struct skipper_config *cfg)
 	free(path);
 	if (rc)
 		return fail(&err, EXIT_FAILURE_GENERIC);
-	if (bo.n_ctx > s->model->hp.n_ctx_train && s->model->hp.n_ctx_train > 0)
-		bo.n_ctx = s->model->hp.n_ctx_train;
+	if (bo.n_ctx > s->model->view.hp.n_ctx_train && s->model->view.hp.n_ctx_train > 0)
+		bo.n_ctx = s->model->view.hp.n_ctx_train;
 	if (skipper_tokenizer_from_gguf(s->model->gguf, &s->tok, &err))
 		return fail(&err, EXIT_FAILURE_GENERIC);
 
@@ -136,7 +136,7 @@ int cli_session_open(struct cli_session *s, struct skipper_config *cfg)
 		s->system = strdup(sys);
 	}
 
-	if (skipper_backend_create(s->model, &bo, &s->be, &err)) {
+	if (skipper_backend_create(&s->model->view, &bo, &s->be, &err)) {
 		skipper_fail_prefix(&err, "%s", skipper_gguf_path(s->model->gguf));
 		return fail(&err, EXIT_FAILURE_GENERIC);
 	}

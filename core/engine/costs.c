@@ -163,7 +163,7 @@ out:
  * another backend or shape is measured again. */
 static void identity(const struct skipper_engine *e, char *buf, size_t n)
 {
-	const struct skipper_model *m = e->be->model;
+	const struct skipper_model_view *m = e->be->model;
 	snprintf(buf, n, "%s %s %d layers %d embd %d vocab %llu bytes draft vocab %d", e->be->ops->name, m->arch,
 	         m->hp.n_layer, m->hp.n_embd, m->hp.n_vocab, (unsigned long long)m->weight_bytes, e->draft_n);
 }

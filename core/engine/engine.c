@@ -169,7 +169,7 @@ int skipper_engine_new(struct skipper_backend *be, const struct skipper_tokenize
 		int nt = skipper_tokenizer_n_vocab(tok);
 		free(e);
 		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: the vocabulary has %d tokens, the embedding %d rows",
-		                    be->model->gguf ? skipper_gguf_path(be->model->gguf) : be->model->name, nt,
+		                    be->model->path ? be->model->path : be->model->name, nt,
 		                    be->model->hp.n_vocab);
 	}
 	e->top_k = 1;

@@ -14,6 +14,16 @@
 #include "gguf.h"
 #include "backend/backend_abi.h"
 
+/* A loaded model: the view backends read, and what only the loader and
+ * its callers use (the file, its metadata, the SHA-256 cache). */
+struct skipper_model {
+	struct skipper_model_view view; /* first: the loader's release hook finds the model from it */
+	struct skipper_gguf *gguf;      /* owned; tokenizer metadata is read from it */
+	uint64_t n_params;
+	float *rope_freqs_buf;          /* owned storage behind view.rope_freqs when computed */
+	char sha256[65];                /* cache of skipper_model_sha256(); "" until computed */
+};
+
 /* Load a model from a GGUF file. Checks architecture, every required tensor,
  * its shape and type. *out is owned by the caller: skipper_model_free(). */
 int skipper_model_load(const char *path, struct skipper_model **out, struct skipper_error *err);

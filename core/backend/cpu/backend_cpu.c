@@ -11,7 +11,6 @@
 
 #include "cpu_backend.h"
 #include "base/error.h"
-#include "model/gguf.h"
 #include "model/quant.h"
 
 static struct cpu_backend *cpu(struct skipper_backend *be)
@@ -89,7 +88,7 @@ static int check_weight(const struct skipper_weight *w, int64_t ne0, int64_t ne1
 	return 0;
 }
 
-static int check_model(const struct skipper_model *m, struct skipper_error *err)
+static int check_model(const struct skipper_model_view *m, struct skipper_error *err)
 {
 	const struct skipper_hparams *hp = &m->hp;
 	int rc;
@@ -156,7 +155,7 @@ static int grow_scratch(struct cpu_backend *be, int n, struct skipper_error *err
  * layer's (wq, wk, wv, wo, gate, up, down), then the output head. */
 static void weight_at(struct cpu_backend *be, int t, const struct skipper_weight **src, struct cpu_weight **out)
 {
-	const struct skipper_model *m = be->base.model;
+	const struct skipper_model_view *m = be->base.model;
 	*src = &m->output;
 	*out = &be->head;
 	if (t < be->n_layer * W_PER_LAYER) {
@@ -182,8 +181,8 @@ static void weight_task(void *p, int t, int thread)
 	(void)thread;
 	weight_at(j->be, t, &src, &out);
 	cpu_weight_init(j->be, src, NULL, j->be->weights ? (char *)j->be->weights + j->at[t] : NULL, out);
-	if (out->data != src->data)
-		skipper_gguf_release(j->be->base.model->gguf, src->data, (uint64_t)src->row_bytes * (uint64_t)src->ne1);
+	if (out->data != src->data && j->be->base.model->release)
+		j->be->base.model->release(j->be->base.model, src->data, (uint64_t)src->row_bytes * (uint64_t)src->ne1);
 }
 
 /* Every weight copy into one block, laid out in the order a step reads
@@ -214,7 +213,7 @@ static int load_weights(struct cpu_backend *be)
 
 static const struct skipper_backend_ops cpu_ops;
 
-int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipper_backend_opts *o,
+int skipper_backend_cpu_create(const struct skipper_model_view *m, const struct skipper_backend_opts *o,
                                struct skipper_backend **out, struct skipper_error *err)
 {
 	struct cpu_backend *be;
@@ -443,17 +442,17 @@ static void head_chunk(struct cpu_backend *be, const struct skipper_forward *fw,
 }
 
 /* A row's top logit was NaN or infinite: the model overflows. */
-static int nonfinite_fail(const struct skipper_model *mdl, struct skipper_error *err)
+static int nonfinite_fail(const struct skipper_model_view *mdl, struct skipper_error *err)
 {
 	return skipper_fail(err, SKIPPER_ERR_BACKEND, "%s: " SKIPPER_BACKEND_NONFINITE,
-	                    mdl->gguf ? skipper_gguf_path(mdl->gguf) : mdl->name);
+	                    mdl->path ? mdl->path : mdl->name);
 }
 
 static int cpu_forward(struct skipper_backend *base, const struct skipper_forward *fw,
                        struct skipper_error *err)
 {
 	struct cpu_backend *be = cpu(base);
-	const struct skipper_model *mdl = base->model;
+	const struct skipper_model_view *mdl = base->model;
 	size_t ne = (size_t)be->n_embd;
 	int32_t pos[CPU_CHUNK];
 	int rc;
