@@ -17,6 +17,9 @@
 #include "cuda_kernels.h"
 #include "backend/backend_abi.h"
 
+/* the top-k buffers hold what the core lets a forward ask for */
+_Static_assert(CUDA_MAX_TOPK >= SKIPPER_MAX_TOPK, "CUDA_MAX_TOPK below SKIPPER_MAX_TOPK");
+
 #define CUDA_CHUNK 256     /* rows per pass through the layers */
 #define CUDA_HEAD_CHUNK 64 /* rows per LM-head pass (always the skinny GEMM) */
 #define CUDA_GRAPHS 8      /* cached one-token graphs (one per skip mask) */

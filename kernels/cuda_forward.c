@@ -120,10 +120,11 @@ int cuda_head(struct cuda_backend *be, const int32_t *rows_d, int m, int k, int 
 	return 0;
 }
 
-/* ------------------------------------------------------------ checks */
+/* ------------------------------------------------------------ parents */
 
 /* Parents as the kernels want them: NULL for a chain (including an explicit
- * one), else checked to be no deeper than CUDA_MAX_ANC. */
+ * one), else no deeper than CUDA_MAX_ANC (what the attention kernel follows;
+ * the core has checked the rest of the request). */
 static int parents_mode(const struct skipper_forward *fw, int *chain, struct skipper_error *err)
 {
 	*chain = 1;
@@ -142,53 +143,6 @@ static int parents_mode(const struct skipper_forward *fw, int *chain, struct ski
 				                  "cuda backend: tree row %d is deeper than %d ancestors", i,
 				                  CUDA_MAX_ANC);
 	}
-	return 0;
-}
-
-static int check_forward(struct cuda_backend *be, const struct skipper_forward *fw,
-                         struct skipper_error *err)
-{
-	int n_ctx = be->base.n_ctx;
-	int n_cap = fw->cap_sublayers ? 2 * be->n_layer : be->n_layer;
-
-	if (fw->n < 1 || !fw->tokens || fw->n_past < 0 || fw->n_past + fw->n > n_ctx)
-		return cuda_failf(err, fw->n >= 1 && fw->n_past + fw->n > n_ctx ? SKIPPER_ERR_RANGE
-		                                                                 : SKIPPER_ERR_ARG,
-		                  "cuda backend: batch of %d rows after %d committed does not fit %d "
-		                  "context slots",
-		                  fw->n, fw->n_past, n_ctx);
-	for (int i = 0; i < fw->n; i++) {
-		if (fw->tokens[i] < 0 || fw->tokens[i] >= be->n_vocab)
-			return cuda_failf(err, SKIPPER_ERR_ARG, "cuda backend: token %d out of range",
-			                  fw->tokens[i]);
-		if (fw->parent && (fw->parent[i] < -1 || fw->parent[i] >= i))
-			return cuda_failf(err, SKIPPER_ERR_ARG,
-			                  "cuda backend: parent[%d] = %d must be in [-1, %d)", i,
-			                  fw->parent[i], i);
-		if (fw->pos && fw->pos[i] < 0)
-			return cuda_failf(err, SKIPPER_ERR_ARG, "cuda backend: negative position");
-	}
-	if (fw->n_out < 0 || (fw->n_out > 0 && !fw->out_rows) || fw->top_k < 0 ||
-	    fw->top_k > CUDA_MAX_TOPK || fw->top_k > be->n_vocab ||
-	    (fw->n_out > 0 && fw->top_k > 0 && !fw->top_ids))
-		return cuda_failf(err, SKIPPER_ERR_ARG, "cuda backend: bad head request (top_k %d)",
-		                  fw->top_k);
-	for (int i = 0; i < fw->n_out; i++)
-		if (fw->out_rows[i] < 0 || fw->out_rows[i] >= fw->n)
-			return cuda_failf(err, SKIPPER_ERR_ARG, "cuda backend: out row %d out of range",
-			                  fw->out_rows[i]);
-	if (fw->n_cap_layers < 0 || fw->n_cap_rows < 0 ||
-	    (fw->n_cap_layers > 0 && fw->n_cap_rows > 0 &&
-	     (!fw->cap_layers || !fw->cap_rows || !fw->captures)))
-		return cuda_failf(err, SKIPPER_ERR_ARG, "cuda backend: bad capture request");
-	for (int i = 0; fw->n_cap_rows > 0 && i < fw->n_cap_layers; i++)
-		if (fw->cap_layers[i] < -1 || fw->cap_layers[i] >= n_cap)
-			return cuda_failf(err, SKIPPER_ERR_ARG, "cuda backend: capture %s %d out of range",
-			                  fw->cap_sublayers ? "sub-layer" : "layer", fw->cap_layers[i]);
-	for (int i = 0; fw->n_cap_layers > 0 && i < fw->n_cap_rows; i++)
-		if (fw->cap_rows[i] < 0 || fw->cap_rows[i] >= fw->n)
-			return cuda_failf(err, SKIPPER_ERR_ARG, "cuda backend: capture row %d out of range",
-			                  fw->cap_rows[i]);
 	return 0;
 }
 
@@ -385,7 +339,7 @@ int cuda_be_forward(struct skipper_backend *base, const struct skipper_forward *
 	int chain, rc;
 
 	CU_TRY(cudaSetDevice(be->dev), "cudaSetDevice");
-	if ((rc = check_forward(be, fw, err)) || (rc = parents_mode(fw, &chain, err)))
+	if ((rc = parents_mode(fw, &chain, err)))
 		return rc;
 	if (!fw->kv_write && (rc = cuda_grow_scratch(be, fw->n, err)))
 		return rc;

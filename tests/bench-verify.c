@@ -55,7 +55,7 @@ static int forward(struct skipper_backend *be, const int32_t *tok, int n, int n_
 	                              .out_rows = rows, .top_k = 1, .top_ids = ids,
 	                              .top_probs = skip || subset ? probs : NULL, .skip_attn = skip, .skip_mlp = skip,
 	                              .head_subset = subset };
-	if (be->ops->forward(be, &fw, &err)) {
+	if (skipper_backend_forward(be, &fw, &err)) {
 		fprintf(stderr, "bench-verify: forward of %d rows: %s\n", n, err.msg);
 		return -1;
 	}
@@ -228,7 +228,7 @@ int main(int argc, char **argv)
 			return 1;
 		for (int i = 0; i < draft_vocab; i++)
 			sub[i] = i;
-		if (be->ops->set_head_subset(be, sub, draft_vocab, &err)) {
+		if (skipper_backend_set_head_subset(be, sub, draft_vocab, &err)) {
 			fprintf(stderr, "bench-verify: %s\n", err.msg);
 			return 1;
 		}

@@ -60,7 +60,7 @@ static int logits(const char *path, int n, const char *out)
 	struct skipper_backend_opts o = { .n_ctx = n, .n_threads = 2, .kind = SKIPPER_BACKEND_CPU };
 	struct skipper_forward fw = { .n = n, .tokens = tok, .kv_write = 1, .n_out = n, .out_rows = rows, .logits = lg };
 	FILE *f = NULL;
-	if (lg && !skipper_backend_create(&m->view, &o, &be, &err) && !be->ops->forward(be, &fw, &err) &&
+	if (lg && !skipper_backend_create(&m->view, &o, &be, &err) && !skipper_backend_forward(be, &fw, &err) &&
 	    (f = fopen(out, "wb")) && fwrite(lg, sizeof(float) * V, (size_t)n, f) == (size_t)n)
 		rc = 0;
 	if (f && fclose(f))

@@ -243,8 +243,8 @@ static int same_kv(struct skipper_backend *a, struct skipper_backend *b, int n)
 	int same = 1;
 	for (int l = 0; l < model->view.hp.n_layer && same; l++)
 		for (int s = 0; s < n && same; s++) {
-			a->ops->kv_read(a, l, s, ka, va, &err);
-			b->ops->kv_read(b, l, s, kb, vb, &err);
+			skipper_backend_kv_read(a, l, s, ka, va, &err);
+			skipper_backend_kv_read(b, l, s, kb, vb, &err);
 			same = !memcmp(ka, kb, d * sizeof *ka) && !memcmp(va, vb, d * sizeof *va);
 			if (!same)
 				diag("KV differs at layer %d slot %d", l, s);
@@ -983,7 +983,7 @@ static void exact_next(struct skipper_backend *be, const int32_t *seq, int n, fl
 	float p;
 	struct skipper_forward fw = { .n = n, .tokens = seq, .n_past = 0, .kv_write = 1, .n_out = 1, .out_rows = &row,
 	                              .top_k = 1, .top_ids = &id, .top_probs = &p, .logits = logits };
-	if (be->ops->forward(be, &fw, &err))
+	if (skipper_backend_forward(be, &fw, &err))
 		BAIL(err.msg);
 	skipper_process_logits(&samp, logits, nv, probs, scratch);
 	free(logits);

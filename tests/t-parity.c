@@ -87,7 +87,7 @@ int main(int argc, char **argv)
 		}
 		struct skipper_forward fw = { .n = n, .tokens = tok, .n_past = 0, .kv_write = 1,
 		                              .n_out = n, .out_rows = rows, .logits = lg };
-		if (be->ops->forward(be, &fw, &err)) {
+		if (skipper_backend_forward(be, &fw, &err)) {
 			printf("Bail out! %s\n", err.msg);
 			return 1;
 		}
@@ -147,7 +147,7 @@ int main(int argc, char **argv)
 			struct skipper_forward f1 = { .n = 1, .tokens = &t, .n_past = n + g, .kv_write = 1,
 			                              .n_out = 1, .out_rows = &row0, .top_k = 1,
 			                              .top_ids = &id, .top_probs = &p };
-			if (be->ops->forward(be, &f1, &err)) {
+			if (skipper_backend_forward(be, &f1, &err)) {
 				printf("Bail out! %s\n", err.msg);
 				return 1;
 			}

@@ -329,7 +329,7 @@ static void exact_next(struct skipper_backend *be, int nv, const int32_t *seq, i
 	float p;
 	struct skipper_forward fw = { .n = n, .tokens = seq, .n_past = 0, .kv_write = 1, .n_out = 1, .out_rows = &row,
 	                              .top_k = 1, .top_ids = &id, .top_probs = &p, .logits = logits };
-	if (be->ops->forward(be, &fw, &err))
+	if (skipper_backend_forward(be, &fw, &err))
 		BAIL(err.msg);
 	skipper_process_logits(&samp, logits, nv, probs, scratch);
 	free(logits);

@@ -29,4 +29,25 @@ int skipper_backend_create(const struct skipper_model_view *m, const struct skip
 int skipper_backend_cpu_create(const struct skipper_model_view *m, const struct skipper_backend_opts *o,
                                struct skipper_backend **out, struct skipper_error *err);
 
+/* The calls a caller makes into a backend (the engine, the CLI, tests):
+ * each checks what the caller gives once, the same for every backend,
+ * failing with SKIPPER_ERR_ARG (a batch past the context:
+ * SKIPPER_ERR_RANGE) and "<name> backend: what", then runs the backend's op
+ * (struct skipper_backend_ops says what each does). */
+int skipper_backend_forward(struct skipper_backend *be, const struct skipper_forward *fw, struct skipper_error *err);
+int skipper_backend_kv_move(struct skipper_backend *be, const int32_t *src, const int32_t *dst, int n,
+                            struct skipper_error *err);
+int skipper_backend_kv_read(struct skipper_backend *be, int layer, int slot, float *k, float *v,
+                            struct skipper_error *err);
+int skipper_backend_sublayer(struct skipper_backend *be, int kind, int layer, int n, float *states,
+                             const int32_t *pos, int n_past, struct skipper_error *err);
+int skipper_backend_head_argmax(struct skipper_backend *be, int n, const float *states, int32_t *ids,
+                                struct skipper_error *err);
+/* A ctx_len past the last slot times the last slot. */
+int skipper_backend_time_sublayer(struct skipper_backend *be, int kind, int layer, int ctx_len, double *seconds,
+                                  struct skipper_error *err);
+/* SKIPPER_ERR_UNSUPPORTED where the backend has no head subset. */
+int skipper_backend_set_head_subset(struct skipper_backend *be, const int32_t *ids, int n,
+                                    struct skipper_error *err);
+
 #endif

@@ -154,6 +154,8 @@ static inline void skipper_rope_freqs(const struct skipper_model_view *m, int ro
 
 enum skipper_sublayer { SKIPPER_ATTN = 0, SKIPPER_MLP = 1 };
 
+#define SKIPPER_MAX_TOPK 64 /* the most top ids a forward asks for; every backend serves it */
+
 struct skipper_forward {
 	/* --- input --- */
 	int n;                        /* rows in the batch, >= 1 */
@@ -171,7 +173,7 @@ struct skipper_forward {
 	/* --- head output for selected rows --- */
 	int n_out;                    /* number of rows in out_rows (0 = no head) */
 	const int32_t *out_rows;      /* [n_out] batch row indices */
-	int top_k;                    /* 0..64: top ids/probs of softmax(raw logits) */
+	int top_k;                    /* 0..SKIPPER_MAX_TOPK: top ids/probs of softmax(raw logits) */
 	int32_t *top_ids;             /* [n_out][top_k], descending prob, ties by lower id */
 	float *top_probs;             /* [n_out][top_k], or NULL: the ids alone (no softmax
 	                                 normaliser: greedy verification) */
@@ -223,6 +225,13 @@ struct skipper_backend;
 	"the model's logits are not finite (NaN or infinite): its weights or hyper-parameters " \
 	"overflow (a corrupt model file?)"
 
+/* A backend's operations. Callers go through skipper_backend_forward()
+ * and its siblings (core/backend/backend.h), which check every argument a
+ * caller gives (rows, positions, parents, slots, layers, head and capture
+ * requests) against the model and n_ctx once for every backend, with the
+ * same messages; an op may take its arguments as valid. What a backend
+ * cannot do (a tree deeper than its kernels follow) is still its own to
+ * refuse. */
 struct skipper_backend_ops {
 	const char *name;
 
@@ -253,7 +262,7 @@ struct skipper_backend_ops {
 	                   struct skipper_error *err);
 
 	/* Mean wall time in seconds of one sub-layer for one token attending to
-	 * ctx_len cached positions (measured; synchronised on devices). */
+	 * ctx_len (< n_ctx) cached positions (measured; synchronised on devices). */
 	int (*time_sublayer)(struct skipper_backend *be, int kind, int layer, int ctx_len,
 	                     double *seconds, struct skipper_error *err);
 

@@ -46,7 +46,7 @@ static int one_pass(struct skipper_engine *e, int n, const uint8_t *skip_attn, c
 	                              .top_k = 1, .top_ids = ids, .top_probs = head_subset ? probs : NULL,
 	                              .head_subset = head_subset };
 	double t0 = engine_now();
-	int rc = e->be->ops->forward(e->be, &fw, err);
+	int rc = skipper_backend_forward(e->be, &fw, err);
 	*seconds = engine_now() - t0;
 	return rc;
 }

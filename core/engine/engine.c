@@ -79,7 +79,7 @@ int skipper_engine_set_draft_vocab(struct skipper_engine *e, const int32_t *ids,
 		e->draft_n = 0;
 		return SKIPPER_OK;
 	}
-	if ((rc = e->be->ops->set_head_subset(e->be, ids, n, err)))
+	if ((rc = skipper_backend_set_head_subset(e->be, ids, n, err)))
 		return rc;
 	free(e->draft_ids);
 	free(e->sub_logits);
@@ -90,7 +90,7 @@ int skipper_engine_set_draft_vocab(struct skipper_engine *e, const int32_t *ids,
 		e->draft_ids = malloc(sizeof *e->draft_ids * (size_t)n);
 		e->sub_logits = malloc(sizeof *e->sub_logits * (size_t)n);
 		if (!e->draft_ids || !e->sub_logits) {
-			e->be->ops->set_head_subset(e->be, NULL, 0, err);
+			skipper_backend_set_head_subset(e->be, NULL, 0, err);
 			return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 		}
 		memcpy(e->draft_ids, ids, sizeof *ids * (size_t)n);

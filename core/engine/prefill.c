@@ -49,7 +49,7 @@ static int forward_last_layer(struct skipper_engine *e, const int32_t *tokens, i
 		rows[i] = i;
 	struct skipper_forward fw = { .n = n, .tokens = tokens, .n_past = n_past, .kv_write = 1, .n_cap_layers = 1,
 	                              .cap_layers = &last, .n_cap_rows = n, .cap_rows = rows, .captures = cap };
-	rc = e->be->ops->forward(e->be, &fw, err);
+	rc = skipper_backend_forward(e->be, &fw, err);
 	free(rows);
 	return rc;
 }
@@ -120,7 +120,7 @@ int engine_prefill(struct skipper_engine *e, const int32_t *prompt, int n_prompt
 		}
 		fw.cap_rows = rows;
 		if (!rc)
-			rc = e->be->ops->forward(e->be, &fw, err);
+			rc = skipper_backend_forward(e->be, &fw, err);
 		if (rows != e->b_rows)
 			free(rows);
 		for (int i = 0; e->cap && i < n_rows; i++)

@@ -21,7 +21,6 @@
 
 #define CPU_CHUNK 64      /* rows per pass through the layers */
 #define CPU_HEAD_CHUNK 16 /* rows per LM-head pass (logits buffer = 16 x n_vocab) */
-#define CPU_MAX_TOPK 64
 
 /* A weight as the kernels take it: the rows as GGUF has them, or the
  * table's packed layout (cpu_kernels.pack). */
