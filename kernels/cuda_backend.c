@@ -1,9 +1,16 @@
 /* The CUDA backend module: its entry point (the only exported symbol), the
- * device probe, creation with the weight upload, and destruction.
+ * device probe, creation and destruction, the vtable and the forward loop
+ * (chunks of rows through the layers, then the head; the one-token step
+ * replayed as a CUDA graph, cuda_graphs.c). The other operations live in
+ * cuda_services.c, the weights in cuda_weights.c, the blocks in
+ * cuda_layer.c, the head in cuda_head.c, the kernels in cuda_kernels_*.cu.
  *
- * Weights become BF16 matrices on the device (F32/F16/BF16 converted,
- * Q8_0/Q4_0/Q4_1 dequantised by a kernel from the raw blocks); norm weights
- * F32; the K/V cache F16 like the CPU backend's. */
+ * Projections: the skinny GEMM for chunks of at most CUDA_SKINNY_MAX rows
+ * (bit-identical per row whatever the row count), cuBLAS for bigger chunks
+ * (prefill, shared by autoregressive and speculative decoding). A forward
+ * call of up to 64 rows is one chunk, so every draft and verify batch runs
+ * the batch-invariant kernels. The K/V cache is F16 like the CPU
+ * backend's. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +23,6 @@
 #endif
 
 #define MIB(x) ((double)(x) / (1024.0 * 1024.0))
-#define STAGE_BYTES ((size_t)64 << 20) /* upload staging on the device */
 
 /* ---------------------------------------------------------------- errors */
 
@@ -98,173 +104,7 @@ static int cuda_probe(int device, struct skipper_error *err)
 	return 0;
 }
 
-/* ------------------------------------------------------------ the model */
-
-static int weight_ok(const struct skipper_weight *w, int64_t ne0, int64_t ne1, int f32_only)
-{
-	if (!w->data || w->ne0 != ne0 || w->ne1 != ne1)
-		return 0;
-	switch (w->type) {
-	case SKIPPER_F32: case SKIPPER_F16: case SKIPPER_BF16:
-		return w->row_bytes >= (size_t)ne0 * (w->type == SKIPPER_F32 ? 4 : 2);
-	case SKIPPER_Q8_0: case SKIPPER_Q4_0: case SKIPPER_Q4_1:
-		return !f32_only && ne0 % 32 == 0;
-	}
-	return 0;
-}
-
-static int check_model(const struct skipper_model *m, struct skipper_error *err)
-{
-	const struct skipper_hparams *hp = &m->hp;
-	int64_t ne = hp->n_embd, qd = (int64_t)hp->n_head * hp->head_dim,
-		kvd = (int64_t)hp->n_head_kv * hp->head_dim;
-
-	if (m->arch_id != SKIPPER_ARCH_LLAMA)
-		return cuda_failf(err, SKIPPER_ERR_UNSUPPORTED,
-		                  "cuda backend: architecture %s is not supported yet (llama is); use "
-		                  "[model] backend = cpu",
-		                  m->arch);
-	/* multiples of 8 for the 16-byte loads of the skinny GEMM */
-	if (hp->n_embd <= 0 || hp->n_embd % 8 || hp->n_ff <= 0 || hp->n_ff % 8 || hp->n_head <= 0 ||
-	    hp->n_head_kv <= 0 || hp->n_head % hp->n_head_kv || hp->head_dim <= 0 ||
-	    hp->head_dim > CUDA_MAX_HEAD_DIM || qd % 8 || hp->n_layer <= 0 || hp->n_vocab <= 0 ||
-	    hp->rope_dim < 0 || hp->rope_dim % 2 || hp->rope_dim > hp->head_dim)
-		return cuda_failf(err, SKIPPER_ERR_UNSUPPORTED,
-		                  "cuda backend: unsupported hyper-parameters (n_embd %d, n_ff %d, heads "
-		                  "%d/%d, head_dim %d, rope_dim %d)",
-		                  hp->n_embd, hp->n_ff, hp->n_head, hp->n_head_kv, hp->head_dim,
-		                  hp->rope_dim);
-	int ok = weight_ok(&m->tok_embd, ne, hp->n_vocab, 0) && weight_ok(&m->output, ne, hp->n_vocab, 0) &&
-	         weight_ok(&m->out_norm, ne, 1, 1);
-	for (int l = 0; ok && l < hp->n_layer; l++) {
-		const struct skipper_layer *L = &m->layers[l];
-		ok = weight_ok(&L->attn_norm, ne, 1, 1) && weight_ok(&L->ffn_norm, ne, 1, 1) &&
-		     weight_ok(&L->wq, ne, qd, 0) && weight_ok(&L->wk, ne, kvd, 0) &&
-		     weight_ok(&L->wv, ne, kvd, 0) && weight_ok(&L->wo, qd, ne, 0) &&
-		     weight_ok(&L->w_gate, ne, hp->n_ff, 0) && weight_ok(&L->w_up, ne, hp->n_ff, 0) &&
-		     weight_ok(&L->w_down, hp->n_ff, ne, 0);
-	}
-	if (!ok)
-		return cuda_failf(err, SKIPPER_ERR_UNSUPPORTED,
-		                  "cuda backend: a weight is missing, of an unexpected shape or of an "
-		                  "unsupported type (norms must be F32/F16/BF16)");
-	return 0;
-}
-
-static int tied(const struct skipper_model *m)
-{
-	return m->tied_embeddings || m->output.data == m->tok_embd.data;
-}
-
-static size_t wbytes(const struct skipper_weight *w)
-{
-	return (size_t)w->ne0 * (size_t)w->ne1 * 2;
-}
-
-/* Upload one weight as BF16 rows at dst (device) through the staging
- * buffer: raw rows go up as they are, a kernel converts them. */
-static int upload_rows(struct cuda_backend *be, const struct skipper_weight *w, void *stage,
-                       uint16_t *dst, const char *what, struct skipper_error *err)
-{
-	int64_t per = (int64_t)(STAGE_BYTES / w->row_bytes);
-	if (per < 1)
-		return cuda_failf(err, SKIPPER_ERR_UNSUPPORTED, "cuda backend: %s: rows of %zu bytes",
-		                  what, w->row_bytes);
-	for (int64_t r = 0; r < w->ne1; r += per) {
-		int64_t nr = w->ne1 - r < per ? w->ne1 - r : per;
-		/* pageable source: returns once the bytes are staged, and the
-		 * stream orders it after the previous conversion */
-		CU_TRY(cudaMemcpyAsync(stage, (const char *)w->data + (size_t)r * w->row_bytes,
-		                       (size_t)nr * w->row_bytes, cudaMemcpyHostToDevice, be->st),
-		       "upload weights");
-		CU_TRY(cuda_to_bf16(w->type, stage, w->row_bytes, w->ne0, nr, dst + (size_t)r * w->ne0, be->st),
-		       "convert weights to BF16");
-	}
-	return 0;
-}
-
-/* Upload weights w[0..n) (same row length) stacked into one BF16 matrix,
- * w[0]'s rows first. dst->p owned by the backend. */
-static int upload_w(struct cuda_backend *be, const struct skipper_weight *const *w, int n, void *stage,
-                    struct cuda_w *dst, const char *what, struct skipper_error *err)
-{
-	size_t bytes = 0, row = 0;
-	int rc;
-	dst->k = (int)w[0]->ne0;
-	dst->n = 0;
-	for (int i = 0; i < n; i++) {
-		dst->n += (int)w[i]->ne1;
-		bytes += wbytes(w[i]);
-	}
-	if ((rc = cuda_dalloc(be, (void **)&dst->p, bytes, what, err)))
-		return rc;
-	for (int i = 0; i < n; i++) {
-		if ((rc = upload_rows(be, w[i], stage, dst->p + row * (size_t)dst->k, what, err)))
-			return rc;
-		row += (size_t)w[i]->ne1;
-	}
-	return 0;
-}
-
-static int upload_norm(struct cuda_backend *be, const struct skipper_weight *w, void *stage,
-                       float *dst, struct skipper_error *err)
-{
-	CU_TRY(cudaMemcpyAsync(stage, w->data, w->row_bytes, cudaMemcpyHostToDevice, be->st),
-	       "upload norm weights");
-	CU_TRY(cuda_to_f32(w->type, stage, w->ne0, dst, be->st), "convert norm weights");
-	return 0;
-}
-
-static int upload_model(struct cuda_backend *be, const struct skipper_model *m,
-                        struct skipper_error *err)
-{
-	void *stage = NULL;
-	size_t ne = (size_t)be->n_embd;
-	int rc;
-	char what[64];
-
-	if ((rc = cuda_dalloc(be, &stage, STAGE_BYTES, "upload staging", err)))
-		return rc;
-	const struct skipper_weight *tok = &m->tok_embd, *out = &m->output;
-	rc = upload_w(be, &tok, 1, stage, &be->tok, "token_embd", err);
-	if (!rc && tied(m))
-		be->out = be->tok;
-	else if (!rc)
-		rc = upload_w(be, &out, 1, stage, &be->out, "output", err);
-	if (!rc)
-		rc = upload_norm(be, &m->out_norm, stage, be->norm_out, err);
-	for (int l = 0; !rc && l < be->n_layer; l++) {
-		const struct skipper_layer *L = &m->layers[l];
-		struct cuda_layer *D = &be->L[l];
-		const struct skipper_weight *qkv[] = { &L->wq, &L->wk, &L->wv };
-		const struct skipper_weight *gu[] = { &L->w_gate, &L->w_up }, *wo = &L->wo, *down = &L->w_down;
-		snprintf(what, sizeof what, "layer %d weights", l);
-		if ((rc = upload_norm(be, &L->attn_norm, stage, be->norm_attn + l * ne, err)) ||
-		    (rc = upload_norm(be, &L->ffn_norm, stage, be->norm_ffn + l * ne, err)) ||
-		    (rc = upload_w(be, qkv, 3, stage, &D->qkv, what, err)) ||
-		    (rc = upload_w(be, &wo, 1, stage, &D->wo, what, err)) ||
-		    (rc = upload_w(be, gu, 2, stage, &D->gateup, what, err)) ||
-		    (rc = upload_w(be, &down, 1, stage, &D->down, what, err)))
-			break;
-	}
-	/* the staging buffer is only freed once the conversions are done */
-	cudaError_t e = cudaStreamSynchronize(be->st);
-	cudaFree(stage);
-	if (!rc && e != cudaSuccess)
-		rc = cuda_fail(err, "weight upload", e);
-	return rc;
-}
-
 /* ------------------------------------------------------------- lifetime */
-
-void cuda_graphs_clear(struct cuda_backend *be)
-{
-	for (int i = 0; i < CUDA_GRAPHS; i++)
-		if (be->graphs[i].exec) {
-			cudaGraphExecDestroy(be->graphs[i].exec);
-			be->graphs[i].exec = NULL;
-		}
-}
 
 static void cuda_destroy(struct skipper_backend *base)
 {
@@ -331,16 +171,7 @@ int cuda_grow_scratch(struct cuda_backend *be, int n, struct skipper_error *err)
 	return 0;
 }
 
-static const struct skipper_backend_ops cuda_ops = {
-	.name = "cuda",
-	.forward = cuda_be_forward,
-	.kv_move = cuda_be_kv_move,
-	.kv_read = cuda_be_kv_read,
-	.sublayer = cuda_be_sublayer,
-	.head_argmax = cuda_be_head_argmax,
-	.time_sublayer = cuda_be_time_sublayer,
-	.destroy = cuda_destroy,
-};
+static const struct skipper_backend_ops cuda_ops;
 
 static int alloc_work(struct cuda_backend *be, int n_ctx, struct skipper_error *err)
 {
@@ -390,7 +221,7 @@ static int alloc_work(struct cuda_backend *be, int n_ctx, struct skipper_error *
 	return cuda_grow_scratch(be, CUDA_CHUNK, err);
 }
 
-static int cuda_create(const struct skipper_model *m, const struct skipper_backend_opts *o,
+static int cuda_create(const struct skipper_model_view *m, const struct skipper_backend_opts *o,
                        struct skipper_backend **out, struct skipper_error *err)
 {
 	struct cuda_backend *be;
@@ -401,7 +232,7 @@ static int cuda_create(const struct skipper_model *m, const struct skipper_backe
 	*out = NULL;
 	if (!m || !o || o->n_ctx <= 0)
 		return cuda_failf(err, SKIPPER_ERR_ARG, "cuda backend: n_ctx must be positive");
-	if ((rc = check_model(m, err)) || (rc = cuda_probe(o->device, err)))
+	if ((rc = cuda_check_model(m, err)) || (rc = cuda_probe(o->device, err)))
 		return rc;
 	CU_TRY(cudaSetDevice(o->device), "cudaSetDevice");
 	CU_TRY(cudaGetDeviceProperties(&prop, o->device), "cudaGetDeviceProperties");
@@ -439,14 +270,9 @@ static int cuda_create(const struct skipper_model *m, const struct skipper_backe
 
 	/* what it takes, for the messages; refuse early when it cannot fit */
 	size_t ne = (size_t)be->n_embd, L = (size_t)be->n_layer, C = CUDA_CHUNK;
-	be->need_model = wbytes(&m->tok_embd) + (tied(m) ? 0 : wbytes(&m->output)) + (2 * L + 1) * ne * 4;
-	for (int l = 0; l < be->n_layer; l++) {
-		const struct skipper_layer *Ly = &m->layers[l];
-		be->need_model += wbytes(&Ly->wq) + wbytes(&Ly->wk) + wbytes(&Ly->wv) + wbytes(&Ly->wo) +
-		                  wbytes(&Ly->w_gate) + wbytes(&Ly->w_up) + wbytes(&Ly->w_down);
-	}
+	be->need_model = cuda_weights_bytes(m);
 	be->need_kv = 2 * L * ((size_t)o->n_ctx + C) * be->kv_dim * sizeof(uint16_t);
-	be->need_work = STAGE_BYTES + C * (ne + (size_t)be->xn_w * 3 / 2 + 2 * (size_t)be->q_dim +
+	be->need_work = CUDA_STAGE_BYTES + C * (ne + (size_t)be->xn_w * 3 / 2 + 2 * (size_t)be->q_dim +
 	                                   2 * (size_t)be->kv_dim + 2 * (size_t)be->n_ff) * 4 +
 	                (size_t)CUDA_HEAD_CHUNK * ((size_t)be->n_vocab + ne) * 4;
 	cudaError_t e = cudaMemGetInfo(&be->dev_free, &total);
@@ -495,7 +321,7 @@ static int cuda_create(const struct skipper_model *m, const struct skipper_backe
 			rc = cuda_failf(err, SKIPPER_ERR_NOMEM, "cuda backend: out of memory");
 			goto fail;
 		}
-	if ((rc = alloc_work(be, o->n_ctx, err)) || (rc = upload_model(be, m, err)))
+	if ((rc = alloc_work(be, o->n_ctx, err)) || (rc = cuda_upload_weights(be, m, err)))
 		goto fail;
 	{
 		size_t nf = (size_t)(be->rope_dim / 2);
@@ -518,11 +344,236 @@ fail:
 	return rc;
 }
 
+/* ------------------------------------------------------------ forward */
+
+/* Parents as the kernels want them: NULL for a chain (including an explicit
+ * one), else no deeper than CUDA_MAX_ANC (what the attention kernel follows;
+ * the core has checked the rest of the request). */
+static int parents_mode(const struct skipper_forward *fw, int *chain, struct skipper_error *err)
+{
+	*chain = 1;
+	if (!fw->parent)
+		return 0;
+	for (int i = 0; i < fw->n && *chain; i++)
+		if (fw->parent[i] != i - 1)
+			*chain = 0;
+	if (*chain)
+		return 0;
+	for (int i = 0; i < fw->n; i++) {
+		int d = 0;
+		for (int p = fw->parent[i]; p >= 0; p = fw->parent[p])
+			if (++d >= CUDA_MAX_ANC)
+				return cuda_failf(err, SKIPPER_ERR_UNSUPPORTED,
+				                  "cuda backend: tree row %d is deeper than %d ancestors", i,
+				                  CUDA_MAX_ANC);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ captures */
+
+static int want_captures(const struct skipper_forward *fw)
+{
+	return fw->n_cap_layers > 0 && fw->n_cap_rows > 0;
+}
+
+/* Enqueue copies of the rows of chunk [r0, r0 + nr) captured at point `at`
+ * (cap_layers numbering of this call) into the pinned capture buffer. */
+static int capture(struct cuda_backend *be, const struct skipper_forward *fw, int at, int r0, int nr,
+                   struct skipper_error *err)
+{
+	size_t ne = (size_t)be->n_embd;
+	for (int c = 0; c < fw->n_cap_layers; c++) {
+		if (fw->cap_layers[c] != at)
+			continue;
+		for (int i = 0; i < fw->n_cap_rows; i++) {
+			int r = fw->cap_rows[i] - r0;
+			if (r >= 0 && r < nr)
+				CU_TRY(cudaMemcpyAsync(be->cap_h + ((size_t)i * fw->n_cap_layers + c) * ne,
+				                       be->h + (size_t)r * ne, ne * sizeof(float),
+				                       cudaMemcpyDeviceToHost, be->st),
+				       "copy capture");
+		}
+	}
+	return 0;
+}
+
+static int grow_captures(struct cuda_backend *be, const struct skipper_forward *fw,
+                         struct skipper_error *err)
+{
+	size_t need = (size_t)fw->n_cap_rows * fw->n_cap_layers * be->n_embd * sizeof(float);
+	if (need <= be->cap_h_size)
+		return 0;
+	CU_TRY(cudaStreamSynchronize(be->st), "capture buffer");
+	cudaFreeHost(be->cap_h);
+	be->cap_h = NULL;
+	be->cap_h_size = 0;
+	CU_TRY(cudaHostAlloc((void **)&be->cap_h, need, cudaHostAllocDefault), "pinned capture buffer");
+	be->cap_h_size = need;
+	return 0;
+}
+
+/* ---------------------------------------------------- a chunk of rows */
+
+/* cuda_backend.h says what it enqueues (cuda_graphs.c captures it). */
+int cuda_enqueue_chunk(struct cuda_backend *be, const struct skipper_forward *fw, const struct cuda_batch *b, int r0,
+                       int nr, int m, int want_logits, struct skipper_error *err)
+{
+	int caps = want_captures(fw), sub = fw->cap_sublayers, rc;
+
+	CU_TRY(cudaMemcpyAsync(be->prm_d, be->prm_h, CUDA_PARAMS_INTS(CUDA_CHUNK) * 4,
+	                       cudaMemcpyHostToDevice, be->st),
+	       "copy parameters");
+	CU_TRY(cuda_embed(be->tok.p, CUDA_P_TOK(be->prm_d), nr, be->n_embd, be->h, be->st), "embedding");
+	if (caps && (rc = capture(be, fw, -1, r0, nr, err)))
+		return rc;
+	for (int l = 0; l < be->n_layer; l++) {
+		if (!(b->skip_attn && b->skip_attn[l]) && (rc = cuda_attn_block(be, b, l, r0, nr, err)))
+			return rc;
+		if (caps && sub && (rc = capture(be, fw, 2 * l, r0, nr, err)))
+			return rc;
+		if (!(b->skip_mlp && b->skip_mlp[l]) && (rc = cuda_mlp_block(be, l, nr, err)))
+			return rc;
+		if (caps && (rc = capture(be, fw, sub ? 2 * l + 1 : l, r0, nr, err)))
+			return rc;
+	}
+	return cuda_head(be, CUDA_P_HEAD(be->prm_d, CUDA_CHUNK), m, fw->top_k, fw->top_probs != NULL, want_logits,
+	                 err);
+}
+
+/* Copy the head results of the last pass (m rows, out indices be->hidx) to
+ * the caller, after the stream was synchronised; a row whose top logit was
+ * not finite fails the pass. */
+static int scatter_head(struct cuda_backend *be, const struct skipper_forward *fw, int m,
+                        struct skipper_error *err)
+{
+	size_t nv = (size_t)be->n_vocab, k = (size_t)fw->top_k;
+	for (int j = 0; j < m; j++) {
+		int o = be->hidx[j];
+		if (k > 0) {
+			if (be->top_ids_h[(size_t)j * k] < 0)
+				return cuda_nonfinite(be, err);
+			memcpy(fw->top_ids + (size_t)o * k, be->top_ids_h + (size_t)j * k, k * 4);
+			if (fw->top_probs)
+				memcpy(fw->top_probs + (size_t)o * k, be->top_probs_h + (size_t)j * k, k * 4);
+		}
+		if (fw->logits)
+			memcpy(fw->logits + (size_t)o * nv, be->logits_h + (size_t)j * nv, nv * 4);
+	}
+	return 0;
+}
+
+/* Next up to CUDA_HEAD_CHUNK out rows falling in [r0, r0 + nr), from out
+ * index *cur on: local rows into the params block, out indices into hidx. */
+static int gather_head(struct cuda_backend *be, const struct skipper_forward *fw, int r0, int nr,
+                       int *cur)
+{
+	int32_t *hr = CUDA_P_HEAD(be->prm_h, CUDA_CHUNK);
+	int m = 0;
+	for (; *cur < fw->n_out && m < CUDA_HEAD_CHUNK; (*cur)++) {
+		int r = fw->out_rows[*cur] - r0;
+		if (r >= 0 && r < nr) {
+			hr[m] = r;
+			be->hidx[m++] = *cur;
+		}
+	}
+	be->prm_h[1] = m;
+	return m;
+}
+
+static int cuda_forward(struct skipper_backend *base, const struct skipper_forward *fw, struct skipper_error *err)
+{
+	struct cuda_backend *be = (struct cuda_backend *)base;
+	int chain, rc;
+
+	CU_TRY(cudaSetDevice(be->dev), "cudaSetDevice");
+	if ((rc = parents_mode(fw, &chain, err)))
+		return rc;
+	if (!fw->kv_write && (rc = cuda_grow_scratch(be, fw->n, err)))
+		return rc;
+	if (want_captures(fw) && (rc = grow_captures(be, fw, err)))
+		return rc;
+	if (fw->logits && !be->logits_h) {
+		CU_TRY(cudaHostAlloc((void **)&be->logits_h, (size_t)CUDA_HEAD_CHUNK * be->n_vocab * 4,
+		                     cudaHostAllocDefault),
+		       "pinned logits");
+	}
+	struct cuda_batch b = {
+		.kv_write = fw->kv_write, .parent_d = NULL, .skip_attn = fw->skip_attn,
+		.skip_mlp = fw->skip_mlp,
+	};
+	if (!chain) {
+		if (fw->n > be->par_cap) {
+			CU_TRY(cudaStreamSynchronize(be->st), "parents");
+			cudaFree(be->par_d);
+			be->par_d = NULL;
+			be->par_cap = 0;
+			if ((rc = cuda_dalloc(be, (void **)&be->par_d, (size_t)fw->n * 4, "parents", err)))
+				return rc;
+			be->par_cap = fw->n;
+		}
+		/* pageable source: staged before the call returns */
+		CU_TRY(cudaMemcpyAsync(be->par_d, fw->parent, (size_t)fw->n * 4, cudaMemcpyHostToDevice,
+		                       be->st),
+		       "copy parents");
+		b.parent_d = be->par_d;
+	}
+
+	for (int r0 = 0; r0 < fw->n; r0 += CUDA_CHUNK) {
+		int nr = fw->n - r0 < CUDA_CHUNK ? fw->n - r0 : CUDA_CHUNK, cur = 0;
+		/* the previous chunk's copies of the params block are done:
+		 * every chunk ends with a synchronisation below */
+		be->prm_h[0] = fw->n_past;
+		for (int r = 0; r < nr; r++) {
+			CUDA_P_TOK(be->prm_h)[r] = fw->tokens[r0 + r];
+			CUDA_P_POS(be->prm_h, CUDA_CHUNK)[r] = fw->pos ? fw->pos[r0 + r] : fw->n_past + r0 + r;
+		}
+		int m = gather_head(be, fw, r0, nr, &cur);
+		int done = 0;
+		if (be->graphs_on && fw->n == 1 && !want_captures(fw)) {
+			if ((rc = cuda_run_graph(be, fw, &b, m, err)) < 0)
+				return rc;
+			done = rc;
+		}
+		if (!done && (rc = cuda_enqueue_chunk(be, fw, &b, r0, nr, m, fw->logits != NULL, err)))
+			return rc;
+		for (;;) {
+			CU_TRY(cudaStreamSynchronize(be->st), "forward");
+			if (m > 0 && (rc = scatter_head(be, fw, m, err)))
+				return rc;
+			if ((m = gather_head(be, fw, r0, nr, &cur)) == 0)
+				break;
+			/* more out rows in this chunk than one head pass takes */
+			CU_TRY(cudaMemcpyAsync(be->prm_d, be->prm_h, CUDA_PARAMS_INTS(CUDA_CHUNK) * 4,
+			                       cudaMemcpyHostToDevice, be->st),
+			       "copy parameters");
+			if ((rc = cuda_head(be, CUDA_P_HEAD(be->prm_d, CUDA_CHUNK), m, fw->top_k, fw->top_probs != NULL,
+			                    fw->logits != NULL, err)))
+				return rc;
+		}
+	}
+	if (want_captures(fw))
+		memcpy(fw->captures, be->cap_h,
+		       (size_t)fw->n_cap_rows * fw->n_cap_layers * be->n_embd * sizeof(float));
+	return 0;
+}
+
+static const struct skipper_backend_ops cuda_ops = {
+	.name = "cuda",
+	.forward = cuda_forward,
+	.kv_move = cuda_be_kv_move,
+	.kv_read = cuda_be_kv_read,
+	.sublayer = cuda_be_sublayer,
+	.head_argmax = cuda_be_head_argmax,
+	.time_sublayer = cuda_be_time_sublayer,
+	.destroy = cuda_destroy,
+};
+
 /* ------------------------------------------------------------ the entry */
 
 static const struct skipper_backend_module module = {
 	.abi = SKIPPER_BACKEND_MODULE_ABI,
-	.sizeof_model = sizeof(struct skipper_model),
+	.sizeof_view = sizeof(struct skipper_model_view),
 	.sizeof_forward = sizeof(struct skipper_forward),
 	.sizeof_ops = sizeof(struct skipper_backend_ops),
 	.version = SKIPPER_MODULE_VERSION,

@@ -1,6 +1,13 @@
-/* Internal state of the CUDA backend module, shared by its host-side files:
- * cuda_backend.c (entry, creation, weights), cuda_forward.c (forward, head,
- * CUDA graphs), cuda_services.c (K/V, sub-layer, head argmax, timing).
+/* kernels/ -- the CUDA backend module (skipper-backend-cuda.so; kernels/README
+ * maps its files onto the CPU backend's). This header is its internal
+ * state, shared by its host-side files: cuda_backend.c (entry point, probe,
+ * creation, the vtable and the forward loop), cuda_services.c (the other
+ * operations), cuda_weights.c (the model checked, weights uploaded),
+ * cuda_layer.c (attention and MLP blocks, projections), cuda_head.c (LM
+ * head), cuda_graphs.c (CUDA graphs of the one-token step). The kernels
+ * (cuda_kernels_*.cu) are behind cuda_kernels.h. May include:
+ * core/backend/backend_abi.h, skipper/status.h, the CUDA runtime and
+ * cuBLAS; nothing else of libskipper's (the module links none of it).
  *
  * Everything lives on one device and one stream. Every buffer is allocated
  * at create for a chunk of CUDA_CHUNK rows; a forward call allocates nothing
@@ -15,9 +22,13 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda_kernels.h"
-#include "skipper/backend_abi.h"
+#include "backend/backend_abi.h"
+
+/* the top-k buffers hold what the core lets a forward ask for */
+_Static_assert(CUDA_MAX_TOPK >= SKIPPER_MAX_TOPK, "CUDA_MAX_TOPK below SKIPPER_MAX_TOPK");
 
 #define CUDA_CHUNK 256     /* rows per pass through the layers */
+#define CUDA_STAGE_BYTES ((size_t)64 << 20) /* weight upload staging on the device */
 #define CUDA_HEAD_CHUNK 64 /* rows per LM-head pass (always the skinny GEMM) */
 #define CUDA_GRAPHS 8      /* cached one-token graphs (one per skip mask) */
 
@@ -125,19 +136,6 @@ int cuda_nonfinite(const struct cuda_backend *be, struct skipper_error *err);
 			return cuda_fail(err, (what), e_);  \
 	} while (0)
 
-/* Enqueue one sub-layer on rows [r0, r0 + nr) of the call held in be->h
- * (params already uploaded). */
-int cuda_attn_block(struct cuda_backend *be, const struct cuda_batch *b, int layer, int r0, int nr,
-                    struct skipper_error *err);
-int cuda_mlp_block(struct cuda_backend *be, int layer, int nr, struct skipper_error *err);
-
-/* Enqueue final norm + LM head + top-k (k = 0: none; probs NULL: argmax)
- * for m (<= CUDA_HEAD_CHUNK) rows of be->h chosen by rows_d (device, NULL =
- * rows 0..m-1); results are copied to the pinned buffers (and logits to
- * logits_h when want_logits). */
-int cuda_head(struct cuda_backend *be, const int32_t *rows_d, int m, int k, int want_probs,
-              int want_logits, struct skipper_error *err);
-
 /* Make the read-only scratch hold n rows (grows once, drops cached graphs). */
 int cuda_grow_scratch(struct cuda_backend *be, int n, struct skipper_error *err);
 
@@ -145,20 +143,56 @@ int cuda_grow_scratch(struct cuda_backend *be, int n, struct skipper_error *err)
 int cuda_dalloc(struct cuda_backend *be, void **p, size_t bytes, const char *what,
                 struct skipper_error *err);
 
+/* cuda_backend.c: enqueue everything for rows [r0, r0 + nr) of the call
+ * after the params block (already filled on the host) is copied up:
+ * embeddings, layers with captures, and the first head pass of m rows.
+ * Graph-capturable when no captures are asked for and nr <= CUDA_SKINNY_MAX. */
+int cuda_enqueue_chunk(struct cuda_backend *be, const struct skipper_forward *fw, const struct cuda_batch *b, int r0,
+                       int nr, int m, int want_logits, struct skipper_error *err);
+
+/* cuda_weights.c: can the kernels run m (architecture, dimensions, every
+ * weight's shape and type)? SKIPPER_ERR_UNSUPPORTED saying what they cannot. */
+int cuda_check_model(const struct skipper_model_view *m, struct skipper_error *err);
+/* Device bytes the weights take (BF16 matrices, F32 norms). */
+size_t cuda_weights_bytes(const struct skipper_model_view *m);
+/* Upload every weight (be->L, be->tok, be->out, the norms); synchronises. */
+int cuda_upload_weights(struct cuda_backend *be, const struct skipper_model_view *m, struct skipper_error *err);
+
+/* cuda_layer.c: Y[nr][w->n] (+)= X[nr][w->k] . W^T (rows ldx, ldy apart). */
+int cuda_matmul(struct cuda_backend *be, const struct cuda_w *w, const float *X, int ldx, int nr,
+                float *Y, int ldy, int accumulate, struct skipper_error *err);
+/* Enqueue one sub-layer on rows [r0, r0 + nr) of the call held in be->h
+ * (params already uploaded). */
+int cuda_attn_block(struct cuda_backend *be, const struct cuda_batch *b, int layer, int r0, int nr,
+                    struct skipper_error *err);
+int cuda_mlp_block(struct cuda_backend *be, int layer, int nr, struct skipper_error *err);
+
+/* cuda_head.c: enqueue final norm + LM head + top-k (k = 0: none; probs
+ * NULL: argmax) for m (<= CUDA_HEAD_CHUNK) rows of be->h chosen by rows_d
+ * (device, NULL = rows 0..m-1); results are copied to the pinned buffers
+ * (and logits to logits_h when want_logits). */
+int cuda_head(struct cuda_backend *be, const int32_t *rows_d, int m, int k, int want_probs,
+              int want_logits, struct skipper_error *err);
+
+/* cuda_graphs.c: replay (capturing first if needed) the one-token step of
+ * fw with m head rows. 1 when the graph ran, 0 when graphs gave up (the
+ * caller runs the step directly; any failure to capture switches graphs
+ * off for this backend rather than failing the call), or a negative status. */
+int cuda_run_graph(struct cuda_backend *be, const struct skipper_forward *fw, const struct cuda_batch *b, int m,
+                   struct skipper_error *err);
 void cuda_graphs_clear(struct cuda_backend *be);
 
-int cuda_be_forward(struct skipper_backend *base, const struct skipper_forward *fw,
-                 struct skipper_error *err);
+/* cuda_services.c: the operations besides forward (struct skipper_backend_ops). */
 int cuda_be_kv_move(struct skipper_backend *base, const int32_t *src, const int32_t *dst, int n,
-                 struct skipper_error *err);
+                    struct skipper_error *err);
 int cuda_be_kv_read(struct skipper_backend *base, int layer, int slot, float *k, float *v,
-                 struct skipper_error *err);
+                    struct skipper_error *err);
 int cuda_be_sublayer(struct skipper_backend *base, int kind, int layer, int n, float *states,
-                  const int32_t *pos, int n_past, struct skipper_error *err);
+                     const int32_t *pos, int n_past, struct skipper_error *err);
 int cuda_be_head_argmax(struct skipper_backend *base, int n, const float *states, int32_t *ids,
-                     struct skipper_error *err);
+                        struct skipper_error *err);
 int cuda_be_time_sublayer(struct skipper_backend *base, int kind, int layer, int ctx_len,
-                       double *seconds, struct skipper_error *err);
+                          double *seconds, struct skipper_error *err);
 int cuda_d2d_bandwidth(int device, size_t bytes, double *bytes_per_s, struct skipper_error *err);
 
 #endif

@@ -1,5 +1,5 @@
-/* Launchers of the CUDA backend's kernels (the .cu files), callable from the
- * C host code. Every launcher enqueues on `st` and returns the launch status
+/* Launchers of the CUDA backend's kernels (cuda_kernels_*.cu), callable from
+ * the C host code. Every launcher enqueues on `st` and returns the launch status
  * (cudaGetLastError), never synchronises. Weights and K/V are 16-bit values
  * passed as uint16_t: BF16 for weights, F16 for the K/V cache.
  *
@@ -34,7 +34,7 @@ extern "C" {
 #define CUDA_P_POS(p, chunk) ((p) + 4 + (size_t)(chunk))
 #define CUDA_P_HEAD(p, chunk) ((p) + 4 + 2 * (size_t)(chunk))
 
-/* ---- dequantisation (cuda_dequant.cu) ---- */
+/* ---- dequantisation (cuda_kernels_dequant.cu) ---- */
 
 /* dst[rows][ne0] BF16 from rows of `type` at src (row r at r * row_bytes). */
 cudaError_t cuda_to_bf16(int type, const void *src, size_t row_bytes, int64_t ne0, int64_t rows,
@@ -47,7 +47,7 @@ cudaError_t cuda_f16_to_f32(const uint16_t *src, int64_t n, float *dst, cudaStre
 cudaError_t cuda_f32_to_bf16(const float *src, int64_t rows, int64_t cols, size_t ss, uint16_t *dst,
                              size_t ds, cudaStream_t st);
 
-/* ---- projections (cuda_gemm.cu) ---- */
+/* ---- projections (cuda_kernels_gemm.cu) ---- */
 
 /* Y[r][j] (+)= sum_k W[j][k] * X[r][k] for r < nr (<= CUDA_SKINNY_MAX), j < n.
  * W BF16 [n][k], rows contiguous; k % 8 == 0; X F32 with row stride ldx
@@ -55,7 +55,7 @@ cudaError_t cuda_f32_to_bf16(const float *src, int64_t rows, int64_t cols, size_
 cudaError_t cuda_skinny_gemm(const uint16_t *W, int k, int n, const float *X, int ldx, int nr,
                              float *Y, int ldy, int accumulate, cudaStream_t st);
 
-/* ---- row-wise kernels (cuda_rows.cu) ---- */
+/* ---- row-wise kernels (cuda_kernels_rows.cu) ---- */
 
 /* h[r] = embedding row tok[r] (BF16 table [n_vocab][ne]) as F32, r < nr. */
 cudaError_t cuda_embed(const uint16_t *table, const int32_t *tok, int nr, int ne, float *h,
@@ -93,7 +93,7 @@ cudaError_t cuda_rope_store(const struct cuda_rope_args *a, cudaStream_t st);
 cudaError_t cuda_kv_move(uint16_t *k, uint16_t *v, int n_layer, int n_ctx, int kv_dim,
                          const int32_t *idx, int n, cudaStream_t st);
 
-/* ---- attention (cuda_attention.cu) ---- */
+/* ---- attention (cuda_kernels_attention.cu) ---- */
 
 struct cuda_attn_args {
 	const float *q;   /* [nr] rows q_stride apart, q_dim used, roped */
@@ -108,7 +108,7 @@ struct cuda_attn_args {
 };
 cudaError_t cuda_attention(const struct cuda_attn_args *a, cudaStream_t st);
 
-/* ---- head (cuda_head.cu) ---- */
+/* ---- head (cuda_kernels_head.cu) ---- */
 
 /* For each of nr rows of logits [nr][n_vocab]: the top k (<= CUDA_MAX_TOPK)
  * ids by descending logit, ties by lower id, and their softmax

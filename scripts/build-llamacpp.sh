@@ -1,16 +1,17 @@
 #!/bin/sh
-# Build llama.cpp natively, the peer of scripts/bench-peers.sh: the source
+# Build llama.cpp natively, the peer of scripts/bench-peers.py: the source
 # that the llama-cpp-python 0.3.36 sdist vendors (the version the tests'
 # reference data comes from), targets llama-bench llama-completion
-# llama-lookup llama-speculative llama-tokenize. Prints the directory of the
-# binaries (give it to bench-peers.sh --llama-bin, or set LLAMA_BIN).
+# llama-lookup llama-server llama-speculative llama-tokenize. Prints the
+# directory of the binaries (give it to bench-peers.py --llama-bin, or set
+# LLAMA_BIN).
 #   scripts/build-llamacpp.sh [--sdist FILE] [--jobs N] [--configure-only] [DIR]
 # `--help` tells more. Long (about half an hour on two cores).
 set -eu
 
 version=0.3.36
 me=build-llamacpp
-targets="llama-bench llama-completion llama-lookup llama-speculative llama-tokenize"
+targets="llama-bench llama-completion llama-lookup llama-server llama-speculative llama-tokenize"
 
 usage() {
 	cat <<EOF

@@ -42,7 +42,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct skipper_backend_opts o = { .n_ctx = 512, .n_threads = threads };
-	if (skipper_backend_cpu_create(m, &o, &be, &err)) {
+	if (skipper_backend_cpu_create(&m->view, &o, &be, &err)) {
 		fprintf(stderr, "%s\n", err.msg);
 		return 1;
 	}
@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 		.top_k = 1, .top_ids = &id,
 	};
 	double t0 = now();
-	if (be->ops->forward(be, &fw, &err)) {
+	if (skipper_backend_forward(be, &fw, &err)) {
 		fprintf(stderr, "%s\n", err.msg);
 		return 1;
 	}
@@ -66,7 +66,7 @@ int main(int argc, char **argv)
 			.n = 1, .tokens = &tok, .n_past = np + i, .kv_write = 1, .n_out = 1,
 			.out_rows = &row0, .top_k = 1, .top_ids = &id,
 		};
-		if (be->ops->forward(be, &f1, &err)) {
+		if (skipper_backend_forward(be, &f1, &err)) {
 			fprintf(stderr, "%s\n", err.msg);
 			return 1;
 		}

@@ -55,7 +55,7 @@ static int forward(struct skipper_backend *be, const int32_t *tok, int n, int n_
 	                              .out_rows = rows, .top_k = 1, .top_ids = ids,
 	                              .top_probs = skip || subset ? probs : NULL, .skip_attn = skip, .skip_mlp = skip,
 	                              .head_subset = subset };
-	if (be->ops->forward(be, &fw, &err)) {
+	if (skipper_backend_forward(be, &fw, &err)) {
 		fprintf(stderr, "bench-verify: forward of %d rows: %s\n", n, err.msg);
 		return -1;
 	}
@@ -141,7 +141,7 @@ int main(int argc, char **argv)
 		.kind = !strcmp(backend, "cuda") ? SKIPPER_BACKEND_CUDA
 		        : !strcmp(backend, "cpu") ? SKIPPER_BACKEND_CPU : SKIPPER_BACKEND_AUTO,
 	};
-	if (skipper_backend_create(m, &o, &be, &err)) {
+	if (skipper_backend_create(&m->view, &o, &be, &err)) {
 		fprintf(stderr, "bench-verify: %s\n", err.msg);
 		return 1;
 	}
@@ -155,7 +155,7 @@ int main(int argc, char **argv)
 	uint64_t s = 12345;
 	for (int i = 0; i < np + MAXN; i++) {
 		s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-		tok[i] = (int32_t)((s >> 33) % (uint64_t)m->hp.n_vocab);
+		tok[i] = (int32_t)((s >> 33) % (uint64_t)m->view.hp.n_vocab);
 	}
 	double t0 = now();
 	if (step(be, tok, np, 0, 0, ids))
@@ -208,18 +208,18 @@ int main(int argc, char **argv)
 	}
 
 	/* draft steps: every other layer skipped, full head, then the subset head */
-	uint8_t *skip = calloc((size_t)m->hp.n_layer, 1);
+	uint8_t *skip = calloc((size_t)m->view.hp.n_layer, 1);
 	int32_t *sub = NULL;
 	if (!skip)
 		return 1;
-	for (int l = 1; l < m->hp.n_layer; l += 2)
+	for (int l = 1; l < m->view.hp.n_layer; l += 2)
 		skip[l] = 1;
 	double full = draft_median(be, tok + np, n_past, NULL, 0, t, reps);
 	double half = draft_median(be, tok + np, n_past, skip, 0, t, reps);
 	if (full <= 0 || half < 0)
 		return 1;
 	printf("draft_full_ms=%.4f draft_half_ms=%.4f draft_half_ratio=%.3f\n", full * 1e3, half * 1e3, half / full);
-	if (draft_vocab > 0 && draft_vocab < m->hp.n_vocab) {
+	if (draft_vocab > 0 && draft_vocab < m->view.hp.n_vocab) {
 		if (!be->ops->set_head_subset) {
 			fprintf(stderr, "bench-verify: backend %s has no subset head\n", be->ops->name);
 			return 1;
@@ -228,7 +228,7 @@ int main(int argc, char **argv)
 			return 1;
 		for (int i = 0; i < draft_vocab; i++)
 			sub[i] = i;
-		if (be->ops->set_head_subset(be, sub, draft_vocab, &err)) {
+		if (skipper_backend_set_head_subset(be, sub, draft_vocab, &err)) {
 			fprintf(stderr, "bench-verify: %s\n", err.msg);
 			return 1;
 		}

@@ -48,7 +48,7 @@ static int logits(const char *path, int n, const char *out)
 		fprintf(stderr, "quant-tool: %s\n", err.msg[0] ? err.msg : "N must be in [1, 256]");
 		return 1;
 	}
-	int V = m->hp.n_vocab;
+	int V = m->view.hp.n_vocab;
 	int32_t tok[256], rows[256];
 	uint32_t s = 7;
 	for (int i = 0; i < n; i++) {
@@ -60,7 +60,7 @@ static int logits(const char *path, int n, const char *out)
 	struct skipper_backend_opts o = { .n_ctx = n, .n_threads = 2, .kind = SKIPPER_BACKEND_CPU };
 	struct skipper_forward fw = { .n = n, .tokens = tok, .kv_write = 1, .n_out = n, .out_rows = rows, .logits = lg };
 	FILE *f = NULL;
-	if (lg && !skipper_backend_create(m, &o, &be, &err) && !be->ops->forward(be, &fw, &err) &&
+	if (lg && !skipper_backend_create(&m->view, &o, &be, &err) && !skipper_backend_forward(be, &fw, &err) &&
 	    (f = fopen(out, "wb")) && fwrite(lg, sizeof(float) * V, (size_t)n, f) == (size_t)n)
 		rc = 0;
 	if (f && fclose(f))
@@ -127,11 +127,11 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s\n", err.msg);
 			return 1;
 		}
-		const struct skipper_hparams *hp = &m->hp;
+		const struct skipper_hparams *hp = &m->view.hp;
 		printf("n_layer=%d\nn_embd=%d\nn_ff=%d\nn_head=%d\nn_head_kv=%d\nn_vocab=%d\nn_ctx_train=%d\n"
 		       "rope_theta=%.9g\nrms_eps=%.9g\ntied=%d\nn_tensors=%lld\n",
 		       hp->n_layer, hp->n_embd, hp->n_ff, hp->n_head, hp->n_head_kv, hp->n_vocab, hp->n_ctx_train,
-		       hp->rope_theta, hp->rms_eps, m->tied_embeddings, (long long)skipper_gguf_n_tensors(m->gguf));
+		       hp->rope_theta, hp->rms_eps, m->view.tied_embeddings, (long long)skipper_gguf_n_tensors(m->gguf));
 		skipper_model_free(m);
 		return 0;
 	}

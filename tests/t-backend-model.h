@@ -1,6 +1,6 @@
 /* Tiny Llama-family models (llama, qwen2, qwen3) built in memory for the
  * backend tests: seeded random weights in one dtype (quantised with the
- * library's quantisers), plain struct skipper_model views, no file. */
+ * library's quantisers), plain struct skipper_model_view, no file. */
 #ifndef T_BACKEND_MODEL_H
 #define T_BACKEND_MODEL_H
 
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/model.h"
+#include "backend/backend_abi.h"
 #include "model/quant.h"
 
 struct tm_rng { uint64_t s; };
@@ -43,7 +43,7 @@ static inline uint16_t tm_bf16(float x)
 
 /* Owned buffers are chained so tm_free releases them. */
 struct tm_model {
-	struct skipper_model m;
+	struct skipper_model_view m;
 	void *bufs[256];
 	int nbufs;
 };
@@ -82,7 +82,7 @@ struct tm_opts {
 static inline struct tm_model *tm_build(const struct tm_opts *o)
 {
 	struct tm_model *t = calloc(1, sizeof *t);
-	struct skipper_model *m = &t->m;
+	struct skipper_model_view *m = &t->m;
 	struct skipper_hparams *hp = &m->hp;
 	struct tm_rng r = { o->seed * 0x9E3779B97F4A7C15ULL + 1 };
 
@@ -174,8 +174,8 @@ static inline void tm_bf16_weight(struct tm_model *t, const struct skipper_weigh
 static inline struct tm_model *tm_bf16_twin(const struct tm_model *src)
 {
 	struct tm_model *t = calloc(1, sizeof *t);
-	struct skipper_model *m = &t->m;
-	const struct skipper_model *s = &src->m;
+	struct skipper_model_view *m = &t->m;
+	const struct skipper_model_view *s = &src->m;
 	int L = s->hp.n_layer;
 
 	*m = *s;

@@ -15,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "base/error.h"
+#include "model/model.h"
 #include "tap.h"
 #include "testmodel.h"
 
@@ -28,7 +29,7 @@ static int resident(const char *path)
 }
 
 /* Try kind cuda through the module in dir; its status. */
-static int try_cuda(const struct skipper_model *m, const char *dir, struct skipper_error *err)
+static int try_cuda(const struct skipper_model_view *m, const char *dir, struct skipper_error *err)
 {
 	struct skipper_backend_opts o = { .n_ctx = 64, .n_threads = 1, .kind = SKIPPER_BACKEND_CUDA };
 	struct skipper_backend *be = NULL;
@@ -64,11 +65,11 @@ int main(void)
 	if (access(fake, R_OK) != 0 || symlink(fake, link) != 0)
 		BAIL("tests/plugins/fake-nodev-backend.so not built");
 	ok(!resident(link), "stand-in module not loaded before the first try");
-	int rc = try_cuda(m, tmp, &err);
+	int rc = try_cuda(&m->view, tmp, &err);
 	ok(rc == SKIPPER_ERR_UNSUPPORTED && strstr(err.msg, "no CUDA device (fake module)"),
 	   "no device: SKIPPER_ERR_UNSUPPORTED with the module's reason (%s)", err.msg);
 	ok(resident(link), "the module stays loaded after its probe found no device");
-	rc = try_cuda(m, tmp, &err);
+	rc = try_cuda(&m->view, tmp, &err);
 	ok(rc == SKIPPER_ERR_UNSUPPORTED && resident(link), "a second try: same answer, still one module");
 
 	/* the real module, where this build has one */
@@ -76,7 +77,7 @@ int main(void)
 	if (access(real, R_OK) == 0) {
 		char dir[4096];
 		snprintf(dir, sizeof dir, "%s/.libs", b);
-		rc = try_cuda(m, dir, &err);
+		rc = try_cuda(&m->view, dir, &err);
 		ok(rc == 0 || rc == SKIPPER_ERR_UNSUPPORTED, "real module: %s", rc ? err.msg : "backend created");
 		ok(resident(real), "real module: stays loaded after %s", rc ? "finding no device" : "use");
 	} else {

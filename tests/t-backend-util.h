@@ -28,7 +28,7 @@ static inline int fwd(struct skipper_backend *be, const int32_t *tok, int n, int
 		.kv_write = kv_write, .skip_attn = sa, .skip_mlp = sm,
 		.n_out = lg ? n : 0, .out_rows = rows, .logits = lg,
 	};
-	int rc = be->ops->forward(be, &fw, &err);
+	int rc = skipper_backend_forward(be, &fw, &err);
 	if (rc)
 		printf("# forward: %s\n", err.msg);
 	return rc;
@@ -54,7 +54,7 @@ static inline size_t cache_bytes(struct skipper_backend *be, float **out)
 	for (int l = 0; l < hp->n_layer; l++)
 		for (size_t s = 0; s < nctx; s++) {
 			float *p = c + ((size_t)l * nctx + s) * kvd * 2;
-			be->ops->kv_read(be, l, (int)s, p, p + kvd, NULL);
+			skipper_backend_kv_read(be, l, (int)s, p, p + kvd, NULL);
 		}
 	*out = c;
 	return n * sizeof *c;
@@ -69,8 +69,8 @@ static inline int cache_eq(struct skipper_backend *a, struct skipper_backend *b,
 	int same = 1;
 	for (int l = 0; l < hp->n_layer && same; l++)
 		for (int s = 0; s < upto && same; s++) {
-			a->ops->kv_read(a, l, s, ka, ka + kvd, NULL);
-			b->ops->kv_read(b, l, s, kb, kb + kvd, NULL);
+			skipper_backend_kv_read(a, l, s, ka, ka + kvd, NULL);
+			skipper_backend_kv_read(b, l, s, kb, kb + kvd, NULL);
 			same = memcmp(ka, kb, sizeof(float) * kvd * 2) == 0;
 		}
 	free(ka);

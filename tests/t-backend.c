@@ -22,7 +22,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 
-static struct skipper_backend *mk(const struct skipper_model *m, int threads)
+static struct skipper_backend *mk(const struct skipper_model_view *m, int threads)
 {
 	struct skipper_backend_opts o = { .n_ctx = NCTX, .n_threads = threads };
 	struct skipper_backend *be = NULL;
@@ -37,7 +37,7 @@ static struct skipper_backend *mk(const struct skipper_model *m, int threads)
 static void test_model(const char *label, const struct tm_opts *o)
 {
 	struct tm_model *tm = tm_build(o);
-	const struct skipper_model *m = &tm->m;
+	const struct skipper_model_view *m = &tm->m;
 	int V = m->hp.n_vocab, L = m->hp.n_layer, E = m->hp.n_embd;
 	struct tm_rng r = { o->seed + 77 };
 	int32_t tok[P + 80];
@@ -118,7 +118,7 @@ static void test_model(const char *label, const struct tm_opts *o)
 			ptok[k] = tok[P + path[np - 1 - k]];
 		}
 		struct skipper_error err = { 0 };
-		ok(b->ops->kv_move(b, src, dst, np, &err) == 0, "%s: kv_move", label);
+		ok(skipper_backend_kv_move(b, src, dst, np, &err) == 0, "%s: kv_move", label);
 		fwd(a, ptok, np, P, NULL, NULL, 1, NULL, NULL, NULL);
 		ok(cache_eq(a, b, P + np), "%s: kv_move(path of %d) == cache of the path computed directly",
 		   label, np);
@@ -162,19 +162,19 @@ static void test_model(const char *label, const struct tm_opts *o)
 			.captures = cap,
 		};
 		fwd(b, tok, P, 0, NULL, NULL, 1, NULL, NULL, NULL);
-		ok(b->ops->forward(b, &fw, &err) == 0, "%s: forward with captures", label);
+		ok(skipper_backend_forward(b, &fw, &err) == 0, "%s: forward with captures", label);
 		for (int i = 0; i < n; i++)
 			memcpy(st + i * E, cap + (size_t)i * nl * E, sizeof(float) * E);
 		int same = 1;
 		for (int l = 0; l < L; l++) {
-			b->ops->sublayer(b, SKIPPER_ATTN, l, n, st, NULL, P, &err);
-			b->ops->sublayer(b, SKIPPER_MLP, l, n, st, NULL, P, &err);
+			skipper_backend_sublayer(b, SKIPPER_ATTN, l, n, st, NULL, P, &err);
+			skipper_backend_sublayer(b, SKIPPER_MLP, l, n, st, NULL, P, &err);
 			for (int i = 0; i < n; i++)
 				same &= memcmp(st + i * E, cap + ((size_t)i * nl + l + 1) * E,
 				               sizeof(float) * E) == 0;
 		}
 		ok(same, "%s: sublayer() layer by layer == captures after each block", label);
-		b->ops->head_argmax(b, n, st, hid, &err);
+		skipper_backend_head_argmax(b, n, st, hid, &err);
 		fwd(b, tok + P, n, P, NULL, NULL, 0, NULL, NULL, got);
 		int agree = 1;
 		for (int i = 0; i < n; i++) {
@@ -215,13 +215,13 @@ static void test_model(const char *label, const struct tm_opts *o)
 			.cap_rows = cr, .captures = cap,
 		};
 		fwd(b, tok, P, 0, NULL, NULL, 1, NULL, NULL, NULL);
-		ok(b->ops->forward(b, &fw, &err) == 0, "%s: forward with sub-layer captures", label);
+		ok(skipper_backend_forward(b, &fw, &err) == 0, "%s: forward with sub-layer captures", label);
 		for (int i = 0; i < n; i++)
 			memcpy(st + i * E, cap + (size_t)i * np * E, sizeof(float) * E);
 		int same = 1;
 		for (int l = 0; l < L; l++)
 			for (int k = 0; k < 2; k++) {
-				b->ops->sublayer(b, k ? SKIPPER_MLP : SKIPPER_ATTN, l, n, st, NULL, P, &err);
+				skipper_backend_sublayer(b, k ? SKIPPER_MLP : SKIPPER_ATTN, l, n, st, NULL, P, &err);
 				for (int i = 0; i < n; i++)
 					same &= memcmp(st + i * E, cap + ((size_t)i * np + 2 * l + k + 1) * E,
 					               sizeof(float) * E) == 0;
@@ -230,7 +230,7 @@ static void test_model(const char *label, const struct tm_opts *o)
 		/* boundary 2(L-1) + 1 is the layer capture L - 1 */
 		struct skipper_forward lf = fw;
 		lf.n_cap_layers = 1, lf.cap_layers = lcl, lf.cap_sublayers = 0, lf.captures = lcap;
-		ok(b->ops->forward(b, &lf, &err) == 0, "%s: forward with a layer capture", label);
+		ok(skipper_backend_forward(b, &lf, &err) == 0, "%s: forward with a layer capture", label);
 		same = 1;
 		for (int i = 0; i < n; i++)
 			same &= memcmp(lcap + (size_t)i * E, cap + ((size_t)i * np + 2 * L) * E,
@@ -240,21 +240,21 @@ static void test_model(const char *label, const struct tm_opts *o)
 		uint8_t skip0[16] = { 0 };
 		skip0[0] = 1;
 		fw.skip_attn = skip0;
-		ok(b->ops->forward(b, &fw, &err) == 0 &&
+		ok(skipper_backend_forward(b, &fw, &err) == 0 &&
 		   memcmp(cap, cap + E, sizeof(float) * E) == 0,
 		   "%s: skipped attention 0: boundary 0 == embeddings", label);
 		fw.skip_attn = NULL;
 		fw.n_cap_layers = 1, fw.cap_layers = &bad;
 		bad = 2 * L;
-		ok(b->ops->forward(b, &fw, &err) == SKIPPER_ERR_ARG, "%s: sub-layer boundary 2L refused",
+		ok(skipper_backend_forward(b, &fw, &err) == SKIPPER_ERR_ARG, "%s: sub-layer boundary 2L refused",
 		   label);
 		bad = -2;
-		ok(b->ops->forward(b, &fw, &err) == SKIPPER_ERR_ARG, "%s: sub-layer boundary -2 refused",
+		ok(skipper_backend_forward(b, &fw, &err) == SKIPPER_ERR_ARG, "%s: sub-layer boundary -2 refused",
 		   label);
 		bad = 2 * L - 1;
-		ok(b->ops->forward(b, &fw, &err) == 0, "%s: sub-layer boundary 2L-1 accepted", label);
+		ok(skipper_backend_forward(b, &fw, &err) == 0, "%s: sub-layer boundary 2L-1 accepted", label);
 		fw.cap_sublayers = 0;
-		ok(b->ops->forward(b, &fw, &err) == SKIPPER_ERR_ARG, "%s: layer %d refused without "
+		ok(skipper_backend_forward(b, &fw, &err) == SKIPPER_ERR_ARG, "%s: layer %d refused without "
 		   "cap_sublayers", label, 2 * L - 1);
 		free(cl);
 		free(cap);
@@ -283,7 +283,7 @@ static void test_model(const char *label, const struct tm_opts *o)
 			.top_k = 10, .top_ids = ids, .top_probs = pr, .logits = got,
 		};
 		fwd(b, tok, P, 0, NULL, NULL, 1, NULL, NULL, NULL);
-		int rc = b->ops->forward(b, &fw, &err);
+		int rc = skipper_backend_forward(b, &fw, &err);
 		int good = rc == 0;
 		for (int o2 = 0; o2 < 2 && good; o2++)
 			good &= topk_consistent(got + (size_t)o2 * V, V, ids + o2 * 10, pr + o2 * 10, 10, 1e-5);
@@ -294,10 +294,10 @@ static void test_model(const char *label, const struct tm_opts *o)
 		fw.top_probs = NULL;
 		fw.top_ids = ids2;
 		fw.logits = got2;
-		rc = b->ops->forward(b, &fw, &err); /* kv_write 0: the cache is as it was */
+		rc = skipper_backend_forward(b, &fw, &err); /* kv_write 0: the cache is as it was */
 		fw.top_k = 1;
 		fw.top_ids = top1;
-		rc = rc ? rc : b->ops->forward(b, &fw, &err);
+		rc = rc ? rc : skipper_backend_forward(b, &fw, &err);
 		ok(rc == 0 && memcmp(ids, ids2, sizeof ids) == 0 && top1[0] == ids[0] && top1[1] == ids[10] &&
 		   memcmp(got, got2, sizeof(float) * V * 2) == 0,
 		   "%s: top-k without probabilities: the same ids and logits", label);
@@ -309,11 +309,11 @@ static void test_model(const char *label, const struct tm_opts *o)
 		struct skipper_error err = { 0 };
 		int32_t badtok = V;
 		struct skipper_forward fw = { .n = 1, .tokens = &badtok, .n_past = 0, .kv_write = 1 };
-		ok(b->ops->forward(b, &fw, &err) == SKIPPER_ERR_ARG && err.msg[0],
+		ok(skipper_backend_forward(b, &fw, &err) == SKIPPER_ERR_ARG && err.msg[0],
 		   "%s: token out of range refused (%s)", label, err.msg);
 		fw.tokens = tok;
 		fw.n_past = NCTX;
-		ok(b->ops->forward(b, &fw, &err) == SKIPPER_ERR_RANGE, "%s: context overflow refused",
+		ok(skipper_backend_forward(b, &fw, &err) == SKIPPER_ERR_RANGE, "%s: context overflow refused",
 		   label);
 	}
 
@@ -418,10 +418,27 @@ static void vma_flags(const void *p, char *flags, size_t n)
 		fclose(f);
 }
 
+/* A release hook as the loader sets one: counts the weights a backend
+ * hands back, each of which must be one of the model's own. */
+static int n_released, released_foreign;
+
+static void count_release(const struct skipper_model_view *m, const void *data, uint64_t bytes)
+{
+	int mine = data == m->output.data && bytes == m->output.row_bytes * (uint64_t)m->output.ne1;
+	for (int l = 0; l < m->hp.n_layer && !mine; l++) {
+		const struct skipper_layer *L = &m->layers[l];
+		const struct skipper_weight *w[] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down };
+		for (size_t i = 0; i < sizeof w / sizeof *w; i++)
+			mine |= data == w[i]->data && bytes == w[i]->row_bytes * (uint64_t)w[i]->ne1;
+	}
+	n_released++;
+	released_foreign += !mine;
+}
+
 /* The weight copies lie in one block that starts on a 2 MiB boundary and
  * asks for transparent huge pages, the copies of under 2 MiB included;
  * SKIPPER_CPU_HUGEPAGES=0 leaves them on small pages; the logits are the
- * same either way. */
+ * same either way. Each copied weight's pages go back to the loader. */
 static void test_huge_pages(void)
 {
 	/* gate: 2304 x 1024 Q8_0, 2.5 MB; wq: 1024 x 1024, 1.1 MB */
@@ -429,22 +446,28 @@ static void test_huge_pages(void)
 	                     .n_embd = 1024, .n_ff = 2304, .n_head = 16, .n_head_kv = 4, .head_dim = 64 };
 	struct tm_model *tm = tm_build(&o);
 	int V = tm->m.hp.n_vocab;
-	struct skipper_backend *be[2];
+	struct skipper_backend *be[2] = { NULL, NULL };
 	float *lg[2] = { malloc(sizeof(float) * V), malloc(sizeof(float) * V) };
 	char flags[2][260], wq_flags[260];
 	int32_t tok = 7;
-	int thp = access("/sys/kernel/mm/transparent_hugepage", F_OK) == 0;
+	int thp = access("/sys/kernel/mm/transparent_hugepage", F_OK) == 0, released = 0;
 
+	tm->m.release = count_release;
 	for (int i = 0; i < 2; i++) {
 		if (i)
 			setenv("SKIPPER_CPU_HUGEPAGES", "0", 1);
 		be[i] = mk(&tm->m, 1);
+		if (!i)
+			released = n_released;
 		vma_flags(((struct cpu_backend *)be[i])->lw[0].gate.data, flags[i], sizeof flags[i]);
 		if (!i)
 			vma_flags(((struct cpu_backend *)be[i])->lw[0].wq.data, wq_flags, sizeof wq_flags);
 		fwd(be[i], &tok, 1, 0, NULL, NULL, 1, NULL, NULL, lg[i]);
 	}
 	unsetenv("SKIPPER_CPU_HUGEPAGES");
+	ok(released == 8 && !released_foreign,
+	   "huge pages: every weight copied, its pages handed back to the loader (%d of 8, %d not a weight)", released,
+	   released_foreign);
 	const struct cpu_backend *cb = (const struct cpu_backend *)be[0];
 	if (!cb->weights) {
 		tap_skip(5, "no weight copies were made");
@@ -517,18 +540,18 @@ static void test_nonfinite(void)
 	int32_t tok[2] = { 5, 6 }, top = -1, row = 0;
 	struct skipper_forward fw = { .n = 1, .tokens = tok, .kv_write = 1, .n_out = 1, .out_rows = &row,
 	                              .top_k = 1, .top_ids = &top };
-	int rc0 = be->ops->forward(be, &fw, &e);
+	int rc0 = skipper_backend_forward(be, &fw, &e);
 	((struct cpu_backend *)be)->norm_out[0] = NAN;
 	fw.tokens = tok + 1;
 	fw.n_past = 1;
-	int rc1 = be->ops->forward(be, &fw, &e);
+	int rc1 = skipper_backend_forward(be, &fw, &e);
 	ok(rc0 == 0 && rc1 == SKIPPER_ERR_BACKEND && strstr(e.msg, "logits are not finite"),
 	   "non-finite logits fail the pass: %s", e.msg);
 	float *state = calloc((size_t)tm->m.hp.n_embd, sizeof *state);
 	int32_t id = 7;
 	state[1] = 1.0f;
 	struct skipper_error e2 = { 0 };
-	int rc2 = be->ops->head_argmax(be, 1, state, &id, &e2);
+	int rc2 = skipper_backend_head_argmax(be, 1, state, &id, &e2);
 	ok(rc2 == SKIPPER_ERR_BACKEND && strstr(e2.msg, "logits are not finite") && id == 7, "and the head service: %s",
 	   e2.msg);
 	free(state);

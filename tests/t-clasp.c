@@ -45,7 +45,7 @@ static int be_sublayer(void *ctx, int kind, int layer, int n_seq, int seq_len, f
                        int n_past)
 {
 	for (int s = 0; s < n_seq; s++)
-		if (be->ops->sublayer(be, kind, layer, seq_len, states + (size_t)s * seq_len * be->model->hp.n_embd, pos,
+		if (skipper_backend_sublayer(be, kind, layer, seq_len, states + (size_t)s * seq_len * be->model->hp.n_embd, pos,
 		                      n_past, &err))
 			return SKIPPER_POLICY_ERROR;
 	return 0;
@@ -146,10 +146,10 @@ static void tiny_model(void)
 	o.seed = 11;
 	o.redundant[2] = o.redundant[4] = 1;
 	if (skipper_test_model_write(path, &o) || skipper_model_load(path, &model, &err) ||
-	    skipper_backend_cpu_create(model, &bo, &be, &err))
+	    skipper_backend_cpu_create(&model->view, &bo, &be, &err))
 		BAIL(err.msg);
-	L = model->hp.n_layer;
-	d = model->hp.n_embd;
+	L = model->view.hp.n_layer;
+	d = model->view.hp.n_embd;
 	for (int i = 0; i < 12; i++)
 		prompt[i] = 3 + (i * 13) % 50;
 	for (int l = 0; l <= L; l++)
@@ -159,10 +159,10 @@ static void tiny_model(void)
 	{
 		struct skipper_forward fw = { .n = 12, .tokens = prompt, .n_past = 0, .kv_write = 1, .n_cap_layers = L + 1,
 		                              .cap_layers = cap_layers, .n_cap_rows = 1, .cap_rows = &last, .captures = x };
-		if (be->ops->forward(be, &fw, &err))
+		if (skipper_backend_forward(be, &fw, &err))
 			BAIL(err.msg);
 	}
-	mock_host_init(&m, L, d, model->hp.n_vocab);
+	mock_host_init(&m, L, d, model->view.hp.n_vocab);
 	m.host.sublayer_forward = be_sublayer;
 	for (int M = 1; M <= 3; M++) {
 		struct clasp_dp dp;
@@ -197,7 +197,7 @@ static void tiny_model(void)
 		    skipper_engine_sublayer_forward(eng, SKIPPER_MLP, 3, 5, 2, a, p2, 0, &err))
 			BAIL(err.msg);
 		for (int s = 0; s < 5; s++)
-			be->ops->sublayer(be, SKIPPER_MLP, 3, 2, b + (size_t)s * 2 * d, p2, 0, &err);
+			skipper_backend_sublayer(be, SKIPPER_MLP, 3, 2, b + (size_t)s * 2 * d, p2, 0, &err);
 		ok(!memcmp(a, b, sizeof(float) * 10 * d), "batched MLP service == per-sequence calls, bitwise");
 		skipper_engine_free(eng);
 		free(a);

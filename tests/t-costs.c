@@ -306,7 +306,7 @@ int main(void)
 	skipper_test_model_defaults(&o);
 	o.n_layer = 2;
 	if (skipper_test_model_write(mfile, &o) || skipper_model_load(mfile, &model, &err) ||
-	    skipper_tokenizer_from_gguf(model->gguf, &tok, &err) || skipper_backend_create(model, &bo, &be, &err) ||
+	    skipper_tokenizer_from_gguf(model->gguf, &tok, &err) || skipper_backend_create(&model->view, &bo, &be, &err) ||
 	    skipper_engine_new(be, tok, &(struct skipper_engine_opts){ .cost_cache = good }, &e, &err))
 		BAIL(err.msg);
 	/* the file as the engine measures and writes it */

@@ -64,12 +64,12 @@
 #define REL_TOL 0.05
 #define SMOL_ABS_TOL 1.5
 
-static struct skipper_backend *cuda(const struct skipper_model *m)
+static struct skipper_backend *cuda(const struct skipper_model_view *m)
 {
 	return test_backend_open(m, SKIPPER_BACKEND_CUDA, NCTX, 0);
 }
 
-static struct skipper_backend *cpu(const struct skipper_model *m)
+static struct skipper_backend *cpu(const struct skipper_model_view *m)
 {
 	return test_backend_open(m, SKIPPER_BACKEND_CPU, NCTX, 0);
 }
@@ -157,8 +157,8 @@ static void kv_near(const char *label, const char *what, struct skipper_backend 
 	for (int l = 0; l < hp->n_layer; l++)
 		for (int s = 0; s < upto; s++) {
 			size_t o = ((size_t)l * upto + s) * kvd * 2;
-			cu->ops->kv_read(cu, l, s, a + o, a + o + kvd, NULL);
-			cp->ops->kv_read(cp, l, s, b + o, b + o + kvd, NULL);
+			skipper_backend_kv_read(cu, l, s, a + o, a + o + kvd, NULL);
+			skipper_backend_kv_read(cp, l, s, b + o, b + o + kvd, NULL);
 		}
 	near(label, what, a, b, n, rel, 0);
 	free(a);
@@ -269,7 +269,7 @@ static void trees(const char *label, struct skipper_backend *a, struct skipper_b
 			ptok[k] = tok[P + path[k]];
 		}
 		struct skipper_error err = { 0 };
-		ok(b->ops->kv_move(b, src, dst, np, &err) == 0 && c->ops->kv_move(c, src, dst, np, &err) == 0,
+		ok(skipper_backend_kv_move(b, src, dst, np, &err) == 0 && skipper_backend_kv_move(c, src, dst, np, &err) == 0,
 		   "%s: kv_move on both backends", label);
 		fwd(a, ptok, np, P, NULL, NULL, 1, NULL, NULL, NULL);
 		ok(cache_eq(a, b, P + np), "%s: kv_move(path of %d) == the path computed directly, bitwise", label, np);
@@ -321,7 +321,7 @@ static void states(const char *label, struct skipper_backend *b, struct skipper_
 			.logits = lg, .n_cap_layers = nc, .cap_layers = cl, .cap_sublayers = sub, .n_cap_rows = n,
 			.cap_rows = rows, .captures = sub ? capc : layc,
 		};
-		if (c->ops->forward(c, &fw, &err)) {
+		if (skipper_backend_forward(c, &fw, &err)) {
 			/* the reference lacks them (a CPU backend older than cap_sublayers) */
 			diag("cpu %s captures: %s", sub ? "sub-layer" : "layer", err.msg);
 			tap_skip(1, "no reference captures from the cpu backend");
@@ -330,7 +330,7 @@ static void states(const char *label, struct skipper_backend *b, struct skipper_
 		if (sub == 0)
 			memcpy(capc, layc, sizeof(float) * n * nc * E);
 		fw.captures = capg;
-		if (!ok(b->ops->forward(b, &fw, &err) == 0, "%s: forward with %s captures", label,
+		if (!ok(skipper_backend_forward(b, &fw, &err) == 0, "%s: forward with %s captures", label,
 		        sub ? "sub-layer" : "layer"))
 			continue;
 		/* one boundary at a time: each has its own scale */
@@ -353,8 +353,8 @@ static void states(const char *label, struct skipper_backend *b, struct skipper_
 			boundary(layc, n, L + 1, l, E, sc);
 			for (int k = 0; k < 2; k++) {
 				memcpy(sg, sc, sizeof(float) * n * E);
-				int rc = b->ops->sublayer(b, k ? SKIPPER_MLP : SKIPPER_ATTN, l, n, sg, NULL, P, &err);
-				rc |= c->ops->sublayer(c, k ? SKIPPER_MLP : SKIPPER_ATTN, l, n, sc, NULL, P, &err);
+				int rc = skipper_backend_sublayer(b, k ? SKIPPER_MLP : SKIPPER_ATTN, l, n, sg, NULL, P, &err);
+				rc |= skipper_backend_sublayer(c, k ? SKIPPER_MLP : SKIPPER_ATTN, l, n, sc, NULL, P, &err);
 				if (rc)
 					diag("sublayer %d of layer %d: %s", k, l, err.msg);
 				bad += rc || !states_near(k ? "sublayer mlp" : "sublayer attn", l, sg, sc, (size_t)n * E);
@@ -370,9 +370,9 @@ static void states(const char *label, struct skipper_backend *b, struct skipper_
 	{
 		struct skipper_forward fw = { .n = n, .tokens = tok + P, .n_past = P, .kv_write = 0, .n_out = n,
 		                              .out_rows = rows, .logits = lg };
-		int rc = c->ops->forward(c, &fw, &err);
-		rc |= b->ops->head_argmax(b, n, sc, hg, &err);
-		rc |= c->ops->head_argmax(c, n, sc, hc, &err);
+		int rc = skipper_backend_forward(c, &fw, &err);
+		rc |= skipper_backend_head_argmax(b, n, sc, hg, &err);
+		rc |= skipper_backend_head_argmax(c, n, sc, hc, &err);
 		int ties, bad = rc ? n : top1_disagree(hg, lg, n, V, TWIN_TOL * max_abs(lg, (size_t)n * V), &ties);
 		ok(rc == 0 && bad == 0, "%s: head_argmax on the same states: cuda == cpu outside near ties (%d differ)",
 		   label, bad);
@@ -392,7 +392,7 @@ static void states(const char *label, struct skipper_backend *b, struct skipper_
 static void test_model(const char *label, const struct tm_opts *o)
 {
 	struct tm_model *tm = tm_build(o);
-	const struct skipper_model *m = &tm->m;
+	const struct skipper_model_view *m = &tm->m;
 	int V = m->hp.n_vocab;
 	struct tm_rng r = { o->seed + 77 };
 	int32_t tok[P + NCHUNK];
@@ -401,7 +401,7 @@ static void test_model(const char *label, const struct tm_opts *o)
 	/* the CPU runs the weights the GPU holds (see the tolerance note); so
 	 * does a CPU standing in for the GPU */
 	struct tm_model *twin = tm_bf16_twin(tm);
-	const struct skipper_model *gm = test_cuda_standin() ? &twin->m : m;
+	const struct skipper_model_view *gm = test_cuda_standin() ? &twin->m : m;
 	/* CUDA first: where there is none, nothing has been printed yet and the file skips */
 	struct skipper_backend *a = cuda(gm), *b = cuda(gm), *c = cpu(&twin->m);
 	struct skipper_error err = { 0 };
@@ -436,7 +436,7 @@ static void test_model(const char *label, const struct tm_opts *o)
 			.n = NB, .tokens = tok + P, .n_past = P, .n_out = 2, .out_rows = rows,
 			.top_k = 10, .top_ids = ids, .top_probs = pr, .logits = got,
 		};
-		int good = b->ops->forward(b, &fw, &err) == 0;
+		int good = skipper_backend_forward(b, &fw, &err) == 0;
 		for (int k = 0; k < 2 && good; k++)
 			good &= topk_consistent(got + (size_t)k * V, V, ids + k * 10, pr + k * 10, 10, 1e-4);
 		ok(good, "%s: top-k descending, probabilities = softmax of the logits, nothing better left out", label);
@@ -445,14 +445,14 @@ static void test_model(const char *label, const struct tm_opts *o)
 		fw.top_probs = NULL;
 		fw.top_ids = ids2;
 		fw.logits = NULL;
-		ok(b->ops->forward(b, &fw, &err) == 0 && memcmp(ids, ids2, sizeof ids) == 0,
+		ok(skipper_backend_forward(b, &fw, &err) == 0 && memcmp(ids, ids2, sizeof ids) == 0,
 		   "%s: top-k without probabilities: the same ids", label);
 	}
 
 	{
 		double ta = 0, tm2 = 0;
-		int rc = b->ops->time_sublayer(b, SKIPPER_ATTN, 0, 32, &ta, &err);
-		rc |= b->ops->time_sublayer(b, SKIPPER_MLP, m->hp.n_layer - 1, 32, &tm2, &err);
+		int rc = skipper_backend_time_sublayer(b, SKIPPER_ATTN, 0, 32, &ta, &err);
+		rc |= skipper_backend_time_sublayer(b, SKIPPER_MLP, m->hp.n_layer - 1, 32, &tm2, &err);
 		ok(rc == 0 && ta > 0 && tm2 > 0 && ta < 1 && tm2 < 1, "%s: time_sublayer attn %.3g s, mlp %.3g s", label,
 		   ta, tm2);
 	}
@@ -460,11 +460,11 @@ static void test_model(const char *label, const struct tm_opts *o)
 	{
 		int32_t badtok = V;
 		struct skipper_forward fw = { .n = 1, .tokens = &badtok, .n_past = 0, .kv_write = 1 };
-		ok(b->ops->forward(b, &fw, &err) == SKIPPER_ERR_ARG && err.msg[0], "%s: token out of range refused (%s)",
+		ok(skipper_backend_forward(b, &fw, &err) == SKIPPER_ERR_ARG && err.msg[0], "%s: token out of range refused (%s)",
 		   label, err.msg);
 		fw.tokens = tok;
 		fw.n_past = NCTX;
-		ok(b->ops->forward(b, &fw, &err) == SKIPPER_ERR_RANGE, "%s: context overflow refused", label);
+		ok(skipper_backend_forward(b, &fw, &err) == SKIPPER_ERR_RANGE, "%s: context overflow refused", label);
 	}
 
 	a->ops->destroy(a);
@@ -499,8 +499,8 @@ static void test_smollm2(void)
 	fclose(f);
 	if (skipper_model_load(path, &m, &err) || skipper_tokenizer_from_gguf(m->gguf, &tk, &err))
 		BAIL(err.msg);
-	struct skipper_backend *g = cuda(m), *c = cpu(m);
-	int V = m->hp.n_vocab;
+	struct skipper_backend *g = cuda(&m->view), *c = cpu(&m->view);
+	int V = m->view.hp.n_vocab;
 	for (size_t p = 0; p < sizeof prompts / sizeof prompts[0]; p++) {
 		int32_t *ids;
 		size_t n;
@@ -559,11 +559,11 @@ static void test_nonfinite(void)
 	float *state = calloc((size_t)tm->m.hp.n_embd, sizeof *state);
 	struct skipper_forward fw = { .n = 1, .tokens = &tok, .kv_write = 1, .n_out = 1, .out_rows = &row,
 	                              .top_k = 1, .top_ids = &top };
-	int rc = be->ops->forward(be, &fw, &e);
+	int rc = skipper_backend_forward(be, &fw, &e);
 	ok(rc == SKIPPER_ERR_BACKEND && strstr(e.msg, "logits are not finite"), "non-finite logits fail the pass: %s",
 	   e.msg);
 	state[1] = 1.0f;
-	rc = be->ops->head_argmax(be, 1, state, &id, &e2);
+	rc = skipper_backend_head_argmax(be, 1, state, &id, &e2);
 	ok(rc == SKIPPER_ERR_BACKEND && strstr(e2.msg, "logits are not finite") && id == 7,
 	   "and the head service: %s", e2.msg);
 	free(state);

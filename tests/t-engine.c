@@ -134,7 +134,7 @@ static void rec_states(const struct skipper_states *st)
 static int rec_begin(void *state, const struct skipper_request *req)
 {
 	if ((rec.have_mean = req->prompt_mean != NULL))
-		memcpy(rec.mean, req->prompt_mean, model->hp.n_embd * sizeof *rec.mean);
+		memcpy(rec.mean, req->prompt_mean, model->view.hp.n_embd * sizeof *rec.mean);
 	if (req->states)
 		rec_states(req->states);
 	return 0;
@@ -198,13 +198,13 @@ static void run_make(struct run *r)
 static void run_open(struct run *r, const struct tp_state *policy)
 {
 	memset(r, 0, sizeof *r);
-	r->be = test_backend_open(model, test_backend_kind(), 256, 1); /* thread counts: t-backend */
+	r->be = test_backend_open(&model->view, test_backend_kind(), 256, 1); /* thread counts: t-backend */
 	if (policy) {
 		tp_cfg = *policy;
 		r->desc = next_desc;
-		r->env.n_layer = model->hp.n_layer;
-		r->env.n_embd = model->hp.n_embd;
-		r->env.n_vocab = model->hp.n_vocab;
+		r->env.n_layer = model->view.hp.n_layer;
+		r->env.n_embd = model->view.hp.n_embd;
+		r->env.n_vocab = model->view.hp.n_vocab;
 		r->env.n_ctx = 256;
 		r->o.draft_vocab = subset_ids;
 		r->o.n_draft_vocab = subset_n;
@@ -248,14 +248,14 @@ static int generate(struct run *r, const int32_t *prompt, int n, const struct sk
 /* Committed KV of two backends bitwise equal over [0, n). */
 static int same_kv(struct skipper_backend *a, struct skipper_backend *b, int n)
 {
-	int d = model->hp.n_head_kv * model->hp.head_dim;
+	int d = model->view.hp.n_head_kv * model->view.hp.head_dim;
 	float *ka = malloc(d * sizeof *ka), *va = malloc(d * sizeof *va), *kb = malloc(d * sizeof *kb),
 	      *vb = malloc(d * sizeof *vb);
 	int same = 1;
-	for (int l = 0; l < model->hp.n_layer && same; l++)
+	for (int l = 0; l < model->view.hp.n_layer && same; l++)
 		for (int s = 0; s < n && same; s++) {
-			a->ops->kv_read(a, l, s, ka, va, &err);
-			b->ops->kv_read(b, l, s, kb, vb, &err);
+			skipper_backend_kv_read(a, l, s, ka, va, &err);
+			skipper_backend_kv_read(b, l, s, kb, vb, &err);
 			same = !memcmp(ka, kb, d * sizeof *ka) && !memcmp(va, vb, d * sizeof *va);
 			if (!same)
 				diag("KV differs at layer %d slot %d", l, s);
@@ -279,7 +279,7 @@ static void greedy_lossless(int32_t *prompt, int n_prompt)
 	struct run ar, ssd;
 	struct toks ref, got;
 	struct skipper_run_stats st;
-	int L = model->hp.n_layer;
+	int L = model->view.hp.n_layer;
 	uint64_t rnd = 12345;
 	static const char *masks[][2] = { { "0", "0" }, { "1", "1" }, { "0110", "0100" }, { "1", "0" }, { "0", "1" } };
 
@@ -324,7 +324,7 @@ static void greedy_lossless(int32_t *prompt, int n_prompt)
 /* The draft head over the even vocabulary ids (subset_ids NULL: off again). */
 static void subset_set(int on)
 {
-	int nv = model->hp.n_vocab;
+	int nv = model->view.hp.n_vocab;
 	free(subset_ids);
 	free(subset_has);
 	subset_ids = NULL;
@@ -351,7 +351,7 @@ static void draft_vocab_lossless(int32_t *prompt, int n_prompt)
 	struct run ar, ssd;
 	struct toks ref, got;
 	struct skipper_run_stats st;
-	int L = model->hp.n_layer, missing = 0;
+	int L = model->view.hp.n_layer, missing = 0;
 
 	run_open(&ar, NULL);
 	if (generate(&ar, prompt, n_prompt, &gp, &ref, &st))
@@ -499,7 +499,7 @@ static void lookup_lossless(const int32_t *prompt, int n_prompt)
 {
 	struct skipper_gen_params gp = { .max_tokens = 48, .seed = 1 };
 	int32_t rep[64];
-	int n = 0, L = model->hp.n_layer;
+	int n = 0, L = model->view.hp.n_layer;
 	struct run ar, ssd;
 	struct toks ref, got;
 	struct skipper_run_stats st;
@@ -535,7 +535,7 @@ static void lookup_lossless(const int32_t *prompt, int n_prompt)
 		if (v >= 4) {
 			int32_t wrong[512];
 			for (int i = 0; i < n_pairs; i++)
-				wrong[i] = v == 7 && i % 2 ? next[i] : (ctx[i] + 1) % model->hp.n_vocab;
+				wrong[i] = v == 7 && i % 2 ? next[i] : (ctx[i] + 1) % model->view.hp.n_vocab;
 			ngrams_set(&ssd, ctx, 1, v >= 6 ? wrong : next, n_pairs, 0.9f);
 			run_make(&ssd);
 		}
@@ -614,7 +614,7 @@ static void work_clock_off(struct run *r)
 static void guard_pauses(const int32_t *prompt, int n_prompt)
 {
 	struct skipper_gen_params gp = { .max_tokens = 96, .seed = 1 };
-	struct tp_state p = { .n_layer = model->hp.n_layer, .k = 4, .width = 1 };
+	struct tp_state p = { .n_layer = model->view.hp.n_layer, .k = 4, .width = 1 };
 	struct run ar, ssd;
 	struct toks ref, got;
 	struct skipper_run_stats st;
@@ -809,7 +809,7 @@ static void lookup_guard(const int32_t *prompt, int n_prompt)
 	 * verified: guarded, a round that lookup's copy would serve better
 	 * than the skip drafts have (or, before they have drafted, better than
 	 * plain steps) is lookup's alone; unguarded, both draft every round */
-	struct tp_state p = { .n_layer = model->hp.n_layer, .k = 4, .width = 1 };
+	struct tp_state p = { .n_layer = model->view.hp.n_layer, .k = 4, .width = 1 };
 	struct skipper_run_stats st2;
 	mask_set(p.attn, "0110", p.n_layer);
 	mask_set(p.mlp, "0100", p.n_layer);
@@ -858,7 +858,7 @@ static void lookup_trees(const int32_t *prompt, int n_prompt)
 	const int32_t *tail = prompt + n_prompt - 4;
 
 	work_run(tail, 4, 0, NULL, 0, 0.25, &st, &o);
-	for (int32_t t = 1; t < model->hp.n_vocab && w < 0; t++) {
+	for (int32_t t = 1; t < model->view.hp.n_vocab && w < 0; t++) {
 		int used = skipper_tokenizer_is_eog(tok, t);
 		for (int i = 0; i < o.n && !used; i++)
 			used = o.t[i] == t;
@@ -893,7 +893,7 @@ static void lookup_trees(const int32_t *prompt, int n_prompt)
 static int rec_run(int32_t *prompt, int n_prompt, uint64_t needs, int prompt_rows, struct toks *got)
 {
 	struct skipper_gen_params gp = { .max_tokens = 24, .seed = 1 };
-	struct tp_state p = { .n_layer = model->hp.n_layer, .k = 3, .width = 1 };
+	struct tp_state p = { .n_layer = model->view.hp.n_layer, .k = 3, .width = 1 };
 	struct skipper_run_stats st;
 	struct run r;
 	int rc;
@@ -915,7 +915,7 @@ static int rec_run(int32_t *prompt, int n_prompt, uint64_t needs, int prompt_row
 
 static void state_captures(int32_t *prompt, int n_prompt)
 {
-	int L = model->hp.n_layer, E = model->hp.n_embd;
+	int L = model->view.hp.n_layer, E = model->view.hp.n_embd;
 	struct skipper_gen_params gp = { .max_tokens = 24, .seed = 1 };
 	struct skipper_run_stats st;
 	struct toks ref, got;
@@ -992,14 +992,14 @@ static struct skipper_sampling samp = { .temperature = 1.0f, .top_k = 3, .top_p 
 /* processed next-token distribution after prefix (full model) */
 static void exact_next(struct skipper_backend *be, const int32_t *seq, int n, float *probs)
 {
-	int nv = model->hp.n_vocab;
+	int nv = model->view.hp.n_vocab;
 	float *logits = malloc(nv * sizeof *logits);
 	struct skipper_prob_id *scratch = malloc(nv * sizeof *scratch);
 	int32_t row = n - 1, id;
 	float p;
 	struct skipper_forward fw = { .n = n, .tokens = seq, .n_past = 0, .kv_write = 1, .n_out = 1, .out_rows = &row,
 	                              .top_k = 1, .top_ids = &id, .top_probs = &p, .logits = logits };
-	if (be->ops->forward(be, &fw, &err))
+	if (skipper_backend_forward(be, &fw, &err))
 		BAIL(err.msg);
 	skipper_process_logits(&samp, logits, nv, probs, scratch);
 	free(logits);
@@ -1014,7 +1014,7 @@ static void exact_next(struct skipper_backend *be, const int32_t *seq, int n, fl
  * deterministic drafts (q = 1) are accepted often and rejected often. */
 static int lookup_prompt(int32_t c, int32_t *out)
 {
-	int nv = model->hp.n_vocab, n = 0;
+	int nv = model->view.hp.n_vocab, n = 0;
 	float *p = malloc(nv * sizeof *p), *p2 = malloc(nv * sizeof *p2);
 	struct run ex;
 
@@ -1063,7 +1063,7 @@ static int argmax(const float *p, int n)
  * is drawn first has two continuations, both in the support. */
 static int two_way_prompt(const int32_t *lp, int nl, int32_t *out)
 {
-	int nv = model->hp.n_vocab, n = 0;
+	int nv = model->view.hp.n_vocab, n = 0;
 	float *p = malloc(nv * sizeof *p);
 	struct run ex;
 
@@ -1091,7 +1091,7 @@ static void sampling_distribution(int32_t *prompt, int n_prompt, int width, int 
 {
 	int32_t ng_ctx[512], ng_next[512];
 	int n_ng = 0;
-	int nv = model->hp.n_vocab, n_cells = 0, N = 4000, L = model->hp.n_layer;
+	int nv = model->view.hp.n_vocab, n_cells = 0, N = 4000, L = model->view.hp.n_layer;
 	struct skipper_test_cell cells[64];
 	float *p1 = malloc(nv * sizeof *p1), *p2 = malloc(nv * sizeof *p2), *p3 = malloc(nv * sizeof *p3);
 	int32_t seq[300];
@@ -1293,7 +1293,7 @@ int main(void)
 		                                     .unk = -1, .eot = -1, .eom = -1, .pad = -1, .add_bos = -1,
 		                                     .add_eos = -1, .add_space_prefix = -1 };
 		struct skipper_tokenizer *small = NULL;
-		struct skipper_backend *be = test_backend_open(model, test_backend_kind(), 256, 1);
+		struct skipper_backend *be = test_backend_open(&model->view, test_backend_kind(), 256, 1);
 		struct skipper_engine *eng = NULL;
 		int rc = skipper_tokenizer_from_arrays(&sp, &small, &err) ? -1 : skipper_engine_new(be, small, NULL, &eng, &err);
 		ok(rc == SKIPPER_ERR_FORMAT && strstr(err.msg, "the vocabulary has 3 tokens"),

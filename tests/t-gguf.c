@@ -430,9 +430,9 @@ static void test_qwen_models(void)
 		ok(0, "generated qwen2 Q4_K model loads: %s", err.msg);
 		return;
 	}
-	ok(m->arch_id == SKIPPER_ARCH_QWEN2 && !strcmp(m->arch, "qwen2") && m->hp.rope_style == SKIPPER_ROPE_HALVES &&
-	   m->layers[1].bq.data && m->layers[1].bq.ne0 == 256 && m->layers[1].bv.ne0 == 128 && !m->layers[1].q_norm.data &&
-	   m->layers[0].wq.type == SKIPPER_Q4_K,
+	ok(m->view.arch_id == SKIPPER_ARCH_QWEN2 && !strcmp(m->view.arch, "qwen2") && m->view.hp.rope_style == SKIPPER_ROPE_HALVES &&
+	   m->view.layers[1].bq.data && m->view.layers[1].bq.ne0 == 256 && m->view.layers[1].bv.ne0 == 128 && !m->view.layers[1].q_norm.data &&
+	   m->view.layers[0].wq.type == SKIPPER_Q4_K,
 	   "generated qwen2 Q4_K model: biases bound, NeoX rope, no q/k norms");
 	skipper_model_free(m);
 
@@ -485,9 +485,9 @@ static void test_qwen_models(void)
 		ok(0, "generated qwen3 Q6_K model loads: %s", err.msg);
 		return;
 	}
-	ok(m->arch_id == SKIPPER_ARCH_QWEN3 && m->hp.head_dim == 128 && m->layers[0].wq.ne1 == 512 &&
-	   m->layers[0].wo.ne0 == 512 && m->layers[1].k_norm.data && m->layers[1].k_norm.ne0 == 128 &&
-	   !m->layers[1].bq.data,
+	ok(m->view.arch_id == SKIPPER_ARCH_QWEN3 && m->view.hp.head_dim == 128 && m->view.layers[0].wq.ne1 == 512 &&
+	   m->view.layers[0].wo.ne0 == 512 && m->view.layers[1].k_norm.data && m->view.layers[1].k_norm.ne0 == 128 &&
+	   !m->view.layers[1].bq.data,
 	   "generated qwen3 Q6_K model: head dim 128 from key_length, q/k norms bound, no biases");
 	skipper_model_free(m);
 	b = slurp(path, &len);
@@ -524,16 +524,27 @@ static void test_models(void)
 			ok(0, "generated %s model loads: %s", skipper_dtype_name(dtypes[i]), err.msg);
 			continue;
 		}
-		const struct skipper_hparams *hp = &m->hp;
+		const struct skipper_hparams *hp = &m->view.hp;
 		ok(hp->n_layer == 4 && hp->n_embd == 64 && hp->n_ff == 128 && hp->n_head == 4 && hp->n_head_kv == 2 &&
 		   hp->head_dim == 16 && hp->rope_dim == 16 && hp->rope_style == SKIPPER_ROPE_PAIRS && hp->n_ctx_train == 256 &&
-		   m->layers[3].wq.type == dtypes[i] && m->layers[3].attn_norm.type == SKIPPER_F32 &&
-		   m->layers[1].wk.ne0 == 64 && m->layers[1].wk.ne1 == 32 && m->layers[2].w_down.ne0 == 128 &&
-		   m->tied_embeddings == (int)(i % 2) && (!o.tied || m->output.data == m->tok_embd.data) &&
-		   m->tok_embd.ne1 == hp->n_vocab && !strcmp(m->arch, "llama") && !strcmp(m->name, "skipper-test") &&
-		   m->rope_freqs == NULL && hp->rope_scaling == SKIPPER_ROPE_SCALING_NONE,
+		   m->view.layers[3].wq.type == dtypes[i] && m->view.layers[3].attn_norm.type == SKIPPER_F32 &&
+		   m->view.layers[1].wk.ne0 == 64 && m->view.layers[1].wk.ne1 == 32 && m->view.layers[2].w_down.ne0 == 128 &&
+		   m->view.tied_embeddings == (int)(i % 2) && (!o.tied || m->view.output.data == m->view.tok_embd.data) &&
+		   m->view.tok_embd.ne1 == hp->n_vocab && !strcmp(m->view.arch, "llama") && !strcmp(m->view.name, "skipper-test") &&
+		   m->view.rope_freqs == NULL && hp->rope_scaling == SKIPPER_ROPE_SCALING_NONE,
 		   "generated %s model (%s, %s tokenizer) loads with the right shapes", skipper_dtype_name(dtypes[i]),
 		   o.tied ? "tied" : "untied", i == 5 ? "spm" : "bytes");
+		if (i == 0) {
+			/* the view names the file and hands copied weights' pages back */
+			const struct skipper_weight *wq = &m->view.layers[0].wq;
+			size_t n = wq->row_bytes * (size_t)wq->ne1;
+			void *copy = malloc(n);
+			memcpy(copy, wq->data, n);
+			ok(m->view.path && !strcmp(m->view.path, path) && m->view.release, "the model's view: its file, a release hook");
+			m->view.release(&m->view, wq->data, n);
+			ok(!memcmp(copy, wq->data, n), "a released weight reads back as the file's bytes");
+			free(copy);
+		}
 		skipper_model_free(m);
 	}
 
@@ -545,7 +556,7 @@ static void test_models(void)
 		struct skipper_gguf_str s;
 		uint64_t n;
 		uint32_t eos;
-		ok(m->hp.n_vocab == 300 && skipper_gguf_get_arr(m->gguf, "tokenizer.ggml.tokens", NULL, &n) == 0 && n == 300,
+		ok(m->view.hp.n_vocab == 300 && skipper_gguf_get_arr(m->gguf, "tokenizer.ggml.tokens", NULL, &n) == 0 && n == 300,
 		   "--vocab 300 gives 300 tokens");
 		ok(skipper_gguf_get_u32(m->gguf, "tokenizer.ggml.eos_token_id", &eos) == 0 &&
 		   skipper_gguf_arr_str(m->gguf, "tokenizer.ggml.tokens", eos, &s) == 0 && s.len == 10 && !memcmp(s.ptr, "<|im_end|>", 10),
@@ -571,8 +582,8 @@ static void test_models(void)
 		}
 		/* head dim 16, theta 1e4, original context 1024: wavelengths 2pi*10^(i/2);
 		 * i <= 3 below 256 (kept), i = 4 between (smoothed), i >= 5 above 1024 (x8) */
-		const float *f = m->rope_freqs;
-		ok(f && m->hp.rope_scaling == SKIPPER_ROPE_SCALING_LLAMA3 && f[0] == 1.0f && f[3] == 1.0f && f[5] == 8.0f &&
+		const float *f = m->view.rope_freqs;
+		ok(f && m->view.hp.rope_scaling == SKIPPER_ROPE_SCALING_LLAMA3 && f[0] == 1.0f && f[3] == 1.0f && f[5] == 8.0f &&
 		   f[7] == 8.0f && f[4] > 1.0f && f[4] < 8.0f,
 		   "llama3 rope factors from %s (%g %g %g)", k == 1 ? "rope_freqs.weight" : "scaling keys", f ? f[0] : -1, f ? f[4] : -1,
 		   f ? f[7] : -1);

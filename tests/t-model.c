@@ -34,7 +34,7 @@ int main(void)
 		diag("%s", err.msg);
 		return tap_done();
 	}
-	const struct skipper_hparams *hp = &m->hp;
+	const struct skipper_hparams *hp = &m->view.hp;
 	is_int(hp->n_layer, 30, "30 layers");
 	is_int(hp->n_embd, 576, "embedding 576");
 	is_int(hp->n_head, 9, "9 heads");
@@ -42,11 +42,11 @@ int main(void)
 	is_int(hp->head_dim, 64, "head dim 64");
 	is_int(hp->n_ff, 1536, "feed-forward 1536");
 	is_int(hp->n_vocab, 49152, "vocabulary 49152");
-	ok(m->tied_embeddings && m->output.data == m->tok_embd.data, "tied embeddings");
+	ok(m->view.tied_embeddings && m->view.output.data == m->view.tok_embd.data, "tied embeddings");
 	ok(hp->rope_theta == 100000.0f, "rope theta 100000 (got %g)", hp->rope_theta);
-	ok(hp->rope_style == SKIPPER_ROPE_PAIRS && hp->rope_scaling == SKIPPER_ROPE_SCALING_NONE && !m->rope_freqs, "plain pairs RoPE");
-	ok(m->layers[0].wq.type == SKIPPER_Q4_1 || m->layers[0].wq.type == SKIPPER_Q8_0, "quantised weights (%s)",
-	   skipper_dtype_name(m->layers[0].wq.type));
+	ok(hp->rope_style == SKIPPER_ROPE_PAIRS && hp->rope_scaling == SKIPPER_ROPE_SCALING_NONE && !m->view.rope_freqs, "plain pairs RoPE");
+	ok(m->view.layers[0].wq.type == SKIPPER_Q4_1 || m->view.layers[0].wq.type == SKIPPER_Q8_0, "quantised weights (%s)",
+	   skipper_dtype_name(m->view.layers[0].wq.type));
 	uint64_t n;
 	struct skipper_gguf_str s;
 	ok(skipper_gguf_get_arr(m->gguf, "tokenizer.ggml.tokens", NULL, &n) == 0 && n == 49152 &&

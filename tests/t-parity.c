@@ -66,11 +66,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct skipper_backend_opts o = { .n_ctx = 512, .n_threads = 2 };
-	if (skipper_backend_cpu_create(m, &o, &be, &err)) {
+	if (skipper_backend_cpu_create(&m->view, &o, &be, &err)) {
 		printf("Bail out! %s\n", err.msg);
 		return 1;
 	}
-	int V = m->hp.n_vocab;
+	int V = m->view.hp.n_vocab;
 	is_int(json_integer_value(json_object_get(ref, "n_vocab")), V, "vocabulary size matches");
 	double worst = 0;
 	size_t pi;
@@ -87,7 +87,7 @@ int main(int argc, char **argv)
 		}
 		struct skipper_forward fw = { .n = n, .tokens = tok, .n_past = 0, .kv_write = 1,
 		                              .n_out = n, .out_rows = rows, .logits = lg };
-		if (be->ops->forward(be, &fw, &err)) {
+		if (skipper_backend_forward(be, &fw, &err)) {
 			printf("Bail out! %s\n", err.msg);
 			return 1;
 		}
@@ -147,7 +147,7 @@ int main(int argc, char **argv)
 			struct skipper_forward f1 = { .n = 1, .tokens = &t, .n_past = n + g, .kv_write = 1,
 			                              .n_out = 1, .out_rows = &row0, .top_k = 1,
 			                              .top_ids = &id, .top_probs = &p };
-			if (be->ops->forward(be, &f1, &err)) {
+			if (skipper_backend_forward(be, &f1, &err)) {
 				printf("Bail out! %s\n", err.msg);
 				return 1;
 			}

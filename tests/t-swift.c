@@ -329,7 +329,7 @@ static void exact_next(struct skipper_backend *be, int nv, const int32_t *seq, i
 	float p;
 	struct skipper_forward fw = { .n = n, .tokens = seq, .n_past = 0, .kv_write = 1, .n_out = 1, .out_rows = &row,
 	                              .top_k = 1, .top_ids = &id, .top_probs = &p, .logits = logits };
-	if (be->ops->forward(be, &fw, &err))
+	if (skipper_backend_forward(be, &fw, &err))
 		BAIL(err.msg);
 	skipper_process_logits(&samp, logits, nv, probs, scratch);
 	free(logits);
@@ -341,13 +341,13 @@ static void sampling(struct skipper_model *model, struct skipper_tokenizer *tok,
 {
 	struct skipper_backend_opts bo = { .n_ctx = 64, .n_threads = 1 };
 	struct skipper_backend *ex;
-	int nv = model->hp.n_vocab, n_cells = 0, N = 2000, df, outside = 0, trees = 0;
+	int nv = model->view.hp.n_vocab, n_cells = 0, N = 2000, df, outside = 0, trees = 0;
 	struct skipper_test_cell cells[64];
 	float *p1 = malloc((size_t)nv * 4), *p2 = malloc((size_t)nv * 4), *p3 = malloc((size_t)nv * 4);
 	int32_t seq[128];
 	double chi;
 
-	if (skipper_backend_cpu_create(model, &bo, &ex, &err))
+	if (skipper_backend_cpu_create(&model->view, &bo, &ex, &err))
 		BAIL(err.msg);
 	memcpy(seq, prompt, (size_t)n_prompt * sizeof *seq);
 	exact_next(ex, nv, seq, n_prompt, p1);
@@ -420,7 +420,7 @@ static void tiny(void)
 	o.n_ctx = 512;
 	o.redundant[2] = o.redundant[3] = 1;
 	if (skipper_test_model_write(path, &o) || skipper_model_load(path, &model, &err) ||
-	    skipper_tokenizer_from_gguf(model->gguf, &tok, &err) || skipper_backend_cpu_create(model, &bo, &be, &err))
+	    skipper_tokenizer_from_gguf(model->gguf, &tok, &err) || skipper_backend_cpu_create(&model->view, &bo, &be, &err))
 		BAIL(err.msg);
 	if (skipper_config_new(&cfg, &err) || skipper_config_set(cfg, "swift.gamma=16", &err) ||
 	    skipper_config_set(cfg, "swift.skip_ratio=0.5", &err) || skipper_config_set(cfg, "swift.max_steps=400", &err) ||
@@ -429,9 +429,9 @@ static void tiny(void)
 		BAIL(err.msg);
 	/* costs = false: the paper's search and draft lengths, whatever drafting
 	 * costs on this machine (the engine measures a curve for every policy) */
-	env.n_layer = model->hp.n_layer;
-	env.n_embd = model->hp.n_embd;
-	env.n_vocab = model->hp.n_vocab;
+	env.n_layer = model->view.hp.n_layer;
+	env.n_embd = model->view.hp.n_embd;
+	env.n_vocab = model->view.hp.n_vocab;
 	env.n_ctx = 512;
 	env.seed = 42;
 	env.log = log_line;

@@ -44,7 +44,7 @@ static inline int test_cuda_standin(void)
 
 /* Create a backend of the given kind or end the test file: SKIP (CUDA
  * unsupported, nothing reported yet) or Bail out (anything else). */
-static inline struct skipper_backend *test_backend_open(const struct skipper_model *m, int kind, int n_ctx,
+static inline struct skipper_backend *test_backend_open(const struct skipper_model_view *m, int kind, int n_ctx,
                                                         int n_threads)
 {
 	if (kind == SKIPPER_BACKEND_CUDA && test_cuda_standin())

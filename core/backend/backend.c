@@ -32,7 +32,7 @@
  * "<unknown module>". Resident, they stay reachable, as in any process that
  * links cuBLAS. A second attempt gets the same handle back, so it costs
  * nothing. tests/t-backend-module checks the module stays mapped. */
-static int cuda_create(const struct skipper_model *m, const struct skipper_backend_opts *o,
+static int cuda_create(const struct skipper_model_view *m, const struct skipper_backend_opts *o,
                        struct skipper_backend **out, struct skipper_error *err)
 {
 	struct skipper_module_path mp;
@@ -60,7 +60,7 @@ static int cuda_create(const struct skipper_model *m, const struct skipper_backe
 	mod = ((skipper_backend_module_init_fn)fn)();
 	if (!mod || mod->abi != SKIPPER_BACKEND_MODULE_ABI || !mod->version ||
 	    strcmp(mod->version, PACKAGE_VERSION) != 0 ||
-	    mod->sizeof_model != sizeof(struct skipper_model) ||
+	    mod->sizeof_view != sizeof(struct skipper_model_view) ||
 	    mod->sizeof_forward != sizeof(struct skipper_forward) ||
 	    mod->sizeof_ops != sizeof(struct skipper_backend_ops) || !mod->probe || !mod->create) {
 		rc = skipper_fail(err, SKIPPER_ERR_UNSUPPORTED,
@@ -93,7 +93,7 @@ static int have_cuda_driver(void)
 	return 1;
 }
 
-int skipper_backend_create(const struct skipper_model *m, const struct skipper_backend_opts *o,
+int skipper_backend_create(const struct skipper_model_view *m, const struct skipper_backend_opts *o,
                            struct skipper_backend **out, struct skipper_error *err)
 {
 	*out = NULL;

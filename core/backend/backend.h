@@ -1,8 +1,9 @@
 /* core/backend/ -- the compute backend interface (DESIGN §3) and backend
  * selection. One vtable, two implementations: the CPU backend in
  * core/backend/cpu/, the CUDA backend in kernels/ (a dlopen'ed module, found
- * and version-checked by backend.c). May include: core/model/,
- * core/skipper/backend_abi.h, error.h. Called by the engine and the CLI.
+ * and version-checked by backend.c). Backends see the model as the view
+ * of backend_abi.h, not the loader's struct. May include: core/model/
+ * (tensor types), error.h. Called by the engine and the CLI.
  *
  * KV cache model: the backend owns n_ctx slots per layer. The engine tracks the
  * committed length; the backend never advances it by itself. A forward call
@@ -14,18 +15,39 @@
 
 #include <stdint.h>
 
-#include "model/model.h"
+#include "backend_abi.h"
 
 /* Create the backend o->kind names. CUDA comes from the dlopen'ed module
  * skipper-backend-cuda.so; when it cannot be used (no module, no device,
  * driver too old) kind CUDA fails with SKIPPER_ERR_UNSUPPORTED and a message
  * saying why, and kind AUTO falls back to the CPU. *out owned by the caller:
  * out->ops->destroy(out). */
-int skipper_backend_create(const struct skipper_model *m, const struct skipper_backend_opts *o,
+int skipper_backend_create(const struct skipper_model_view *m, const struct skipper_backend_opts *o,
                            struct skipper_backend **out, struct skipper_error *err);
 
 /* CPU backend. *out owned by the caller: out->ops->destroy(out). */
-int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipper_backend_opts *o,
+int skipper_backend_cpu_create(const struct skipper_model_view *m, const struct skipper_backend_opts *o,
                                struct skipper_backend **out, struct skipper_error *err);
+
+/* The calls a caller makes into a backend (the engine, the CLI, tests):
+ * each checks what the caller gives once, the same for every backend,
+ * failing with SKIPPER_ERR_ARG (a batch past the context:
+ * SKIPPER_ERR_RANGE) and "<name> backend: what", then runs the backend's op
+ * (struct skipper_backend_ops says what each does). */
+int skipper_backend_forward(struct skipper_backend *be, const struct skipper_forward *fw, struct skipper_error *err);
+int skipper_backend_kv_move(struct skipper_backend *be, const int32_t *src, const int32_t *dst, int n,
+                            struct skipper_error *err);
+int skipper_backend_kv_read(struct skipper_backend *be, int layer, int slot, float *k, float *v,
+                            struct skipper_error *err);
+int skipper_backend_sublayer(struct skipper_backend *be, int kind, int layer, int n, float *states,
+                             const int32_t *pos, int n_past, struct skipper_error *err);
+int skipper_backend_head_argmax(struct skipper_backend *be, int n, const float *states, int32_t *ids,
+                                struct skipper_error *err);
+/* A ctx_len past the last slot times the last slot. */
+int skipper_backend_time_sublayer(struct skipper_backend *be, int kind, int layer, int ctx_len, double *seconds,
+                                  struct skipper_error *err);
+/* SKIPPER_ERR_UNSUPPORTED where the backend has no head subset. */
+int skipper_backend_set_head_subset(struct skipper_backend *be, const int32_t *ids, int n,
+                                    struct skipper_error *err);
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/atomic.h"
 #include "bench.h"
 #include "base/atomic.h"
 #include "base/error.h"
@@ -16,9 +17,13 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "usage: skipper bench --data FILE.jsonl [--policies LIST] [--categories LIST]\n"
 	        "                     [--limit N] [--per-category N] [--max-tokens N] [--warmup N]\n"
-	        "                     [--out PREFIX] [-c FILE] [--set SECTION.KEY=VALUE]...\n"
+	        "                     [--out PREFIX | --dump-prompts FILE|-] [-c FILE]\n"
+	        "                     [--set SECTION.KEY=VALUE]...\n"
 	        "LIST items are policy names or INI files whose [policy] name and policy section\n"
-	        "are layered on the base configuration (default: none,<[policy] name>).\n");
+	        "are layered on the base configuration (default: none,<[policy] name>).\n"
+	        "--dump-prompts writes the selected prompts as a run would see them (JSON lines:\n"
+	        "the user text, the prompt with the chat template applied, its token ids) and\n"
+	        "runs nothing.\n");
 }
 
 struct variant {
@@ -154,7 +159,7 @@ static void add(struct bench_cell *c, const struct skipper_run_stats *st, int mi
 /* Everything one bench run holds; freed by bench_free. */
 struct bench_run {
 	struct cli_common c;
-	const char *data, *policies, *cats, *out;
+	const char *data, *policies, *cats, *out, *dump;
 	int limit, per_cat, warmup;
 	char **items, **want_cats;
 	int n_items, n_want;
@@ -196,6 +201,8 @@ static int parse_args(struct bench_run *b, int argc, char **argv)
 			b->cats = argv[++i];
 		else if (strcmp(a, "--out") == 0)
 			b->out = argv[++i];
+		else if (strcmp(a, "--dump-prompts") == 0)
+			b->dump = argv[++i];
 		else if (strcmp(a, "--limit") == 0 || strcmp(a, "--per-category") == 0 || strcmp(a, "--warmup") == 0) {
 			int *n = !strcmp(a, "--limit") ? &b->limit : !strcmp(a, "--warmup") ? &b->warmup : &b->per_cat;
 			if (cli_count_arg("skipper bench", a, argv[++i], n))
@@ -214,6 +221,10 @@ static int parse_args(struct bench_run *b, int argc, char **argv)
 	if (!b->data) {
 		fprintf(stderr, "skipper bench: --data FILE.jsonl is required\n");
 		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (b->dump && b->out) {
+		fprintf(stderr, "skipper bench: --dump-prompts runs nothing, so --out has nothing to write\n");
 		return EXIT_USAGE;
 	}
 	return -1;
@@ -275,6 +286,70 @@ static int select_prompts(struct bench_run *b)
 		return EXIT_USAGE;
 	}
 	return EXIT_OK;
+}
+
+/* One selected prompt as a run sees it, one JSON object on a line: the
+ * text after the chat template and the ids the run feeds the engine (the
+ * session's own path, as run_prompt's), so that a peer engine can be given
+ * the same input
+ * (scripts/bench-peers.py). */
+static int dump_prompt(struct bench_run *b, const struct bench_prompt *pr, FILE *f)
+{
+	struct skipper_session *s = b->s;
+	struct skipper_message m = { "user", pr->text };
+	struct skipper_error err = { 0 };
+	int32_t *ids = NULL;
+	size_t n_ids = 0;
+	char *text = NULL;
+	json_t *j;
+	int rc;
+
+	if ((rc = skipper_session_chat_text(s, &m, 1, &text, &err)) ||
+	    (rc = skipper_session_chat_tokens(s, &m, 1, &ids, &n_ids, &err))) {
+		free(text);
+		fprintf(stderr, "skipper bench: prompt %s: %s\n", pr->id, err.msg);
+		return cli_exit_code(rc);
+	}
+	j = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:s?, s:b}", "id", pr->id, "category", pr->category, "user",
+	              pr->text, "prompt", text, "prompt_ids", id_array(ids, (int)n_ids), "template",
+	              skipper_chat_template_name(s->chat_template), "system", s->system, "add_bos",
+	              skipper_tokenizer_add_bos(s->tok));
+	rc = j && json_dumpf(j, f, JSON_COMPACT) == 0 && fputc('\n', f) != EOF ? EXIT_OK : EXIT_FAILURE_GENERIC;
+	json_decref(j);
+	free(ids);
+	free(text);
+	if (rc)
+		fprintf(stderr, "skipper bench: --dump-prompts %s: cannot write prompt %s\n", b->dump, pr->id);
+	return rc;
+}
+
+/* --dump-prompts: the selected prompts in run order into FILE (atomically:
+ * all or nothing) or, for "-", standard output. The model and its tokenizer
+ * load as for a run; no policy and no engine run. Takes cfg over. */
+static int dump_prompts(struct bench_run *b, struct skipper_config *cfg)
+{
+	int to_stdout = strcmp(b->dump, "-") == 0, rc;
+	struct skipper_atomic *a = NULL;
+	FILE *f;
+
+	if (skipper_config_set(cfg, "policy.name=none", NULL)) {
+		skipper_config_free(cfg);
+		return EXIT_FAILURE_GENERIC;
+	}
+	rc = cli_session_open(cfg, NULL, &b->s);
+	skipper_config_free(cfg);
+	if (rc)
+		return rc;
+	if (!(f = to_stdout ? stdout : cli_atomic_open("skipper bench", b->dump, &a)))
+		return EXIT_FAILURE_GENERIC;
+	for (int w = 0; w < b->n_sel && !rc; w++)
+		rc = dump_prompt(b, &b->prompts[b->sel[w]], f);
+	if (to_stdout)
+		return rc ? rc : fflush(stdout) == 0 ? EXIT_OK : EXIT_FAILURE_GENERIC;
+	if (!rc)
+		return cli_atomic_close("skipper bench", a);
+	skipper_atomic_abort(a);
+	return rc;
 }
 
 /* One model and backend; one engine per policy so stateful policies keep
@@ -461,6 +536,10 @@ int cmd_bench(int argc, char **argv)
 	}
 	if ((rc = select_prompts(&b))) {
 		skipper_config_free(cfg);
+		goto done;
+	}
+	if (b.dump) {
+		rc = dump_prompts(&b, cfg);
 		goto done;
 	}
 	if ((rc = open_variants(&b, cfg)))

@@ -71,7 +71,7 @@ static int by_count(const void *a, const void *b)
 static int write_ranking(FILE *f, const struct skipper_session *s, const char *data, int n_prompts, int gen,
                          const struct counts *c)
 {
-	int V = s->model->hp.n_vocab;
+	int V = s->model->view.hp.n_vocab;
 	struct ranked *r = malloc(sizeof *r * (size_t)V);
 
 	if (!r) {
@@ -82,7 +82,7 @@ static int write_ranking(FILE *f, const struct skipper_session *s, const char *d
 		r[i] = (struct ranked){ c->n[i], i };
 	qsort(r, (size_t)V, sizeof *r, by_count);
 	fprintf(f, "# skipper draft vocabulary: token ids, most frequent first (id count); ties by lower id\n");
-	fprintf(f, "# model %s (%d tokens), corpus %s: %d prompts, %llu tokens counted%s\n", s->model->name, V, data,
+	fprintf(f, "# model %s (%d tokens), corpus %s: %d prompts, %llu tokens counted%s\n", s->model->view.name, V, data,
 	        n_prompts, (unsigned long long)c->total, gen ? ", generated ones included" : "");
 	for (int i = 0; i < V; i++)
 		fprintf(f, "%d %llu\n", r[i].id, (unsigned long long)r[i].count);
@@ -298,7 +298,7 @@ int cmd_vocab(int argc, char **argv)
 	if (rc)
 		goto done;
 	rc = EXIT_FAILURE_GENERIC;
-	if (!(cnt.n = calloc((size_t)s->model->hp.n_vocab, sizeof *cnt.n)))
+	if (!(cnt.n = calloc((size_t)s->model->view.hp.n_vocab, sizeof *cnt.n)))
 		goto done;
 	cnt.ngrams = va.ngrams ? &ngrams : NULL;
 	if ((rc = outputs_open(&out, &va)))
@@ -313,7 +313,7 @@ int cmd_vocab(int argc, char **argv)
 		goto done;
 	}
 	if ((rc = write_ranking(out.rank, s, va.data, n_used, va.gen, &cnt)) ||
-	    (va.ngrams && (rc = ngram_file_write(out.ngrams, &ngrams, s->model->name, va.data, n_used))) ||
+	    (va.ngrams && (rc = ngram_file_write(out.ngrams, &ngrams, s->model->view.name, va.data, n_used))) ||
 	    (rc = outputs_close(&out, &va)))
 		goto done;
 	printf("%s\n", va.out);

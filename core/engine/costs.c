@@ -46,7 +46,7 @@ static int one_pass(struct skipper_engine *e, int n, const uint8_t *skip_attn, c
 	                              .top_k = 1, .top_ids = ids, .top_probs = head_subset ? probs : NULL,
 	                              .head_subset = head_subset };
 	double t0 = engine_now();
-	int rc = e->be->ops->forward(e->be, &fw, err);
+	int rc = skipper_backend_forward(e->be, &fw, err);
 	*seconds = engine_now() - t0;
 	return rc;
 }
@@ -163,7 +163,7 @@ out:
  * another backend or shape is measured again. */
 static void identity(const struct skipper_engine *e, char *buf, size_t n)
 {
-	const struct skipper_model *m = e->be->model;
+	const struct skipper_model_view *m = e->be->model;
 	snprintf(buf, n, "%s %s %d layers %d embd %d vocab %llu bytes draft vocab %d", e->be->ops->name, m->arch,
 	         m->hp.n_layer, m->hp.n_embd, m->hp.n_vocab, (unsigned long long)m->weight_bytes, e->draft.head_n);
 }

@@ -33,7 +33,7 @@ int engine_draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, i
 			.top_ids = &e->draft.top_ids[n * e->draft.top_k], .top_probs = &e->draft.top_probs[n * e->draft.top_k],
 			.logits = lg && e->draft.head_n ? e->draft.sub_logits : lg, .head_subset = e->draft.head_n > 0,
 		};
-		if ((rc = e->be->ops->forward(e->be, &fw, err)))
+		if ((rc = skipper_backend_forward(e->be, &fw, err)))
 			return rc;
 		if (lg && e->draft.head_n) {
 			/* the draft's logits live on the subset: -inf elsewhere */

@@ -56,12 +56,12 @@ static int set_draft_vocab(struct skipper_engine *e, const int32_t *ids, int n, 
 		return skipper_fail(err, SKIPPER_ERR_ARG, "draft vocabulary of %d tokens (the model has %d)", n, e->n_vocab);
 	if (n == e->n_vocab || n == 0 || !e->be->ops->set_head_subset)
 		return SKIPPER_OK; /* the whole vocabulary: the full head */
-	if ((rc = e->be->ops->set_head_subset(e->be, ids, n, err)))
+	if ((rc = skipper_backend_set_head_subset(e->be, ids, n, err)))
 		return rc;
 	e->draft.head_ids = malloc(sizeof *e->draft.head_ids * (size_t)n);
 	e->draft.sub_logits = malloc(sizeof *e->draft.sub_logits * (size_t)n);
 	if (!e->draft.head_ids || !e->draft.sub_logits) {
-		e->be->ops->set_head_subset(e->be, NULL, 0, err);
+		skipper_backend_set_head_subset(e->be, NULL, 0, err);
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 	}
 	memcpy(e->draft.head_ids, ids, sizeof *ids * (size_t)n);
@@ -105,7 +105,7 @@ static int set_ngrams(struct skipper_engine *e, const struct skipper_ngram_set *
  * for (top-k per draft step, state captures). */
 static int make_policy(struct skipper_engine *e, const struct skipper_engine_opts *o, struct skipper_error *err)
 {
-	const struct skipper_model *m = e->be->model;
+	const struct skipper_model_view *m = e->be->model;
 	int rc;
 
 	if (o->env)
@@ -173,7 +173,7 @@ int skipper_engine_new(struct skipper_backend *be, const struct skipper_tokenize
 	/* a row of the head per token: an id the model writes must be text */
 	if (tok && skipper_tokenizer_n_vocab(tok) != e->n_vocab) {
 		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: the vocabulary has %d tokens, the embedding %d rows",
-		                  be->model->gguf ? skipper_gguf_path(be->model->gguf) : be->model->name,
+		                  be->model->path ? be->model->path : be->model->name,
 		                  skipper_tokenizer_n_vocab(tok), be->model->hp.n_vocab);
 		goto fail;
 	}

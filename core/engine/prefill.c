@@ -12,7 +12,7 @@
  * the model's final norm applied on the host to last-layer captures, since
  * the backend captures the residual stream before it. Rows are added in
  * order, so a mean built in pieces equals one built at once. */
-static int add_final_norm_mean(const struct skipper_model *m, const float *rows, size_t stride, int n, int n_total,
+static int add_final_norm_mean(const struct skipper_model_view *m, const float *rows, size_t stride, int n, int n_total,
                                float *out)
 {
 	int d = m->hp.n_embd;
@@ -49,7 +49,7 @@ static int forward_last_layer(struct skipper_engine *e, const int32_t *tokens, i
 		rows[i] = i;
 	struct skipper_forward fw = { .n = n, .tokens = tokens, .n_past = n_past, .kv_write = 1, .n_cap_layers = 1,
 	                              .cap_layers = &last, .n_cap_rows = n, .cap_rows = rows, .captures = cap };
-	rc = e->be->ops->forward(e->be, &fw, err);
+	rc = skipper_backend_forward(e->be, &fw, err);
 	free(rows);
 	return rc;
 }
@@ -57,7 +57,7 @@ static int forward_last_layer(struct skipper_engine *e, const int32_t *tokens, i
 int skipper_engine_prompt_mean(struct skipper_engine *e, const int32_t *prompt, int n, float *out,
                                struct skipper_error *err)
 {
-	const struct skipper_model *m = e->be->model;
+	const struct skipper_model_view *m = e->be->model;
 	size_t d = (size_t)m->hp.n_embd;
 	float *cap;
 	int rc;
@@ -83,7 +83,7 @@ int skipper_engine_prompt_mean(struct skipper_engine *e, const int32_t *prompt, 
 int engine_prefill(struct skipper_engine *e, const int32_t *prompt, int n_prompt, int greedy, float *mean,
                    int *st_rows, struct skipper_error *err)
 {
-	const struct skipper_model *m = e->be->model;
+	const struct skipper_model_view *m = e->be->model;
 	size_t d = (size_t)m->hp.n_embd;
 	int n_rows = e->cap.buf ? (n_prompt < e->cap.prompt_rows ? n_prompt : e->cap.prompt_rows) : 0;
 	int split = e->cap.buf && mean ? n_prompt - n_rows : 0, rc = SKIPPER_OK;
@@ -120,7 +120,7 @@ int engine_prefill(struct skipper_engine *e, const int32_t *prompt, int n_prompt
 		}
 		fw.cap_rows = rows;
 		if (!rc)
-			rc = e->be->ops->forward(e->be, &fw, err);
+			rc = skipper_backend_forward(e->be, &fw, err);
 		if (rows != e->vb.rows)
 			free(rows);
 		for (int i = 0; e->cap.buf && i < n_rows; i++)

@@ -29,7 +29,7 @@ int skipper_engine_score_mask(void *engine, const uint8_t *skip_attn, const uint
 		struct skipper_forward fw = { .n = n, .tokens = tokens, .n_past = start_pos, .kv_write = 0,
 		                              .skip_attn = skip_attn, .skip_mlp = skip_mlp, .n_out = n,
 		                              .out_rows = rows, .top_k = 1, .top_ids = argmax_out };
-		rc = be->ops->forward(be, &fw, err);
+		rc = skipper_backend_forward(be, &fw, err);
 	}
 	free(rows);
 	return rc;
@@ -57,14 +57,14 @@ int skipper_engine_sublayer_forward(void *engine, int kind, int layer, int n_seq
 		size_t chunk = (size_t)be->n_ctx;
 		for (size_t r0 = 0; r0 < rows; r0 += chunk) {
 			int nr = (int)(rows - r0 < chunk ? rows - r0 : chunk);
-			int rc = be->ops->sublayer(be, kind, layer, nr, states + r0 * ne, NULL, 0, err);
+			int rc = skipper_backend_sublayer(be, kind, layer, nr, states + r0 * ne, NULL, 0, err);
 			if (rc)
 				return rc;
 		}
 		return SKIPPER_OK;
 	}
 	for (int s = 0; s < n_seq; s++) {
-		int rc = be->ops->sublayer(be, kind, layer, seq_len, states + s * stride, pos, n_past, err);
+		int rc = skipper_backend_sublayer(be, kind, layer, seq_len, states + s * stride, pos, n_past, err);
 		if (rc)
 			return rc;
 	}
@@ -74,7 +74,7 @@ int skipper_engine_sublayer_forward(void *engine, int kind, int layer, int n_seq
 int skipper_engine_head_argmax(void *engine, int n, const float *states, int32_t *ids, struct skipper_error *err)
 {
 	struct skipper_backend *be = skipper_engine_backend(engine);
-	return be->ops->head_argmax(be, n, states, ids, err);
+	return skipper_backend_head_argmax(be, n, states, ids, err);
 }
 
 int skipper_engine_time_sublayer(void *engine, int kind, int layer, int ctx_len, double *seconds,
@@ -83,7 +83,7 @@ int skipper_engine_time_sublayer(void *engine, int kind, int layer, int ctx_len,
 	struct skipper_backend *be = skipper_engine_backend(engine);
 	if (ctx_len < 0 || ctx_len >= be->n_ctx)
 		return skipper_fail(err, SKIPPER_ERR_ARG, "time_sublayer: ctx_len %d outside [0, %d)", ctx_len, be->n_ctx);
-	return be->ops->time_sublayer(be, kind, layer, ctx_len, seconds, err);
+	return skipper_backend_time_sublayer(be, kind, layer, ctx_len, seconds, err);
 }
 
 static int svc_costs(void *engine, const struct skipper_costs **out, struct skipper_error *err)

@@ -359,7 +359,7 @@ static int verify_pass(struct skipper_engine *e, struct round_ctx *r, int n_rows
 		fw.cap_rows = e->vb.rows;
 		fw.captures = e->cap.buf;
 	}
-	return e->be->ops->forward(e->be, &fw, err);
+	return skipper_backend_forward(e->be, &fw, err);
 }
 
 /* Move the accepted path's K/V to contiguous slots after the root, emit its
@@ -382,7 +382,7 @@ static int commit_path(struct skipper_engine *e, struct round_ctx *r, const int3
 				m++;
 			}
 		}
-		if (m && (rc = e->be->ops->kv_move(e->be, src, dst, m, err)))
+		if (m && (rc = skipper_backend_kv_move(e->be, src, dst, m, err)))
 			return rc;
 	}
 	for (int i = 0; i < n_acc && !r->done; i++, emitted++)

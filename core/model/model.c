@@ -37,7 +37,7 @@ static int hp_int(struct loader *L, const char *key, int required, int def, int 
 {
 	char full[128];
 	uint32_t v;
-	snprintf(full, sizeof full, "%s.%s", L->m->arch, key);
+	snprintf(full, sizeof full, "%s.%s", L->m->view.arch, key);
 	int rc = skipper_gguf_get_u32(L->g, full, &v);
 	if (rc == SKIPPER_ERR_NOT_FOUND && !required) {
 		*out = def;
@@ -55,7 +55,7 @@ static int hp_int(struct loader *L, const char *key, int required, int def, int 
 static int hp_float(struct loader *L, const char *key, float def, float *out)
 {
 	char full[128];
-	snprintf(full, sizeof full, "%s.%s", L->m->arch, key);
+	snprintf(full, sizeof full, "%s.%s", L->m->view.arch, key);
 	int rc = skipper_gguf_get_f32(L->g, full, out);
 	if (rc == SKIPPER_ERR_NOT_FOUND) {
 		*out = def;
@@ -143,7 +143,7 @@ static float *llama3_factors(const struct skipper_hparams *hp)
 
 static int load_hparams(struct loader *L)
 {
-	struct skipper_hparams *hp = &L->m->hp;
+	struct skipper_hparams *hp = &L->m->view.hp;
 	int rc, key_len;
 
 	if ((rc = hp_int(L, "block_count", 1, 0, &hp->n_layer)) || (rc = hp_int(L, "embedding_length", 1, 0, &hp->n_embd)) ||
@@ -157,7 +157,7 @@ static int load_hparams(struct loader *L)
 	 * cache, the default context): the file is broken, say which key */
 	if (hp->n_ctx_train < 1)
 		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: metadata key %s.context_length = %d: a model's "
-		                    "context holds at least one token", L->path, L->m->arch, hp->n_ctx_train);
+		                    "context holds at least one token", L->path, L->m->view.arch, hp->n_ctx_train);
 	if (hp->n_layer < 1 || hp->n_layer > 1024 || hp->n_embd < 1 || hp->n_ff < 1 || hp->n_head < 1 ||
 	    hp->n_head_kv < 1 || hp->n_embd % hp->n_head || hp->n_head % hp->n_head_kv)
 		return skipper_fail(L->err, SKIPPER_ERR_FORMAT,
@@ -173,7 +173,7 @@ static int load_hparams(struct loader *L)
 		return rc;
 	if (hp->rope_dim < 2 || hp->rope_dim > hp->head_dim || hp->rope_dim % 2)
 		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: %s.rope.dimension_count = %d must be even and <= head dim %d",
-		                    L->path, L->m->arch, hp->rope_dim, hp->head_dim);
+		                    L->path, L->m->view.arch, hp->rope_dim, hp->head_dim);
 	if ((rc = hp_float(L, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->rms_eps)) ||
 	    (rc = hp_float(L, "rope.freq_base", 10000.0f, &hp->rope_theta)))
 		return rc;
@@ -195,7 +195,7 @@ static int load_hparams(struct loader *L)
 	    (rc = hp_float(L, "rope.scaling.high_freq_factor", 4.0f, &hp->rope_high_freq_factor)))
 		return rc;
 
-	snprintf(key, sizeof key, "%s.rope.scaling.type", L->m->arch);
+	snprintf(key, sizeof key, "%s.rope.scaling.type", L->m->view.arch);
 	rc = skipper_gguf_get_str(L->g, key, &s);
 	if (rc == SKIPPER_OK) {
 		if (s.len == 4 && !memcmp(s.ptr, "none", 4))
@@ -231,7 +231,7 @@ static int load_hparams(struct loader *L)
  * where it does not (a file that mixes the two is not what it says it is). */
 static int bind_extras(struct loader *L, int i, struct skipper_layer *l)
 {
-	const struct skipper_hparams *hp = &L->m->hp;
+	const struct skipper_hparams *hp = &L->m->view.hp;
 	int64_t Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
 	struct { struct skipper_weight *w; const char *n; int64_t ne0; int want; } x[] = {
 		{ &l->bq, "attn_q.bias", Q, L->arch->qkv_bias },      { &l->bk, "attn_k.bias", KV, L->arch->qkv_bias },
@@ -256,8 +256,8 @@ static int bind_extras(struct loader *L, int i, struct skipper_layer *l)
 
 static int load_tensors(struct loader *L)
 {
-	struct skipper_model *m = L->m;
-	struct skipper_hparams *hp = &m->hp;
+	struct skipper_model_view *v = &L->m->view;
+	struct skipper_hparams *hp = &v->hp;
 	const struct skipper_gguf_tensor *te = skipper_gguf_find_tensor(L->g, "token_embd.weight");
 	int64_t E = hp->n_embd, Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
 	char name[96];
@@ -271,22 +271,22 @@ static int load_tensors(struct loader *L)
 			return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: tensor 'token_embd.weight' must be 2-dimensional", L->path);
 		hp->n_vocab = (int)te->ne[1];
 	}
-	if ((rc = bind(L, &m->tok_embd, "token_embd.weight", 2, E, hp->n_vocab, 0, 0)) ||
-	    (rc = bind(L, &m->out_norm, "output_norm.weight", 1, E, 1, 1, 0)))
+	if ((rc = bind(L, &v->tok_embd, "token_embd.weight", 2, E, hp->n_vocab, 0, 0)) ||
+	    (rc = bind(L, &v->out_norm, "output_norm.weight", 1, E, 1, 1, 0)))
 		return rc;
-	rc = bind(L, &m->output, "output.weight", 2, E, hp->n_vocab, 0, 1);
+	rc = bind(L, &v->output, "output.weight", 2, E, hp->n_vocab, 0, 1);
 	if (rc == SKIPPER_ERR_NOT_FOUND) {
-		m->output = m->tok_embd;
-		m->tied_embeddings = 1;
+		v->output = v->tok_embd;
+		v->tied_embeddings = 1;
 	} else if (rc) {
 		return rc;
 	}
 
-	m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
-	if (!m->layers)
+	v->layers = calloc((size_t)hp->n_layer, sizeof *v->layers);
+	if (!v->layers)
 		return skipper_fail(L->err, SKIPPER_ERR_NOMEM, "%s: no memory for %d layers", L->path, hp->n_layer);
 	for (int i = 0; i < hp->n_layer; i++) {
-		struct skipper_layer *l = &m->layers[i];
+		struct skipper_layer *l = &v->layers[i];
 		struct { struct skipper_weight *w; const char *n; int nd; int64_t ne0, ne1; int f32; } spec[] = {
 			{ &l->attn_norm, "attn_norm", 1, E, 1, 1 },   { &l->wq, "attn_q", 2, E, Q, 0 },
 			{ &l->wk, "attn_k", 2, E, KV, 0 },            { &l->wv, "attn_v", 2, E, KV, 0 },
@@ -309,21 +309,27 @@ static int load_tensors(struct loader *L)
 		struct skipper_weight w;
 		if ((rc = bind(L, &w, "rope_freqs.weight", 1, hp->rope_dim / 2, 1, 1, 0)))
 			return rc;
-		m->rope_freqs = w.data;
+		v->rope_freqs = w.data;
 		if (hp->rope_scaling == SKIPPER_ROPE_SCALING_NONE)
 			hp->rope_scaling = SKIPPER_ROPE_SCALING_LLAMA3;
 	} else if (hp->rope_scaling == SKIPPER_ROPE_SCALING_LLAMA3) {
-		if (!(m->rope_freqs_buf = llama3_factors(hp)))
+		if (!(L->m->rope_freqs_buf = llama3_factors(hp)))
 			return skipper_fail(L->err, SKIPPER_ERR_NOMEM, "%s: out of memory", L->path);
-		m->rope_freqs = m->rope_freqs_buf;
+		v->rope_freqs = L->m->rope_freqs_buf;
 	}
 
 	for (int64_t i = 0; i < skipper_gguf_n_tensors(L->g); i++) {
 		const struct skipper_gguf_tensor *t = skipper_gguf_tensor(L->g, i);
-		m->n_params += (uint64_t)t->ne[0] * (uint64_t)t->ne[1] * (uint64_t)t->ne[2] * (uint64_t)t->ne[3];
-		m->weight_bytes += t->nbytes;
+		L->m->n_params += (uint64_t)t->ne[0] * (uint64_t)t->ne[1] * (uint64_t)t->ne[2] * (uint64_t)t->ne[3];
+		v->weight_bytes += t->nbytes;
 	}
 	return SKIPPER_OK;
+}
+
+/* The view's release hook: the view is the model's first member. */
+static void release_pages(const struct skipper_model_view *v, const void *data, uint64_t bytes)
+{
+	skipper_gguf_release(((const struct skipper_model *)v)->gguf, data, bytes);
 }
 
 int skipper_model_load(const char *path, struct skipper_model **out, struct skipper_error *err)
@@ -354,20 +360,22 @@ int skipper_model_load(const char *path, struct skipper_model **out, struct skip
 		                  (int)(s.len > 32 ? 32 : s.len), s.ptr);
 		goto fail;
 	}
-	snprintf(m->arch, sizeof m->arch, "%s", L.arch->name);
-	m->arch_id = L.arch->id;
+	snprintf(m->view.arch, sizeof m->view.arch, "%s", L.arch->name);
+	m->view.arch_id = L.arch->id;
 
 	if (skipper_gguf_get_str(m->gguf, "general.name", &s) == SKIPPER_OK && s.len > 0) {
-		size_t n = s.len < sizeof m->name - 1 ? (size_t)s.len : sizeof m->name - 1;
-		memcpy(m->name, s.ptr, n);
-		m->name[n] = '\0';
-		skipper_printable(m->name); /* printed by info and written into file headers: one line */
+		size_t n = s.len < sizeof m->view.name - 1 ? (size_t)s.len : sizeof m->view.name - 1;
+		memcpy(m->view.name, s.ptr, n);
+		m->view.name[n] = '\0';
+		skipper_printable(m->view.name); /* printed by info and written into file headers: one line */
 	} else {
 		const char *base = strrchr(path, '/');
-		snprintf(m->name, sizeof m->name, "%s", base ? base + 1 : path);
+		snprintf(m->view.name, sizeof m->view.name, "%s", base ? base + 1 : path);
 	}
 	if ((rc = load_hparams(&L)) || (rc = load_tensors(&L)))
 		goto fail;
+	m->view.path = skipper_gguf_path(m->gguf);
+	m->view.release = release_pages;
 	*out = m;
 	return SKIPPER_OK;
 fail:
@@ -379,7 +387,7 @@ void skipper_model_free(struct skipper_model *m)
 {
 	if (!m)
 		return;
-	free(m->layers);
+	free(m->view.layers);
 	free(m->rope_freqs_buf);
 	skipper_gguf_close(m->gguf);
 	free(m);
@@ -430,7 +438,8 @@ static void human(char *buf, size_t cap, double v, const char *unit)
 
 void skipper_model_print_info(const struct skipper_model *m, FILE *f)
 {
-	const struct skipper_hparams *hp = &m->hp;
+	const struct skipper_model_view *v = &m->view;
+	const struct skipper_hparams *hp = &v->hp;
 	const struct skipper_gguf *g = m->gguf;
 	static const char *scal[] = { "none", "linear", "llama3" };
 	char a[32], b[32];
@@ -438,11 +447,11 @@ void skipper_model_print_info(const struct skipper_model *m, FILE *f)
 	uint32_t id;
 
 	fprintf(f, "file:            %s (GGUF v%u)\n", skipper_gguf_path(g), skipper_gguf_version(g));
-	fprintf(f, "architecture:    %s%s\n", m->arch,
-	        m->arch_id == SKIPPER_ARCH_QWEN2   ? " (Q/K/V biases)"
-	        : m->arch_id == SKIPPER_ARCH_QWEN3 ? " (per-head Q/K norms)"
+	fprintf(f, "architecture:    %s%s\n", v->arch,
+	        v->arch_id == SKIPPER_ARCH_QWEN2   ? " (Q/K/V biases)"
+	        : v->arch_id == SKIPPER_ARCH_QWEN3 ? " (per-head Q/K norms)"
 	                                           : "");
-	fprintf(f, "name:            %s\n", m->name);
+	fprintf(f, "name:            %s\n", v->name);
 	fprintf(f, "layers:          %d\n", hp->n_layer);
 	fprintf(f, "embedding:       %d\n", hp->n_embd);
 	fprintf(f, "feed-forward:    %d\n", hp->n_ff);
@@ -455,9 +464,9 @@ void skipper_model_print_info(const struct skipper_model *m, FILE *f)
 	        hp->rope_scaling >= 0 && hp->rope_scaling <= 2 ? scal[hp->rope_scaling] : "?");
 	if (hp->rope_scaling != SKIPPER_ROPE_SCALING_NONE)
 		fprintf(f, " (factor %g, original context %d%s)", hp->rope_factor, hp->rope_orig_ctx,
-		        m->rope_freqs && m->rope_freqs != m->rope_freqs_buf ? ", rope_freqs tensor" : "");
+		        v->rope_freqs && v->rope_freqs != m->rope_freqs_buf ? ", rope_freqs tensor" : "");
 	fprintf(f, "\n");
-	fprintf(f, "tied embeddings: %s\n", m->tied_embeddings ? "yes" : "no");
+	fprintf(f, "tied embeddings: %s\n", v->tied_embeddings ? "yes" : "no");
 
 	/* histogram over the types the loader accepts */
 	static const int types[] = { SKIPPER_F32,  SKIPPER_F16,  SKIPPER_BF16, SKIPPER_Q8_0, SKIPPER_Q4_0, SKIPPER_Q4_1,

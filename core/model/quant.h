@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 /* enum skipper_dtype lives in the backend ABI header (the CUDA module needs it). */
-#include "skipper/backend_abi.h"
+#include "backend/backend_abi.h"
 
 #define SKIPPER_QK 32   /* elements per block of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 */
 #define SKIPPER_QK_K 256 /* elements per super-block of the K-quants */

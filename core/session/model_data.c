@@ -240,7 +240,7 @@ char *session_find_profile(struct skipper_session *s, const char *method)
 {
 	struct skipper_error err = { 0 };
 	const char *sha = session_model_sha256(s, &err);
-	struct wanted w = { s, sha, method, s->model->hp.n_layer, 1, NULL };
+	struct wanted w = { s, sha, method, s->model->view.hp.n_layer, 1, NULL };
 	const char *hub_dir = skipper_config_get(s->cfg, "hub", "cache_dir");
 	char name[256], *path, *dflt = NULL;
 	time_t mtime = 0;

@@ -12,16 +12,14 @@ static int tokenize(struct skipper_session *s, const char *text, int special, in
 	return skipper_tokenize(s->tok, text, strlen(text), skipper_tokenizer_add_bos(s->tok), special, ids, n, err);
 }
 
-int skipper_session_chat_tokens(struct skipper_session *s, const struct skipper_message *msgs, size_t n_msgs,
-                                int32_t **ids, size_t *n_ids, struct skipper_error *err)
+int skipper_session_chat_text(struct skipper_session *s, const struct skipper_message *msgs, size_t n_msgs,
+                              char **text, struct skipper_error *err)
 {
 	struct skipper_chat_turn *t = calloc(n_msgs + 1, sizeof *t);
-	char *text = NULL;
 	size_t k = 0;
 	int rc;
 
-	*ids = NULL;
-	*n_ids = 0;
+	*text = NULL;
 	if (!t)
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 	/* the configured system prompt where the conversation has none */
@@ -29,8 +27,19 @@ int skipper_session_chat_tokens(struct skipper_session *s, const struct skipper_
 		t[k++] = (struct skipper_chat_turn){ "system", s->system };
 	for (size_t i = 0; i < n_msgs; i++)
 		t[k++] = (struct skipper_chat_turn){ msgs[i].role, msgs[i].content };
-	rc = skipper_chat_format_turns(s->chat_template, t, k, &text, err);
+	rc = skipper_chat_format_turns(s->chat_template, t, k, text, err);
 	free(t);
+	return rc;
+}
+
+int skipper_session_chat_tokens(struct skipper_session *s, const struct skipper_message *msgs, size_t n_msgs,
+                                int32_t **ids, size_t *n_ids, struct skipper_error *err)
+{
+	char *text = NULL;
+	int rc = skipper_session_chat_text(s, msgs, n_msgs, &text, err);
+
+	*ids = NULL;
+	*n_ids = 0;
 	if (!rc)
 		rc = tokenize(s, text, s->chat_template != SKIPPER_CHAT_NONE, ids, n_ids, err);
 	free(text);

@@ -85,9 +85,9 @@ static int svc_trial(void *ctx, const struct skipper_trial *t, struct skipper_tr
 	struct skipper_session *s = ctx;
 	/* the draft head of the session's runs: a set pays or not with it */
 	struct skipper_engine_opts o = { .no_guard = 1, .draft_vocab = s->draft_ids, .n_draft_vocab = s->n_draft_ids };
-	struct skipper_policy_env env = { .n_layer = s->model->hp.n_layer, .n_embd = s->model->hp.n_embd,
-		                          .n_vocab = s->model->hp.n_vocab, .n_ctx = s->be->n_ctx,
-		                          .model_name = s->model->name, .seed = s->gen.seed };
+	struct skipper_policy_env env = { .n_layer = s->model->view.hp.n_layer, .n_embd = s->model->view.hp.n_embd,
+		                          .n_vocab = s->model->view.hp.n_vocab, .n_ctx = s->be->n_ctx,
+		                          .model_name = s->model->view.name, .seed = s->gen.seed };
 	struct skipper_gen_params gp = s->gen;
 	struct skipper_config *cfg = NULL;
 	struct skipper_engine *e = NULL;
@@ -99,7 +99,7 @@ static int svc_trial(void *ctx, const struct skipper_trial *t, struct skipper_tr
 		gp.max_tokens = t->max_tokens;
 	if (!t->autoregressive) {
 		session_bind_services(s, &env);
-		if ((rc = trial_config(t, s->model->hp.n_layer, &cfg, err)) ||
+		if ((rc = trial_config(t, s->model->view.hp.n_layer, &cfg, err)) ||
 		    (rc = skipper_policy_load_builtin(&skipper_policy_trial, &o.lib, err)))
 			goto out;
 		o.env = &env;

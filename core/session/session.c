@@ -173,16 +173,16 @@ static int backend_opts(const struct skipper_config *cfg, struct skipper_backend
 static void fill_info(struct skipper_session *s)
 {
 	struct skipper_session_info *i = &s->info;
-	i->model = s->model->name;
+	i->model = s->model->view.name;
 	i->model_path = skipper_gguf_path(s->model->gguf);
-	i->arch = s->model->arch;
+	i->arch = s->model->view.arch;
 	i->backend = s->be->ops->name;
 	i->device = s->be->device;
 	i->policy = skipper_config_get(s->cfg, "policy", "name");
 	i->chat_template = skipper_chat_template_name(s->chat_template);
 	i->n_ctx = s->be->n_ctx;
-	i->n_vocab = s->model->hp.n_vocab;
-	i->n_layer = s->model->hp.n_layer;
+	i->n_vocab = s->model->view.hp.n_vocab;
+	i->n_layer = s->model->view.hp.n_layer;
 }
 
 int skipper_session_open_opts(const struct skipper_config *cfg, const struct skipper_session_opts *o,
@@ -207,11 +207,11 @@ int skipper_session_open_opts(const struct skipper_config *cfg, const struct ski
 	if ((rc = skipper_session_model_path(s->cfg, &s->hooks, &path, err)) ||
 	    (rc = skipper_model_load(path, &s->model, err)))
 		goto fail;
-	if (bo.n_ctx > s->model->hp.n_ctx_train && s->model->hp.n_ctx_train > 0)
-		bo.n_ctx = s->model->hp.n_ctx_train;
+	if (bo.n_ctx > s->model->view.hp.n_ctx_train && s->model->view.hp.n_ctx_train > 0)
+		bo.n_ctx = s->model->view.hp.n_ctx_train;
 	if ((rc = skipper_tokenizer_from_gguf(s->model->gguf, &s->tok, err)) || (rc = chat_setup(s, err)))
 		goto fail;
-	if ((rc = skipper_backend_create(s->model, &bo, &s->be, err))) {
+	if ((rc = skipper_backend_create(&s->model->view, &bo, &s->be, err))) {
 		skipper_fail_prefix(err, "%s", skipper_gguf_path(s->model->gguf));
 		goto fail;
 	}

@@ -49,9 +49,9 @@ int skipper_session_engine(struct skipper_session *s, const struct skipper_confi
 {
 	const char *name = skipper_config_get(cfg, "policy", "name");
 	struct skipper_engine_opts o = { .note = engine_note, .note_ctx = s };
-	struct skipper_policy_env env = { .n_layer = s->model->hp.n_layer, .n_embd = s->model->hp.n_embd,
-		                          .n_vocab = s->model->hp.n_vocab, .n_ctx = s->be->n_ctx,
-		                          .model_name = s->model->name };
+	struct skipper_policy_env env = { .n_layer = s->model->view.hp.n_layer, .n_embd = s->model->view.hp.n_embd,
+		                          .n_vocab = s->model->view.hp.n_vocab, .n_ctx = s->be->n_ctx,
+		                          .model_name = s->model->view.name };
 	struct skipper_ngram_set ngrams = { 0 };
 	struct skipper_policy_search search;
 	const struct skipper_costs *costs;
@@ -72,7 +72,7 @@ int skipper_session_engine(struct skipper_session *s, const struct skipper_confi
 	o.draft_vocab = vocab;
 	o.n_draft_vocab = n_vocab;
 	o.ngrams = &ngrams;
-	o.cost_cache = cache = session_cost_cache(s, cfg, n_vocab < s->model->hp.n_vocab ? n_vocab : 0);
+	o.cost_cache = cache = session_cost_cache(s, cfg, n_vocab < s->model->view.hp.n_vocab ? n_vocab : 0);
 	if (strcmp(name, "none") != 0) {
 		if ((rc = profile_path(s, cfg, &env.profile_path, &owned_profile, err)))
 			goto out;

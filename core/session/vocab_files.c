@@ -135,7 +135,7 @@ int session_ngrams(struct skipper_session *s, const struct skipper_config *cfg, 
 			why = "cut short (no newline at the end: a truncated file?)";
 		if (!why && (line[0] == '#' || line[0] == '\n'))
 			continue;
-		if (why || parse_line(line, s->model->hp.n_vocab, g, &room, &why)) {
+		if (why || parse_line(line, s->model->view.hp.n_vocab, g, &room, &why)) {
 			rc = skipper_fail(err, SKIPPER_ERR_CONFIG, "%s:%d: %s", file, lineno, why);
 			break;
 		}
@@ -183,7 +183,7 @@ int session_draft_vocab(struct skipper_session *s, const struct skipper_config *
 	long want = 0, len = 0;
 	int32_t *ids = NULL;
 	uint8_t *seen = NULL;
-	int n = 0, rc = SKIPPER_OK, V = s->model->hp.n_vocab, lineno = 0;
+	int n = 0, rc = SKIPPER_OK, V = s->model->view.hp.n_vocab, lineno = 0;
 	int automatic = value && strcmp(value, "auto") == 0;
 	FILE *f;
 
@@ -204,7 +204,7 @@ int session_draft_vocab(struct skipper_session *s, const struct skipper_config *
 		return skipper_fail(err, SKIPPER_ERR_CONFIG,
 		                    "[generate] draft_vocab = %ld needs a ranking of %s's vocabulary: none ships for it; "
 		                    "make one with skipper vocab and name it in [generate] draft_vocab_file",
-		                    want, s->model->name);
+		                    want, s->model->view.name);
 	}
 	if (!(f = open_named(file, "[generate] draft_vocab_file", err))) {
 		free(found);

@@ -116,6 +116,11 @@ struct skipper_message {
  * owned by the caller. */
 int skipper_session_chat_tokens(struct skipper_session *s, const struct skipper_message *msgs, size_t n_msgs,
                                 int32_t **ids, size_t *n_ids, struct skipper_error *err);
+/* The text of that conversation with the template applied, the tokens of
+ * which skipper_session_chat_tokens gives (for another engine to be given
+ * the same input). *text malloc'ed, owned by the caller. */
+int skipper_session_chat_text(struct skipper_session *s, const struct skipper_message *msgs, size_t n_msgs,
+                              char **text, struct skipper_error *err);
 /* The token ids of raw text (BOS as the model asks for it; no template).
  * *ids malloc'ed, owned by the caller. */
 int skipper_session_text_tokens(struct skipper_session *s, const char *text, int32_t **ids, size_t *n_ids,

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "skipper/backend_abi.h"
+#include "backend/backend_abi.h"
 
 #ifdef NO_DEVICE
 static void *pool; /* the C++ runtime's emergency pool, in cuBLAS */
@@ -38,7 +38,7 @@ static int probe(int device, struct skipper_error *err)
 }
 #endif
 
-static int create(const struct skipper_model *m, const struct skipper_backend_opts *o,
+static int create(const struct skipper_model_view *m, const struct skipper_backend_opts *o,
                   struct skipper_backend **out, struct skipper_error *err)
 {
 	(void)m;
@@ -50,7 +50,7 @@ static int create(const struct skipper_model *m, const struct skipper_backend_op
 
 static const struct skipper_backend_module module = {
 	.abi = SKIPPER_BACKEND_MODULE_ABI,
-	.sizeof_model = sizeof(struct skipper_model),
+	.sizeof_view = sizeof(struct skipper_model_view),
 	.sizeof_forward = sizeof(struct skipper_forward),
 	.sizeof_ops = sizeof(struct skipper_backend_ops),
 #ifdef NO_DEVICE

@@ -1,6 +1,7 @@
-/* The CPU backend: vtable, creation, argument checks and the forward loop
- * (chunks of rows through the layers, then the head). Kernels live in
- * cpu_kernels_*.c, block pieces in cpu_layer.c, the head in cpu_head.c. */
+/* The CPU backend: creation, the vtable and the forward loop (chunks of
+ * rows through the layers, then the head). The other operations live in
+ * cpu_services.c, the weights in cpu_weights.c, block pieces in
+ * cpu_layer.c, the head in cpu_head.c, kernels in cpu_kernels_*.c. */
 #include "build-config.h"
 
 #include <math.h>
@@ -11,7 +12,6 @@
 
 #include "cpu_backend.h"
 #include "base/error.h"
-#include "model/gguf.h"
 #include "model/quant.h"
 
 static struct cpu_backend *cpu(struct skipper_backend *be)
@@ -74,61 +74,7 @@ static void cpu_destroy(struct skipper_backend *base)
 	free(be);
 }
 
-static int check_weight(const struct skipper_weight *w, int64_t ne0, int64_t ne1, const char *what,
-                        int layer, struct skipper_error *err)
-{
-	if (!w->data || cpu_wkind(w->type) < 0)
-		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED,
-		                    "cpu backend: %s (layer %d): missing or unsupported type %d", what,
-		                    layer, w->type);
-	if (w->ne0 != ne0 || w->ne1 != ne1)
-		return skipper_fail(err, SKIPPER_ERR_FORMAT,
-		                    "cpu backend: %s (layer %d): shape %lldx%lld, expected %lldx%lld",
-		                    what, layer, (long long)w->ne0, (long long)w->ne1, (long long)ne0,
-		                    (long long)ne1);
-	return 0;
-}
-
-static int check_model(const struct skipper_model *m, struct skipper_error *err)
-{
-	const struct skipper_hparams *hp = &m->hp;
-	int rc;
-
-	if (hp->n_embd <= 0 || hp->n_embd % 32 || hp->n_ff <= 0 || hp->n_ff % 32 ||
-	    hp->n_head <= 0 || hp->n_head_kv <= 0 || hp->n_head % hp->n_head_kv ||
-	    hp->head_dim <= 0 || hp->head_dim % 8 || hp->head_dim > CPU_MAX_HEAD_DIM || (hp->n_head * hp->head_dim) % 32 ||
-	    hp->n_layer <= 0 || hp->n_vocab <= 0 || hp->rope_dim < 0 || hp->rope_dim % 2 ||
-	    hp->rope_dim > hp->head_dim)
-		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED,
-		                    "cpu backend: unsupported hyper-parameters (n_embd %d, n_ff %d, "
-		                    "heads %d/%d, head_dim %d, rope_dim %d): the kernels want n_embd, n_ff and "
-		                    "heads x head_dim multiples of 32, head_dim a multiple of 8 up to %d, an even "
-		                    "rope_dim up to head_dim, query heads a multiple of the KV heads",
-		                    hp->n_embd, hp->n_ff, hp->n_head, hp->n_head_kv, hp->head_dim,
-		                    hp->rope_dim, CPU_MAX_HEAD_DIM);
-	int64_t ne = hp->n_embd, qd = (int64_t)hp->n_head * hp->head_dim,
-		kvd = (int64_t)hp->n_head_kv * hp->head_dim;
-	if ((rc = check_weight(&m->tok_embd, ne, hp->n_vocab, "token_embd", -1, err)) ||
-	    (rc = check_weight(&m->output, ne, hp->n_vocab, "output", -1, err)) ||
-	    (rc = check_weight(&m->out_norm, ne, 1, "output_norm", -1, err)))
-		return rc;
-	for (int l = 0; l < hp->n_layer; l++) {
-		const struct skipper_layer *L = &m->layers[l];
-		if ((rc = check_weight(&L->attn_norm, ne, 1, "attn_norm", l, err)) ||
-		    (rc = check_weight(&L->ffn_norm, ne, 1, "ffn_norm", l, err)) ||
-		    (rc = check_weight(&L->wq, ne, qd, "attn_q", l, err)) ||
-		    (rc = check_weight(&L->wk, ne, kvd, "attn_k", l, err)) ||
-		    (rc = check_weight(&L->wv, ne, kvd, "attn_v", l, err)) ||
-		    (rc = check_weight(&L->wo, qd, ne, "attn_output", l, err)) ||
-		    (rc = check_weight(&L->w_gate, ne, hp->n_ff, "ffn_gate", l, err)) ||
-		    (rc = check_weight(&L->w_up, ne, hp->n_ff, "ffn_up", l, err)) ||
-		    (rc = check_weight(&L->w_down, hp->n_ff, ne, "ffn_down", l, err)))
-			return rc;
-	}
-	return 0;
-}
-
-static int grow_scratch(struct cpu_backend *be, int n, struct skipper_error *err)
+int cpu_grow_scratch(struct cpu_backend *be, int n, struct skipper_error *err)
 {
 	if (n <= be->scr_cap)
 		return 0;
@@ -145,76 +91,9 @@ static int grow_scratch(struct cpu_backend *be, int n, struct skipper_error *err
 	return 0;
 }
 
-/* The model's weights as the kernels run them, one task per weight (the
- * packing of a large model, and the zeroed pages it takes, on every
- * core); once packed into a copy of ours, the mapping's pages of a weight
- * leave the resident set (a tied LM head's are still read, row by row, as
- * the embeddings: they come back as needed). */
-#define W_PER_LAYER 7
-
-/* Weight t of the model in the order a decode step reads them: each
- * layer's (wq, wk, wv, wo, gate, up, down), then the output head. */
-static void weight_at(struct cpu_backend *be, int t, const struct skipper_weight **src, struct cpu_weight **out)
-{
-	const struct skipper_model *m = be->base.model;
-	*src = &m->output;
-	*out = &be->head;
-	if (t < be->n_layer * W_PER_LAYER) {
-		const struct skipper_layer *L = &m->layers[t / W_PER_LAYER];
-		struct cpu_layer_weights *W = &be->lw[t / W_PER_LAYER];
-		const struct skipper_weight *s[W_PER_LAYER] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down };
-		struct cpu_weight *o[W_PER_LAYER] = { &W->wq, &W->wk, &W->wv, &W->wo, &W->gate, &W->up, &W->down };
-		*src = s[t % W_PER_LAYER];
-		*out = o[t % W_PER_LAYER];
-	}
-}
-
-struct weight_job {
-	struct cpu_backend *be;
-	size_t *at; /* weight t's copy at be->weights + at[t] */
-};
-
-static void weight_task(void *p, int t, int thread)
-{
-	const struct weight_job *j = p;
-	const struct skipper_weight *src;
-	struct cpu_weight *out;
-	(void)thread;
-	weight_at(j->be, t, &src, &out);
-	cpu_weight_init(j->be, src, NULL, j->be->weights ? (char *)j->be->weights + j->at[t] : NULL, out);
-	if (out->data != src->data)
-		skipper_gguf_release(j->be->base.model->gguf, src->data, (uint64_t)src->row_bytes * (uint64_t)src->ne1);
-}
-
-/* Every weight copy into one block, laid out in the order a step reads
- * them: the small ones (a layer's attention projections, 1-2 MB on a
- * 1.5B model) then lie on huge pages too instead of each on small pages
- * of its own, and so do the tails of the large ones. Without the memory
- * for one block, each copy gets its own. */
-static int load_weights(struct cpu_backend *be)
-{
-	int n = be->n_layer * W_PER_LAYER + 1;
-	struct weight_job j = { be, malloc(sizeof(size_t) * (size_t)n) };
-	if (!j.at)
-		return -1;
-	size_t total = 0;
-	for (int t = 0; t < n; t++) {
-		const struct skipper_weight *src;
-		struct cpu_weight *out;
-		weight_at(be, t, &src, &out);
-		j.at[t] = total;
-		total += cpu_weight_size(be, src);
-	}
-	if (total)
-		be->weights = cpu_weight_alloc(total, be->huge_pages);
-	skipper_threadpool_run(be->tp, weight_task, &j, n);
-	free(j.at);
-	return 0;
-}
-
 static const struct skipper_backend_ops cpu_ops;
 
-int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipper_backend_opts *o,
+int skipper_backend_cpu_create(const struct skipper_model_view *m, const struct skipper_backend_opts *o,
                                struct skipper_backend **out, struct skipper_error *err)
 {
 	struct cpu_backend *be;
@@ -223,7 +102,7 @@ int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipp
 	*out = NULL;
 	if (!m || !o || o->n_ctx <= 0)
 		return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: n_ctx must be positive");
-	if ((rc = check_model(m, err)))
+	if ((rc = cpu_check_model(m, err)))
 		return rc;
 	be = calloc(1, sizeof *be);
 	if (!be)
@@ -294,20 +173,13 @@ int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipp
 	if (!be->lw || !be->rope_freq || !be->norm_attn || !be->norm_ffn || !be->norm_out || !be->k_cache ||
 	    !be->v_cache || !be->h || !be->xn || !be->xq || !be->xqk || !be->xq_ff || !be->xqk_ff || !be->q || !be->k ||
 	    !be->v || !be->att || !be->proj || !be->gate || !be->up || !be->rope_cs || !be->logits || !be->scores ||
-	    !be->att_q || !be->att_o || !be->anc || !be->tp || grow_scratch(be, CPU_CHUNK, err)) {
+	    !be->att_q || !be->att_o || !be->anc || !be->tp || cpu_grow_scratch(be, CPU_CHUNK, err)) {
 		cpu_destroy(&be->base);
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "cpu backend: out of memory (n_ctx %d)",
 		                    o->n_ctx);
 	}
 	skipper_rope_freqs(m, be->rope_dim, be->rope_freq);
-	for (int l = 0; l < be->n_layer; l++) {
-		skipper_dequant_row(m->layers[l].attn_norm.type, m->layers[l].attn_norm.data,
-		               be->norm_attn + l * ne, (int64_t)ne);
-		skipper_dequant_row(m->layers[l].ffn_norm.type, m->layers[l].ffn_norm.data,
-		               be->norm_ffn + l * ne, (int64_t)ne);
-	}
-	skipper_dequant_row(m->out_norm.type, m->out_norm.data, be->norm_out, (int64_t)ne);
-	if (load_weights(be)) {
+	if (cpu_load_weights(be)) {
 		cpu_destroy(&be->base);
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "cpu backend: out of memory");
 	}
@@ -317,62 +189,13 @@ int skipper_backend_cpu_create(const struct skipper_model *m, const struct skipp
 
 /* ---------- forward ---------- */
 
-static int check_forward(struct cpu_backend *be, const struct skipper_forward *fw,
-                         struct skipper_error *err)
-{
-	int n_ctx = be->base.n_ctx;
-	if (fw->n < 1 || !fw->tokens || fw->n_past < 0 || fw->n_past + fw->n > n_ctx)
-		return skipper_fail(err, fw->n >= 1 && fw->n_past + fw->n > n_ctx ? SKIPPER_ERR_RANGE
-		                                                                    : SKIPPER_ERR_ARG,
-		                    "cpu backend: batch of %d rows after %d committed does not fit "
-		                    "%d context slots",
-		                    fw->n, fw->n_past, n_ctx);
-	for (int i = 0; i < fw->n; i++) {
-		if (fw->tokens[i] < 0 || fw->tokens[i] >= be->n_vocab)
-			return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: token %d out of range",
-			                    fw->tokens[i]);
-		if (fw->parent && (fw->parent[i] < -1 || fw->parent[i] >= i))
-			return skipper_fail(err, SKIPPER_ERR_ARG,
-			                    "cpu backend: parent[%d] = %d must be in [-1, %d)", i,
-			                    fw->parent[i], i);
-		if (fw->pos && fw->pos[i] < 0)
-			return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: negative position");
-	}
-	if (fw->n_out < 0 || (fw->n_out > 0 && !fw->out_rows) || fw->top_k < 0 ||
-	    fw->top_k > CPU_MAX_TOPK || fw->top_k > be->n_vocab ||
-	    (fw->n_out > 0 && fw->top_k > 0 && !fw->top_ids))
-		return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: bad head request (top_k %d)",
-		                    fw->top_k);
-	for (int i = 0; i < fw->n_out; i++)
-		if (fw->out_rows[i] < 0 || fw->out_rows[i] >= fw->n)
-			return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: out row %d out of range",
-			                    fw->out_rows[i]);
-	if (fw->n_cap_layers < 0 || fw->n_cap_rows < 0 ||
-	    (fw->n_cap_layers > 0 && fw->n_cap_rows > 0 &&
-	     (!fw->cap_layers || !fw->cap_rows || !fw->captures)))
-		return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: bad capture request");
-	/* sub-layer boundaries number 2L - 1 points after the embeddings */
-	int cap_max = fw->cap_sublayers ? 2 * be->n_layer - 1 : be->n_layer - 1;
-	for (int i = 0; fw->n_cap_rows > 0 && i < fw->n_cap_layers; i++)
-		if (fw->cap_layers[i] < -1 || fw->cap_layers[i] > cap_max)
-			return skipper_fail(err, SKIPPER_ERR_ARG,
-			                    "cpu backend: capture %s %d out of range [-1, %d]",
-			                    fw->cap_sublayers ? "sub-layer boundary" : "layer",
-			                    fw->cap_layers[i], cap_max);
-	for (int i = 0; fw->n_cap_layers > 0 && i < fw->n_cap_rows; i++)
-		if (fw->cap_rows[i] < 0 || fw->cap_rows[i] >= fw->n)
-			return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: capture row %d out of range",
-			                    fw->cap_rows[i]);
-	return 0;
-}
-
 /* Copy the current states of the captured rows in chunk [r0, r0 + nr) for
  * capture point `point` (a layer, or a sub-layer boundary with cap_sublayers). */
 static void capture(struct cpu_backend *be, const struct skipper_forward *fw, int point, int r0,
                     int nr)
 {
 	size_t ne = (size_t)be->n_embd;
-	for (int c = 0; c < fw->n_cap_layers; c++) {
+	for (int c = 0; fw->n_cap_rows > 0 && c < fw->n_cap_layers; c++) {
 		if (fw->cap_layers[c] != point)
 			continue;
 		for (int i = 0; i < fw->n_cap_rows; i++) {
@@ -443,25 +266,23 @@ static void head_chunk(struct cpu_backend *be, const struct skipper_forward *fw,
 }
 
 /* A row's top logit was NaN or infinite: the model overflows. */
-static int nonfinite_fail(const struct skipper_model *mdl, struct skipper_error *err)
+int cpu_nonfinite(const struct skipper_model_view *mdl, struct skipper_error *err)
 {
 	return skipper_fail(err, SKIPPER_ERR_BACKEND, "%s: " SKIPPER_BACKEND_NONFINITE,
-	                    mdl->gguf ? skipper_gguf_path(mdl->gguf) : mdl->name);
+	                    mdl->path ? mdl->path : mdl->name);
 }
 
 static int cpu_forward(struct skipper_backend *base, const struct skipper_forward *fw,
                        struct skipper_error *err)
 {
 	struct cpu_backend *be = cpu(base);
-	const struct skipper_model *mdl = base->model;
+	const struct skipper_model_view *mdl = base->model;
 	size_t ne = (size_t)be->n_embd;
 	int32_t pos[CPU_CHUNK];
 	int rc;
 
-	if ((rc = check_forward(be, fw, err)))
-		return rc;
 	be->nonfinite = 0;
-	if (!fw->kv_write && (rc = grow_scratch(be, fw->n, err)))
+	if (!fw->kv_write && (rc = cpu_grow_scratch(be, fw->n, err)))
 		return rc;
 	struct cpu_batch b = {
 		.n = fw->n, .n_past = fw->n_past, .parent = fw->parent, .kv_write = fw->kv_write,
@@ -501,182 +322,7 @@ static int cpu_forward(struct skipper_backend *base, const struct skipper_forwar
 		be->prof.wait[be->prof_multi] += skipper_threadpool_waited(be->tp);
 	}
 	if (be->nonfinite)
-		return nonfinite_fail(mdl, err);
-	return 0;
-}
-
-/* ---------- cache ---------- */
-
-static int cpu_kv_move(struct skipper_backend *base, const int32_t *src, const int32_t *dst, int n,
-                       struct skipper_error *err)
-{
-	struct cpu_backend *be = cpu(base);
-	size_t hd = (size_t)be->hd;
-
-	for (int i = 0; i < n; i++)
-		if (src[i] < 0 || src[i] >= base->n_ctx || dst[i] < 0 || dst[i] >= base->n_ctx)
-			return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: kv_move %d -> %d out of range",
-			                    src[i], dst[i]);
-	for (int i = 0; i < n; i++) {
-		if (src[i] == dst[i])
-			continue;
-		for (int l = 0; l < be->n_layer; l++)
-			for (int g = 0; g < be->n_kv; g++) {
-				size_t s = cpu_kv_at(be, l, g, src[i], base->n_ctx), d = cpu_kv_at(be, l, g, dst[i], base->n_ctx);
-				memmove(be->k_cache + d, be->k_cache + s, hd * sizeof(uint16_t));
-				memmove(be->v_cache + d, be->v_cache + s, hd * sizeof(uint16_t));
-			}
-	}
-	return 0;
-}
-
-static int cpu_kv_read(struct skipper_backend *base, int layer, int slot, float *k, float *v,
-                       struct skipper_error *err)
-{
-	struct cpu_backend *be = cpu(base);
-	if (layer < 0 || layer >= be->n_layer || slot < 0 || slot >= base->n_ctx)
-		return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: kv_read layer %d slot %d", layer,
-		                    slot);
-	for (int g = 0; g < be->n_kv; g++) {
-		size_t off = cpu_kv_at(be, layer, g, slot, base->n_ctx);
-		for (int i = g * be->hd; i < (g + 1) * be->hd; i++, off++) {
-			if (k)
-				k[i] = cpu_f16_to_f32(be->k_cache[off]);
-			if (v)
-				v[i] = cpu_f16_to_f32(be->v_cache[off]);
-		}
-	}
-	return 0;
-}
-
-/* ---------- services for policies ---------- */
-
-static int cpu_sublayer(struct skipper_backend *base, int kind, int layer, int n, float *states,
-                        const int32_t *pos, int n_past, struct skipper_error *err)
-{
-	struct cpu_backend *be = cpu(base);
-	size_t ne = (size_t)be->n_embd;
-	int32_t p[CPU_CHUNK];
-	int rc;
-
-	if ((kind != SKIPPER_ATTN && kind != SKIPPER_MLP) || layer < 0 || layer >= be->n_layer ||
-	    n < 1 || !states || n_past < 0 || n_past + n > base->n_ctx)
-		return skipper_fail(err, SKIPPER_ERR_ARG,
-		                    "cpu backend: sublayer kind %d layer %d n %d n_past %d", kind, layer,
-		                    n, n_past);
-	if ((rc = grow_scratch(be, n, err)))
-		return rc;
-	struct cpu_batch b = { .n = n, .n_past = n_past, .parent = NULL, .kv_write = 0 };
-	int prof = be->prof_on; /* a policy's service, not a pass */
-	be->prof_on = 0;
-	for (int r0 = 0; r0 < n; r0 += CPU_CHUNK) {
-		int nr = n - r0 < CPU_CHUNK ? n - r0 : CPU_CHUNK;
-		memcpy(be->h, states + (size_t)r0 * ne, (size_t)nr * ne * sizeof(float));
-		if (kind == SKIPPER_ATTN) {
-			for (int r = 0; r < nr; r++)
-				p[r] = pos ? pos[r0 + r] : n_past + r0 + r;
-			cpu_rope_table(be, p, nr, be->rope_cs);
-			cpu_attn_block(be, &b, layer, r0, nr);
-		} else {
-			cpu_mlp_block(be, layer, nr);
-		}
-		memcpy(states + (size_t)r0 * ne, be->h, (size_t)nr * ne * sizeof(float));
-	}
-	be->prof_on = prof;
-	return 0;
-}
-
-static int cpu_head_argmax(struct skipper_backend *base, int n, const float *states, int32_t *ids,
-                           struct skipper_error *err)
-{
-	struct cpu_backend *be = cpu(base);
-	size_t ne = (size_t)be->n_embd;
-
-	if (n < 0 || (n > 0 && (!states || !ids)))
-		return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: head_argmax bad arguments");
-	int prof = be->prof_on; /* a policy's service, not a pass */
-	be->prof_on = 0;
-	for (int r0 = 0; r0 < n; r0 += CPU_HEAD_CHUNK) {
-		int nr = n - r0 < CPU_HEAD_CHUNK ? n - r0 : CPU_HEAD_CHUNK;
-		cpu_head_logits(be, states + (size_t)r0 * ne, ne, nr, 0);
-		for (int r = 0; r < nr; r++) {
-			const float *lg = be->logits + (size_t)r * be->n_vocab;
-			int32_t id = cpu_argmax(lg, be->n_vocab);
-			if (!isfinite(lg[id])) {
-				be->prof_on = prof;
-				return nonfinite_fail(base->model, err);
-			}
-			ids[r0 + r] = id;
-		}
-	}
-	be->prof_on = prof;
-	return 0;
-}
-
-static int cpu_time_sublayer(struct skipper_backend *base, int kind, int layer, int ctx_len,
-                             double *seconds, struct skipper_error *err)
-{
-	struct cpu_backend *be = cpu(base);
-	size_t ne = (size_t)be->n_embd;
-	float *st;
-	int rc = 0, reps = 0;
-
-	if (ctx_len < 0 || !seconds)
-		return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: time_sublayer bad arguments");
-	if (ctx_len > base->n_ctx - 1)
-		ctx_len = base->n_ctx - 1;
-	st = malloc(ne * sizeof *st); /* owned here, freed below */
-	if (!st)
-		return skipper_fail(err, SKIPPER_ERR_NOMEM, "cpu backend: out of memory");
-	/* a unit-scale state: the norm makes the magnitude irrelevant for time */
-	for (size_t i = 0; i < ne; i++)
-		st[i] = (float)((i * 37 % 17) - 8) / 8.0f;
-	rc = cpu_sublayer(base, kind, layer, 1, st, NULL, ctx_len, err); /* warm-up */
-	double t0 = cpu_now(), t = t0;
-	/* at least 3 runs and ~2 ms of work; cap the count for tiny layers */
-	while (!rc && (reps < 3 || (t - t0 < 2e-3 && reps < 1000))) {
-		for (size_t i = 0; i < ne; i++)
-			st[i] = (float)((i * 37 % 17) - 8) / 8.0f;
-		rc = cpu_sublayer(base, kind, layer, 1, st, NULL, ctx_len, err);
-		reps++;
-		t = cpu_now();
-	}
-	free(st);
-	if (!rc)
-		*seconds = (t - t0) / reps;
-	return rc;
-}
-
-static int cpu_set_head_subset(struct skipper_backend *base, const int32_t *ids, int n,
-                               struct skipper_error *err)
-{
-	struct cpu_backend *be = cpu(base);
-	const struct skipper_weight *out = &base->model->output;
-	uint8_t *data = NULL;
-	int32_t *copy = NULL;
-
-	if (n < 0 || n > be->n_vocab || (n > 0 && !ids))
-		return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: head subset of %d ids", n);
-	for (int i = 0; i < n; i++)
-		if (ids[i] < 0 || ids[i] >= be->n_vocab)
-			return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: head subset id %d out of range", ids[i]);
-	if (n > 0 && (!(data = malloc(out->row_bytes * (size_t)n)) || !(copy = malloc(sizeof *copy * (size_t)n)))) {
-		free(data);
-		return skipper_fail(err, SKIPPER_ERR_NOMEM, "cpu backend: head subset of %d rows", n);
-	}
-	/* the subset's rows side by side: one contiguous matrix to stream */
-	for (int i = 0; i < n; i++) {
-		memcpy(data + out->row_bytes * (size_t)i, (const uint8_t *)out->data + out->row_bytes * (size_t)ids[i],
-		       out->row_bytes);
-		copy[i] = ids[i];
-	}
-	free(be->sub_ids);
-	cpu_weight_free(&be->sub_head);
-	struct skipper_weight sub = *out;
-	sub.ne1 = n;
-	sub.data = data;
-	cpu_weight_init(be, &sub, data, NULL, &be->sub_head);
-	be->sub_ids = copy;
+		return cpu_nonfinite(mdl, err);
 	return 0;
 }
 
@@ -686,19 +332,6 @@ void cpu_prof_switch(struct cpu_backend *be, int kind)
 	be->prof.seconds[be->prof_multi][be->prof_cat] += t - be->prof_t;
 	be->prof_t = t;
 	be->prof_cat = kind;
-}
-
-static void cpu_profile(struct skipper_backend *base, int on, struct skipper_backend_profile *out)
-{
-	struct cpu_backend *be = cpu(base);
-	if (on && !be->prof_on) {
-		memset(&be->prof, 0, sizeof be->prof);
-		skipper_threadpool_waited(be->tp);
-	}
-	be->prof_on = on;
-	skipper_threadpool_timing(be->tp, on);
-	if (out)
-		*out = be->prof;
 }
 
 static const struct skipper_backend_ops cpu_ops = {

@@ -1,8 +1,12 @@
-/* core/backend/cpu/ -- the CPU backend: the vtable and forward loop
- * (backend_cpu.c), attention and MLP blocks (cpu_layer.c), the LM head
- * (cpu_head.c), SIMD kernels per instruction set chosen at run time
- * (cpu_kernels_*.c), and the thread pool. May include: core/backend/,
- * core/model/, error.h. Called through the vtable only.
+/* core/backend/cpu/ -- the CPU backend: creation, the vtable and the
+ * forward loop (backend_cpu.c), the other operations (cpu_services.c), the
+ * model's weights checked and laid out for the kernels (cpu_weights.c),
+ * attention and MLP blocks (cpu_layer.c), the LM head (cpu_head.c), SIMD
+ * kernels per instruction set chosen at run time (cpu_kernels_*.c, with
+ * the packed layouts of cpu_pack.c), and the thread pool. The CUDA
+ * backend (kernels/) has the same files by the same names. May include:
+ * core/backend/, core/model/ (tensor types), error.h. Called through the
+ * vtable only.
  *
  * This header is the backend's internal state, shared by its files.
  *
@@ -21,7 +25,6 @@
 
 #define CPU_CHUNK 64      /* rows per pass through the layers */
 #define CPU_HEAD_CHUNK 16 /* rows per LM-head pass (logits buffer = 16 x n_vocab) */
-#define CPU_MAX_TOPK 64
 
 /* A weight as the kernels take it: the rows as GGUF has them, or the
  * table's packed layout (cpu_kernels.pack). */
@@ -113,6 +116,27 @@ struct cpu_batch {
  * and start timing `kind` (enum skipper_prof_kind). Free when off. */
 void cpu_prof_switch(struct cpu_backend *be, int kind);
 double cpu_now(void);
+
+/* backend_cpu.c: the read-only scratch K/V holds n rows (grows once); the
+ * error for a row whose top logit is not finite. */
+int cpu_grow_scratch(struct cpu_backend *be, int n, struct skipper_error *err);
+int cpu_nonfinite(const struct skipper_model_view *m, struct skipper_error *err);
+
+/* cpu_services.c: the operations besides forward (struct skipper_backend_ops). */
+int cpu_kv_move(struct skipper_backend *base, const int32_t *src, const int32_t *dst, int n,
+                struct skipper_error *err);
+int cpu_kv_read(struct skipper_backend *base, int layer, int slot, float *k, float *v,
+                struct skipper_error *err);
+int cpu_sublayer(struct skipper_backend *base, int kind, int layer, int n, float *states,
+                 const int32_t *pos, int n_past, struct skipper_error *err);
+int cpu_head_argmax(struct skipper_backend *base, int n, const float *states, int32_t *ids,
+                    struct skipper_error *err);
+int cpu_time_sublayer(struct skipper_backend *base, int kind, int layer, int ctx_len,
+                      double *seconds, struct skipper_error *err);
+int cpu_set_head_subset(struct skipper_backend *base, const int32_t *ids, int n,
+                        struct skipper_error *err);
+void cpu_profile(struct skipper_backend *base, int on, struct skipper_backend_profile *out);
+
 /* Offset of head g's row at slot in a K/V buffer of cap slots per head
  * and layer (the cache: n_ctx; the scratch: scr_cap). */
 static inline size_t cpu_kv_at(const struct cpu_backend *be, int layer, int g, int slot, int cap)
@@ -136,6 +160,13 @@ void cpu_rmsnorm_rows(const struct cpu_backend *be, const float *x, size_t xs, c
                       float *out, size_t os, int nr);
 /* The same for rows of width d with epsilon eps (in place is fine). */
 void cpu_rmsnorm(const float *x, size_t xs, const float *w, float *out, size_t os, int nr, int d, float eps);
+
+/* cpu_weights.c: can the kernels run m (dimensions, every weight's shape
+ * and type)? SKIPPER_ERR_UNSUPPORTED / _FORMAT naming what they cannot. */
+int cpu_check_model(const struct skipper_model_view *m, struct skipper_error *err);
+/* The norms in f32 and every matrix as the kernels run it (be->lw,
+ * be->head; be->weights); -1 when out of memory. */
+int cpu_load_weights(struct cpu_backend *be);
 
 /* Bytes of the copy cpu_weight_init makes of src (a multiple of 64): its
  * packed layout where the table has one, else with huge pages the file's

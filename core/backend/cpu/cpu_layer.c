@@ -6,7 +6,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "cpu_backend.h"
 
@@ -78,76 +77,6 @@ static void mm_run(struct mm_job *j, int align)
 	for (int i = 0; i < j->n_part; i++)
 		j->first[i + 1] = j->first[i] + (j->shared && i ? 0 : (j->part[i].w->nc + j->tile - 1) / j->tile);
 	skipper_threadpool_run(be->tp, mm_task, j, j->first[j->n_part]);
-}
-
-#define HUGE_PAGE ((size_t)2 << 20)
-
-/* Room for weight copies of sz bytes; free() releases it. With huge, room
- * of 2 MiB or more starts on a 2 MiB boundary and asks for transparent huge
- * pages over its whole 2 MiB stretches (the tail stays on small pages, so
- * no memory is wasted). A decode step streams every weight once: on 4 KiB
- * pages it takes a TLB miss every 4 KiB, and the hardware prefetcher stops
- * at each page's end. The 1.5B decoded about 6 % faster with them
- * (tests/bench-decode, the two alternated 18 times on an AMD EPYC). */
-void *cpu_weight_alloc(size_t sz, int huge)
-{
-	sz = (sz + 63) & ~(size_t)63;
-	if (!huge || sz < HUGE_PAGE)
-		return aligned_alloc(64, sz);
-	void *p;
-	if (posix_memalign(&p, HUGE_PAGE, sz))
-		return NULL;
-#ifdef MADV_HUGEPAGE
-	madvise(p, sz & ~(HUGE_PAGE - 1), MADV_HUGEPAGE); /* a hint: a kernel without THP just says no */
-#endif
-	return p;
-}
-
-/* bytes of src in the table's own layout of its kind, 0 when it has none */
-static size_t packed_size(const struct cpu_kernels *K, const struct skipper_weight *src)
-{
-	int kind = cpu_wkind(src->type);
-	return K->pack_size && K->matmul_packed[kind] ? K->pack_size(kind, src->ne0, (int)src->ne1) : 0;
-}
-
-size_t cpu_weight_size(const struct cpu_backend *be, const struct skipper_weight *src)
-{
-	size_t sz = packed_size(be->K, src);
-	/* the file's layout copied as it is: only to put it on huge pages */
-	if (!sz && be->huge_pages)
-		sz = src->row_bytes * (size_t)src->ne1;
-	return (sz + 63) & ~(size_t)63;
-}
-
-void cpu_weight_init(const struct cpu_backend *be, const struct skipper_weight *src, void *own_src, void *dst,
-                     struct cpu_weight *out)
-{
-	const struct cpu_kernels *K = be->K;
-	int kind = cpu_wkind(src->type);
-	size_t sz = cpu_weight_size(be, src), packed = packed_size(K, src);
-	void *buf = !sz ? NULL : dst ? dst : cpu_weight_alloc(sz, be->huge_pages);
-
-	*out = (struct cpu_weight){ .data = src->data, .row_bytes = src->row_bytes, .k = src->ne0, .nc = (int)src->ne1,
-	                            .kind = kind, .fn = K->matmul[kind], .own = own_src };
-	/* without the memory for a copy, the file's layout in place still works */
-	if (!buf)
-		return;
-	if (packed) {
-		K->pack(kind, src->ne0, src->data, src->row_bytes, (int)src->ne1, buf);
-		out->row_bytes = packed / (size_t)out->nc;
-		out->fn = K->matmul_packed[kind];
-	} else {
-		memcpy(buf, src->data, src->row_bytes * (size_t)src->ne1);
-	}
-	free(own_src);
-	out->data = buf;
-	out->own = buf == dst ? NULL : buf;
-}
-
-void cpu_weight_free(struct cpu_weight *w)
-{
-	free(w->own);
-	memset(w, 0, sizeof *w);
 }
 
 void cpu_matmul(struct cpu_backend *be, const struct cpu_weight *w, const void *x,

@@ -5,7 +5,7 @@
 #include <cuda_fp16.h>
 
 #include "cuda_kernels.h"
-#include "skipper/backend_abi.h"
+#include "backend/backend_abi.h"
 
 /* Block bytes read one byte at a time: 18/20/34-byte blocks leave the f16
  * scale only 2-aligned at best. */

@@ -1,6 +1,8 @@
 /* The backend ABI shared by libskipper and the CUDA backend module
  * (kernels/): the plain model description the module reads weights from,
  * the forward request, the backend vtable and the module entry point.
+ * Includes nothing of ours but skipper/status.h, so the model loader
+ * (core/model/, below the backends) may include it for the types it fills.
  *
  * Not installed: it is an internal, same-version ABI. libskipper refuses a
  * module built from another skipper version (struct layouts here may change
@@ -33,8 +35,6 @@ enum skipper_dtype {
 	SKIPPER_Q6_K = 14,
 	SKIPPER_BF16 = 30,
 };
-
-struct skipper_gguf; /* opaque to backends */
 
 /* ---------------------------------------------------------------- model */
 
@@ -85,29 +85,36 @@ enum skipper_arch {
 	SKIPPER_ARCH_QWEN3 = 2  /* per-head Q/K RMSNorm, NeoX rope, no biases */
 };
 
-struct skipper_model {
+/* What a backend reads of a model: architecture, hyper-parameters, the
+ * weights and the RoPE frequency factors. The model loader fills one
+ * (the view member of struct skipper_model, core/model/model.h, which keeps
+ * the loader's own state beside it); a test may build one in memory. A
+ * backend reads it and never frees or writes anything it points to; it
+ * must outlive the backend. */
+struct skipper_model_view {
 	char arch[32];          /* "llama", "qwen2", "qwen3" */
 	int arch_id;            /* enum skipper_arch */
 	char name[128];         /* general.name or file base name */
+	const char *path;       /* the model file, for messages; NULL when built in memory */
 	struct skipper_hparams hp;
 	struct skipper_weight tok_embd;  /* rows = n_vocab, ne0 = n_embd */
 	struct skipper_weight out_norm;  /* [n_embd] */
 	struct skipper_weight output;    /* LM head; == tok_embd when embeddings are tied */
 	int tied_embeddings;
 	struct skipper_layer *layers;    /* [n_layer] */
-	struct skipper_gguf *gguf;       /* owned; tokenizer metadata is read from it */
-	uint64_t n_params;
-	uint64_t weight_bytes;
+	uint64_t weight_bytes;           /* bytes of the file's tensors */
 	/* RoPE frequency factors, [rope_dim/2], or NULL: rotate pair i with
 	 * frequency rope_theta^(-2i/rope_dim) / rope_freqs[i] (llama.cpp's
 	 * freq_factors). Set for Llama-3.1 files (rope_freqs.weight tensor, in the
 	 * mapping) and computed at load for rope.scaling.type = "llama3", so a
 	 * backend never applies the llama3 formula itself. */
 	const float *rope_freqs;
-	float *rope_freqs_buf;  /* owned storage behind rope_freqs when computed; internal */
-	char sha256[65];        /* cache of skipper_model_sha256(); "" until computed */
+	/* A backend that has copied the weight bytes [data, data + bytes) and
+	 * will not read them again says so here: the loader may then drop
+	 * those pages of its file mapping (they come back from the file if
+	 * read). NULL: nothing to drop (a model built in memory). */
+	void (*release)(const struct skipper_model_view *m, const void *data, uint64_t bytes);
 };
-
 
 /* Angular frequency of each rotated pair, f[rope_dim / 2]: every backend
  * computes its RoPE angles pos * f[i] from this one definition (in double;
@@ -115,7 +122,7 @@ struct skipper_model {
  * file or the loader (llama3 included) divide the base frequency; linear
  * scaling divides by the factor; llama3 without a factor table applies the
  * smooth interpolation here. */
-static inline void skipper_rope_freqs(const struct skipper_model *m, int rope_dim, double *f)
+static inline void skipper_rope_freqs(const struct skipper_model_view *m, int rope_dim, double *f)
 {
 	const struct skipper_hparams *hp = &m->hp;
 	double factor = hp->rope_factor > 0.0f ? hp->rope_factor : 1.0;
@@ -147,6 +154,8 @@ static inline void skipper_rope_freqs(const struct skipper_model *m, int rope_di
 
 enum skipper_sublayer { SKIPPER_ATTN = 0, SKIPPER_MLP = 1 };
 
+#define SKIPPER_MAX_TOPK 64 /* the most top ids a forward asks for; every backend serves it */
+
 struct skipper_forward {
 	/* --- input --- */
 	int n;                        /* rows in the batch, >= 1 */
@@ -164,7 +173,7 @@ struct skipper_forward {
 	/* --- head output for selected rows --- */
 	int n_out;                    /* number of rows in out_rows (0 = no head) */
 	const int32_t *out_rows;      /* [n_out] batch row indices */
-	int top_k;                    /* 0..64: top ids/probs of softmax(raw logits) */
+	int top_k;                    /* 0..SKIPPER_MAX_TOPK: top ids/probs of softmax(raw logits) */
 	int32_t *top_ids;             /* [n_out][top_k], descending prob, ties by lower id */
 	float *top_probs;             /* [n_out][top_k], or NULL: the ids alone (no softmax
 	                                 normaliser: greedy verification) */
@@ -216,6 +225,13 @@ struct skipper_backend;
 	"the model's logits are not finite (NaN or infinite): its weights or hyper-parameters " \
 	"overflow (a corrupt model file?)"
 
+/* A backend's operations. Callers go through skipper_backend_forward()
+ * and its siblings (core/backend/backend.h), which check every argument a
+ * caller gives (rows, positions, parents, slots, layers, head and capture
+ * requests) against the model and n_ctx once for every backend, with the
+ * same messages; an op may take its arguments as valid. What a backend
+ * cannot do (a tree deeper than its kernels follow) is still its own to
+ * refuse. */
 struct skipper_backend_ops {
 	const char *name;
 
@@ -246,7 +262,7 @@ struct skipper_backend_ops {
 	                   struct skipper_error *err);
 
 	/* Mean wall time in seconds of one sub-layer for one token attending to
-	 * ctx_len cached positions (measured; synchronised on devices). */
+	 * ctx_len (< n_ctx) cached positions (measured; synchronised on devices). */
 	int (*time_sublayer)(struct skipper_backend *be, int kind, int layer, int ctx_len,
 	                     double *seconds, struct skipper_error *err);
 
@@ -265,7 +281,7 @@ struct skipper_backend_ops {
 
 struct skipper_backend {
 	const struct skipper_backend_ops *ops;
-	const struct skipper_model *model;
+	const struct skipper_model_view *model;
 	int n_ctx;
 	const char *device;  /* the device in words ("NVIDIA H100 ..."), NULL on the CPU */
 };
@@ -287,12 +303,12 @@ struct skipper_backend_opts {
 
 /* Bumped whenever anything above changes layout; the loader also compares
  * the skipper version string, so this is a second line of defence. */
-#define SKIPPER_BACKEND_MODULE_ABI 2
+#define SKIPPER_BACKEND_MODULE_ABI 3
 #define SKIPPER_BACKEND_MODULE_ENTRY "skipper_backend_module_init"
 
 struct skipper_backend_module {
 	uint32_t abi;             /* SKIPPER_BACKEND_MODULE_ABI */
-	uint32_t sizeof_model;    /* sizeof(struct skipper_model) the module was built with */
+	uint32_t sizeof_view;     /* sizeof(struct skipper_model_view) the module was built with */
 	uint32_t sizeof_forward;  /* sizeof(struct skipper_forward) */
 	uint32_t sizeof_ops;      /* sizeof(struct skipper_backend_ops) */
 	const char *version;      /* skipper PACKAGE_VERSION the module was built from */
@@ -304,7 +320,7 @@ struct skipper_backend_module {
 
 	/* Create the backend on device o->device. *out owned by the caller:
 	 * out->ops->destroy(out). */
-	int (*create)(const struct skipper_model *m, const struct skipper_backend_opts *o,
+	int (*create)(const struct skipper_model_view *m, const struct skipper_backend_opts *o,
 	              struct skipper_backend **out, struct skipper_error *err);
 
 	/* Measured device-to-device copy bandwidth of device `device` in bytes

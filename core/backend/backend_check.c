@@ -1,0 +1,125 @@
+/* The calls into a backend that carry caller input: each is checked here,
+ * once for every backend, against the model and the context, and only
+ * then handed to the backend's op (which takes its arguments as valid).
+ * Messages name the backend ("cpu backend: ...", "cuda backend: ..."). */
+#include "build-config.h"
+
+#include "backend.h"
+#include "base/error.h"
+
+static int check_forward(const struct skipper_backend *be, const struct skipper_forward *fw,
+                         struct skipper_error *err)
+{
+	const char *name = be->ops->name;
+	int n_ctx = be->n_ctx, n_vocab = be->model->hp.n_vocab, n_layer = be->model->hp.n_layer;
+
+	if (fw->n < 1 || !fw->tokens || fw->n_past < 0 || fw->n_past + fw->n > n_ctx)
+		return skipper_fail(err, fw->n >= 1 && fw->n_past + fw->n > n_ctx ? SKIPPER_ERR_RANGE : SKIPPER_ERR_ARG,
+		                    "%s backend: batch of %d rows after %d committed does not fit %d context slots", name,
+		                    fw->n, fw->n_past, n_ctx);
+	for (int i = 0; i < fw->n; i++) {
+		if (fw->tokens[i] < 0 || fw->tokens[i] >= n_vocab)
+			return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: token %d out of range", name, fw->tokens[i]);
+		if (fw->parent && (fw->parent[i] < -1 || fw->parent[i] >= i))
+			return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: parent[%d] = %d must be in [-1, %d)", name, i,
+			                    fw->parent[i], i);
+		if (fw->pos && fw->pos[i] < 0)
+			return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: negative position", name);
+	}
+	if (fw->n_out < 0 || (fw->n_out > 0 && !fw->out_rows) || fw->top_k < 0 || fw->top_k > SKIPPER_MAX_TOPK ||
+	    fw->top_k > n_vocab || (fw->n_out > 0 && fw->top_k > 0 && !fw->top_ids))
+		return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: bad head request (top_k %d)", name, fw->top_k);
+	for (int i = 0; i < fw->n_out; i++)
+		if (fw->out_rows[i] < 0 || fw->out_rows[i] >= fw->n)
+			return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: out row %d out of range", name, fw->out_rows[i]);
+	if (fw->n_cap_layers < 0 || fw->n_cap_rows < 0 ||
+	    (fw->n_cap_layers > 0 && fw->n_cap_rows > 0 && (!fw->cap_layers || !fw->cap_rows || !fw->captures)))
+		return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: bad capture request", name);
+	/* sub-layer boundaries number 2L - 1 points after the embeddings */
+	int cap_max = fw->cap_sublayers ? 2 * n_layer - 1 : n_layer - 1;
+	for (int i = 0; fw->n_cap_rows > 0 && i < fw->n_cap_layers; i++)
+		if (fw->cap_layers[i] < -1 || fw->cap_layers[i] > cap_max)
+			return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: capture %s %d out of range [-1, %d]", name,
+			                    fw->cap_sublayers ? "sub-layer boundary" : "layer", fw->cap_layers[i], cap_max);
+	for (int i = 0; fw->n_cap_layers > 0 && i < fw->n_cap_rows; i++)
+		if (fw->cap_rows[i] < 0 || fw->cap_rows[i] >= fw->n)
+			return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: capture row %d out of range", name,
+			                    fw->cap_rows[i]);
+	return 0;
+}
+
+int skipper_backend_forward(struct skipper_backend *be, const struct skipper_forward *fw, struct skipper_error *err)
+{
+	int rc = check_forward(be, fw, err);
+	return rc ? rc : be->ops->forward(be, fw, err);
+}
+
+int skipper_backend_kv_move(struct skipper_backend *be, const int32_t *src, const int32_t *dst, int n,
+                            struct skipper_error *err)
+{
+	if (n <= 0)
+		return 0;
+	if (!src || !dst)
+		return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: kv_move without slots", be->ops->name);
+	for (int i = 0; i < n; i++)
+		if (src[i] < 0 || src[i] >= be->n_ctx || dst[i] < 0 || dst[i] >= be->n_ctx)
+			return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: kv_move %d -> %d out of range", be->ops->name,
+			                    src[i], dst[i]);
+	return be->ops->kv_move(be, src, dst, n, err);
+}
+
+int skipper_backend_kv_read(struct skipper_backend *be, int layer, int slot, float *k, float *v,
+                            struct skipper_error *err)
+{
+	if (layer < 0 || layer >= be->model->hp.n_layer || slot < 0 || slot >= be->n_ctx)
+		return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: kv_read layer %d slot %d", be->ops->name, layer,
+		                    slot);
+	return be->ops->kv_read(be, layer, slot, k, v, err);
+}
+
+int skipper_backend_sublayer(struct skipper_backend *be, int kind, int layer, int n, float *states,
+                             const int32_t *pos, int n_past, struct skipper_error *err)
+{
+	if ((kind != SKIPPER_ATTN && kind != SKIPPER_MLP) || layer < 0 || layer >= be->model->hp.n_layer || n < 1 ||
+	    !states || n_past < 0 || n_past + n > be->n_ctx)
+		return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: sublayer kind %d layer %d n %d n_past %d",
+		                    be->ops->name, kind, layer, n, n_past);
+	for (int i = 0; pos && i < n; i++)
+		if (pos[i] < 0)
+			return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: negative position", be->ops->name);
+	return be->ops->sublayer(be, kind, layer, n, states, pos, n_past, err);
+}
+
+int skipper_backend_head_argmax(struct skipper_backend *be, int n, const float *states, int32_t *ids,
+                                struct skipper_error *err)
+{
+	if (n < 0 || (n > 0 && (!states || !ids)))
+		return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: head_argmax bad arguments", be->ops->name);
+	return be->ops->head_argmax(be, n, states, ids, err);
+}
+
+int skipper_backend_time_sublayer(struct skipper_backend *be, int kind, int layer, int ctx_len, double *seconds,
+                                  struct skipper_error *err)
+{
+	if ((kind != SKIPPER_ATTN && kind != SKIPPER_MLP) || layer < 0 || layer >= be->model->hp.n_layer ||
+	    ctx_len < 0 || !seconds)
+		return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: time_sublayer bad arguments", be->ops->name);
+	if (ctx_len > be->n_ctx - 1)
+		ctx_len = be->n_ctx - 1;
+	return be->ops->time_sublayer(be, kind, layer, ctx_len, seconds, err);
+}
+
+int skipper_backend_set_head_subset(struct skipper_backend *be, const int32_t *ids, int n,
+                                    struct skipper_error *err)
+{
+	int n_vocab = be->model->hp.n_vocab;
+	if (!be->ops->set_head_subset)
+		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED, "%s backend: no head subset", be->ops->name);
+	if (n < 0 || n > n_vocab || (n > 0 && !ids))
+		return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: head subset of %d ids", be->ops->name, n);
+	for (int i = 0; i < n; i++)
+		if (ids[i] < 0 || ids[i] >= n_vocab)
+			return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: head subset id %d out of range", be->ops->name,
+			                    ids[i]);
+	return be->ops->set_head_subset(be, ids, n, err);
+}

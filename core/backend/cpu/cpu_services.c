@@ -1,0 +1,174 @@
+/* The CPU backend's operations besides forward: K/V compaction and reads,
+ * one sub-layer or the head on caller-given states, sub-layer timing, the
+ * draft head's subset, profiling. The core has checked their arguments
+ * (core/backend/backend_check.c). */
+#include "build-config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_backend.h"
+#include "base/error.h"
+
+int cpu_kv_move(struct skipper_backend *base, const int32_t *src, const int32_t *dst, int n,
+                struct skipper_error *err)
+{
+	struct cpu_backend *be = (struct cpu_backend *)base;
+	size_t hd = (size_t)be->hd;
+
+	(void)err;
+	for (int i = 0; i < n; i++) {
+		if (src[i] == dst[i])
+			continue;
+		for (int l = 0; l < be->n_layer; l++)
+			for (int g = 0; g < be->n_kv; g++) {
+				size_t s = cpu_kv_at(be, l, g, src[i], base->n_ctx), d = cpu_kv_at(be, l, g, dst[i], base->n_ctx);
+				memmove(be->k_cache + d, be->k_cache + s, hd * sizeof(uint16_t));
+				memmove(be->v_cache + d, be->v_cache + s, hd * sizeof(uint16_t));
+			}
+	}
+	return 0;
+}
+
+int cpu_kv_read(struct skipper_backend *base, int layer, int slot, float *k, float *v,
+                struct skipper_error *err)
+{
+	struct cpu_backend *be = (struct cpu_backend *)base;
+	(void)err;
+	for (int g = 0; g < be->n_kv; g++) {
+		size_t off = cpu_kv_at(be, layer, g, slot, base->n_ctx);
+		for (int i = g * be->hd; i < (g + 1) * be->hd; i++, off++) {
+			if (k)
+				k[i] = cpu_f16_to_f32(be->k_cache[off]);
+			if (v)
+				v[i] = cpu_f16_to_f32(be->v_cache[off]);
+		}
+	}
+	return 0;
+}
+
+int cpu_sublayer(struct skipper_backend *base, int kind, int layer, int n, float *states,
+                 const int32_t *pos, int n_past, struct skipper_error *err)
+{
+	struct cpu_backend *be = (struct cpu_backend *)base;
+	size_t ne = (size_t)be->n_embd;
+	int32_t p[CPU_CHUNK];
+	int rc;
+
+	if ((rc = cpu_grow_scratch(be, n, err)))
+		return rc;
+	struct cpu_batch b = { .n = n, .n_past = n_past, .parent = NULL, .kv_write = 0 };
+	int prof = be->prof_on; /* a policy's service, not a pass */
+	be->prof_on = 0;
+	for (int r0 = 0; r0 < n; r0 += CPU_CHUNK) {
+		int nr = n - r0 < CPU_CHUNK ? n - r0 : CPU_CHUNK;
+		memcpy(be->h, states + (size_t)r0 * ne, (size_t)nr * ne * sizeof(float));
+		if (kind == SKIPPER_ATTN) {
+			for (int r = 0; r < nr; r++)
+				p[r] = pos ? pos[r0 + r] : n_past + r0 + r;
+			cpu_rope_table(be, p, nr, be->rope_cs);
+			cpu_attn_block(be, &b, layer, r0, nr);
+		} else {
+			cpu_mlp_block(be, layer, nr);
+		}
+		memcpy(states + (size_t)r0 * ne, be->h, (size_t)nr * ne * sizeof(float));
+	}
+	be->prof_on = prof;
+	return 0;
+}
+
+int cpu_head_argmax(struct skipper_backend *base, int n, const float *states, int32_t *ids,
+                    struct skipper_error *err)
+{
+	struct cpu_backend *be = (struct cpu_backend *)base;
+	size_t ne = (size_t)be->n_embd;
+	int prof = be->prof_on; /* a policy's service, not a pass */
+	be->prof_on = 0;
+	for (int r0 = 0; r0 < n; r0 += CPU_HEAD_CHUNK) {
+		int nr = n - r0 < CPU_HEAD_CHUNK ? n - r0 : CPU_HEAD_CHUNK;
+		cpu_head_logits(be, states + (size_t)r0 * ne, ne, nr, 0);
+		for (int r = 0; r < nr; r++) {
+			const float *lg = be->logits + (size_t)r * be->n_vocab;
+			int32_t id = cpu_argmax(lg, be->n_vocab);
+			if (!isfinite(lg[id])) {
+				be->prof_on = prof;
+				return cpu_nonfinite(base->model, err);
+			}
+			ids[r0 + r] = id;
+		}
+	}
+	be->prof_on = prof;
+	return 0;
+}
+
+int cpu_time_sublayer(struct skipper_backend *base, int kind, int layer, int ctx_len,
+                      double *seconds, struct skipper_error *err)
+{
+	struct cpu_backend *be = (struct cpu_backend *)base;
+	size_t ne = (size_t)be->n_embd;
+	float *st;
+	int rc = 0, reps = 0;
+
+	st = malloc(ne * sizeof *st); /* owned here, freed below */
+	if (!st)
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "cpu backend: out of memory");
+	/* a unit-scale state: the norm makes the magnitude irrelevant for time */
+	for (size_t i = 0; i < ne; i++)
+		st[i] = (float)((i * 37 % 17) - 8) / 8.0f;
+	rc = cpu_sublayer(base, kind, layer, 1, st, NULL, ctx_len, err); /* warm-up */
+	double t0 = cpu_now(), t = t0;
+	/* at least 3 runs and ~2 ms of work; cap the count for tiny layers */
+	while (!rc && (reps < 3 || (t - t0 < 2e-3 && reps < 1000))) {
+		for (size_t i = 0; i < ne; i++)
+			st[i] = (float)((i * 37 % 17) - 8) / 8.0f;
+		rc = cpu_sublayer(base, kind, layer, 1, st, NULL, ctx_len, err);
+		reps++;
+		t = cpu_now();
+	}
+	free(st);
+	if (!rc)
+		*seconds = (t - t0) / reps;
+	return rc;
+}
+
+int cpu_set_head_subset(struct skipper_backend *base, const int32_t *ids, int n,
+                        struct skipper_error *err)
+{
+	struct cpu_backend *be = (struct cpu_backend *)base;
+	const struct skipper_weight *out = &base->model->output;
+	uint8_t *data = NULL;
+	int32_t *copy = NULL;
+
+	if (n > 0 && (!(data = malloc(out->row_bytes * (size_t)n)) || !(copy = malloc(sizeof *copy * (size_t)n)))) {
+		free(data);
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "cpu backend: head subset of %d rows", n);
+	}
+	/* the subset's rows side by side: one contiguous matrix to stream */
+	for (int i = 0; i < n; i++) {
+		memcpy(data + out->row_bytes * (size_t)i, (const uint8_t *)out->data + out->row_bytes * (size_t)ids[i],
+		       out->row_bytes);
+		copy[i] = ids[i];
+	}
+	free(be->sub_ids);
+	cpu_weight_free(&be->sub_head);
+	struct skipper_weight sub = *out;
+	sub.ne1 = n;
+	sub.data = data;
+	cpu_weight_init(be, &sub, data, NULL, &be->sub_head);
+	be->sub_ids = copy;
+	return 0;
+}
+
+void cpu_profile(struct skipper_backend *base, int on, struct skipper_backend_profile *out)
+{
+	struct cpu_backend *be = (struct cpu_backend *)base;
+	if (on && !be->prof_on) {
+		memset(&be->prof, 0, sizeof be->prof);
+		skipper_threadpool_waited(be->tp);
+	}
+	be->prof_on = on;
+	skipper_threadpool_timing(be->tp, on);
+	if (out)
+		*out = be->prof;
+}
