@@ -243,6 +243,7 @@ static int cuda_create(const struct skipper_model_view *m, const struct skipper_
 	be->base.ops = &cuda_ops;
 	be->base.model = m;
 	be->base.n_ctx = o->n_ctx;
+	be->base.n_seq = 1; /* no set_sequences: one request at a time */
 	be->dev = o->device;
 	snprintf(be->device_name, sizeof be->device_name, "%.200s (device %d, sm_%d%d)", prop.name,
 	         o->device, prop.major, prop.minor);

@@ -183,11 +183,11 @@ int cuda_run_graph(struct cuda_backend *be, const struct skipper_forward *fw, co
 void cuda_graphs_clear(struct cuda_backend *be);
 
 /* cuda_services.c: the operations besides forward (struct skipper_backend_ops). */
-int cuda_be_kv_move(struct skipper_backend *base, const int32_t *src, const int32_t *dst, int n,
+int cuda_be_kv_move(struct skipper_backend *base, int seq, const int32_t *src, const int32_t *dst, int n,
                     struct skipper_error *err);
-int cuda_be_kv_read(struct skipper_backend *base, int layer, int slot, float *k, float *v,
+int cuda_be_kv_read(struct skipper_backend *base, int seq, int layer, int slot, float *k, float *v,
                     struct skipper_error *err);
-int cuda_be_sublayer(struct skipper_backend *base, int kind, int layer, int n, float *states,
+int cuda_be_sublayer(struct skipper_backend *base, int seq, int kind, int layer, int n, float *states,
                      const int32_t *pos, int n_past, struct skipper_error *err);
 int cuda_be_head_argmax(struct skipper_backend *base, int n, const float *states, int32_t *ids,
                         struct skipper_error *err);

@@ -11,9 +11,10 @@ static struct cuda_backend *cuda(struct skipper_backend *be)
 	return (struct cuda_backend *)be;
 }
 
-int cuda_be_kv_move(struct skipper_backend *base, const int32_t *src, const int32_t *dst, int n,
+int cuda_be_kv_move(struct skipper_backend *base, int seq, const int32_t *src, const int32_t *dst, int n,
                     struct skipper_error *err)
 {
+	(void)seq; /* one sequence: the core allows only 0 */
 	struct cuda_backend *be = cuda(base);
 	int rc;
 
@@ -43,9 +44,10 @@ int cuda_be_kv_move(struct skipper_backend *base, const int32_t *src, const int3
 	return 0;
 }
 
-int cuda_be_kv_read(struct skipper_backend *base, int layer, int slot, float *k, float *v,
+int cuda_be_kv_read(struct skipper_backend *base, int seq, int layer, int slot, float *k, float *v,
                     struct skipper_error *err)
 {
+	(void)seq; /* one sequence: the core allows only 0 */
 	struct cuda_backend *be = cuda(base);
 	size_t kvd = (size_t)be->kv_dim;
 
@@ -76,9 +78,10 @@ static int run_sublayer(struct cuda_backend *be, int kind, int layer, int r0, in
 	                            : cuda_mlp_block(be, layer, nr, err);
 }
 
-int cuda_be_sublayer(struct skipper_backend *base, int kind, int layer, int n, float *states,
+int cuda_be_sublayer(struct skipper_backend *base, int seq, int kind, int layer, int n, float *states,
                      const int32_t *pos, int n_past, struct skipper_error *err)
 {
+	(void)seq; /* one sequence: the core allows only 0 */
 	struct cuda_backend *be = cuda(base);
 	size_t ne = (size_t)be->n_embd;
 	int rc;

@@ -97,16 +97,16 @@ static int send_bad(struct skipper_backend *be, int i, struct skipper_error *err
 		fw.captures = caps;
 		break;
 	case 18: fw.n_cap_layers = 1, fw.cap_layers = one, fw.n_cap_rows = 1, fw.cap_rows = two, fw.captures = caps; break;
-	case 19: return skipper_backend_kv_move(be, NULL, slot0, 1, err);
-	case 20: return skipper_backend_kv_move(be, slot64, slot0, 1, err);
-	case 21: return skipper_backend_kv_move(be, slot3, neg, 1, err);
-	case 22: return skipper_backend_kv_read(be, L, 0, kv, kv, err);
-	case 23: return skipper_backend_kv_read(be, 0, NCTX, kv, kv, err);
-	case 24: return skipper_backend_sublayer(be, 2, 0, 1, states, NULL, 0, err);
-	case 25: return skipper_backend_sublayer(be, SKIPPER_ATTN, L, 1, states, NULL, 0, err);
-	case 26: return skipper_backend_sublayer(be, SKIPPER_MLP, 0, 1, states, NULL, NCTX, err);
-	case 27: return skipper_backend_sublayer(be, SKIPPER_ATTN, 0, 1, NULL, NULL, 0, err);
-	case 28: return skipper_backend_sublayer(be, SKIPPER_ATTN, 0, 1, states, neg, 0, err);
+	case 19: return skipper_backend_kv_move(be, 0, NULL, slot0, 1, err);
+	case 20: return skipper_backend_kv_move(be, 0, slot64, slot0, 1, err);
+	case 21: return skipper_backend_kv_move(be, 0, slot3, neg, 1, err);
+	case 22: return skipper_backend_kv_read(be, 0, L, 0, kv, kv, err);
+	case 23: return skipper_backend_kv_read(be, 0, 0, NCTX, kv, kv, err);
+	case 24: return skipper_backend_sublayer(be, 0, 2, 0, 1, states, NULL, 0, err);
+	case 25: return skipper_backend_sublayer(be, 0, SKIPPER_ATTN, L, 1, states, NULL, 0, err);
+	case 26: return skipper_backend_sublayer(be, 0, SKIPPER_MLP, 0, 1, states, NULL, NCTX, err);
+	case 27: return skipper_backend_sublayer(be, 0, SKIPPER_ATTN, 0, 1, NULL, NULL, 0, err);
+	case 28: return skipper_backend_sublayer(be, 0, SKIPPER_ATTN, 0, 1, states, neg, 0, err);
 	case 29: return skipper_backend_head_argmax(be, -1, states, ids, err);
 	case 30: return skipper_backend_head_argmax(be, 1, NULL, ids, err);
 	case 31: return skipper_backend_time_sublayer(be, 7, 0, 8, &s, err);
@@ -138,7 +138,7 @@ static void still_good(struct skipper_backend *be)
 	int zero = 1;
 	for (int l = 0; l < L; l++)
 		for (int s = 0; s < NCTX; s++) {
-			int rc = skipper_backend_kv_read(be, l, s, k, v, &err);
+			int rc = skipper_backend_kv_read(be, 0, l, s, k, v, &err);
 			for (int i = 0; !rc && i < 32; i++)
 				zero &= k[i] == 0.0f && v[i] == 0.0f;
 			zero &= rc == 0;
@@ -152,7 +152,7 @@ static void still_good(struct skipper_backend *be)
 	ok(rc == 0 && ids[0] >= 0 && ids[0] < V && ids[1] >= 0 && ids[1] < V, "%s: a good batch runs (%s)",
 	   be->ops->name, rc ? err.msg : "ok");
 	int32_t src[1] = { 1 }, dst[1] = { 0 };
-	ok(skipper_backend_kv_move(be, src, dst, 1, &err) == 0 && skipper_backend_kv_move(be, NULL, NULL, 0, &err) == 0,
+	ok(skipper_backend_kv_move(be, 0, src, dst, 1, &err) == 0 && skipper_backend_kv_move(be, 0, NULL, NULL, 0, &err) == 0,
 	   "%s: kv_move of one slot, and of none", be->ops->name);
 	double s = 0;
 	rc = skipper_backend_time_sublayer(be, SKIPPER_ATTN, 0, 10 * NCTX, &s, &err);

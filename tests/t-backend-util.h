@@ -54,7 +54,7 @@ static inline size_t cache_bytes(struct skipper_backend *be, float **out)
 	for (int l = 0; l < hp->n_layer; l++)
 		for (size_t s = 0; s < nctx; s++) {
 			float *p = c + ((size_t)l * nctx + s) * kvd * 2;
-			skipper_backend_kv_read(be, l, (int)s, p, p + kvd, NULL);
+			skipper_backend_kv_read(be, 0, l, (int)s, p, p + kvd, NULL);
 		}
 	*out = c;
 	return n * sizeof *c;
@@ -69,8 +69,8 @@ static inline int cache_eq(struct skipper_backend *a, struct skipper_backend *b,
 	int same = 1;
 	for (int l = 0; l < hp->n_layer && same; l++)
 		for (int s = 0; s < upto && same; s++) {
-			skipper_backend_kv_read(a, l, s, ka, ka + kvd, NULL);
-			skipper_backend_kv_read(b, l, s, kb, kb + kvd, NULL);
+			skipper_backend_kv_read(a, 0, l, s, ka, ka + kvd, NULL);
+			skipper_backend_kv_read(b, 0, l, s, kb, kb + kvd, NULL);
 			same = memcmp(ka, kb, sizeof(float) * kvd * 2) == 0;
 		}
 	free(ka);

@@ -118,7 +118,7 @@ static void test_model(const char *label, const struct tm_opts *o)
 			ptok[k] = tok[P + path[np - 1 - k]];
 		}
 		struct skipper_error err = { 0 };
-		ok(skipper_backend_kv_move(b, src, dst, np, &err) == 0, "%s: kv_move", label);
+		ok(skipper_backend_kv_move(b, 0, src, dst, np, &err) == 0, "%s: kv_move", label);
 		fwd(a, ptok, np, P, NULL, NULL, 1, NULL, NULL, NULL);
 		ok(cache_eq(a, b, P + np), "%s: kv_move(path of %d) == cache of the path computed directly",
 		   label, np);
@@ -167,8 +167,8 @@ static void test_model(const char *label, const struct tm_opts *o)
 			memcpy(st + i * E, cap + (size_t)i * nl * E, sizeof(float) * E);
 		int same = 1;
 		for (int l = 0; l < L; l++) {
-			skipper_backend_sublayer(b, SKIPPER_ATTN, l, n, st, NULL, P, &err);
-			skipper_backend_sublayer(b, SKIPPER_MLP, l, n, st, NULL, P, &err);
+			skipper_backend_sublayer(b, 0, SKIPPER_ATTN, l, n, st, NULL, P, &err);
+			skipper_backend_sublayer(b, 0, SKIPPER_MLP, l, n, st, NULL, P, &err);
 			for (int i = 0; i < n; i++)
 				same &= memcmp(st + i * E, cap + ((size_t)i * nl + l + 1) * E,
 				               sizeof(float) * E) == 0;
@@ -221,7 +221,7 @@ static void test_model(const char *label, const struct tm_opts *o)
 		int same = 1;
 		for (int l = 0; l < L; l++)
 			for (int k = 0; k < 2; k++) {
-				skipper_backend_sublayer(b, k ? SKIPPER_MLP : SKIPPER_ATTN, l, n, st, NULL, P, &err);
+				skipper_backend_sublayer(b, 0, k ? SKIPPER_MLP : SKIPPER_ATTN, l, n, st, NULL, P, &err);
 				for (int i = 0; i < n; i++)
 					same &= memcmp(st + i * E, cap + ((size_t)i * np + 2 * l + k + 1) * E,
 					               sizeof(float) * E) == 0;

@@ -45,7 +45,7 @@ static int be_sublayer(void *ctx, int kind, int layer, int n_seq, int seq_len, f
                        int n_past)
 {
 	for (int s = 0; s < n_seq; s++)
-		if (skipper_backend_sublayer(be, kind, layer, seq_len, states + (size_t)s * seq_len * be->model->hp.n_embd, pos,
+		if (skipper_backend_sublayer(be, 0, kind, layer, seq_len, states + (size_t)s * seq_len * be->model->hp.n_embd, pos,
 		                      n_past, &err))
 			return SKIPPER_POLICY_ERROR;
 	return 0;
@@ -197,7 +197,7 @@ static void tiny_model(void)
 		    skipper_engine_sublayer_forward(eng, SKIPPER_MLP, 3, 5, 2, a, p2, 0, &err))
 			BAIL(err.msg);
 		for (int s = 0; s < 5; s++)
-			skipper_backend_sublayer(be, SKIPPER_MLP, 3, 2, b + (size_t)s * 2 * d, p2, 0, &err);
+			skipper_backend_sublayer(be, 0, SKIPPER_MLP, 3, 2, b + (size_t)s * 2 * d, p2, 0, &err);
 		ok(!memcmp(a, b, sizeof(float) * 10 * d), "batched MLP service == per-sequence calls, bitwise");
 		skipper_engine_free(eng);
 		free(a);

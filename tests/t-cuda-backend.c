@@ -157,8 +157,8 @@ static void kv_near(const char *label, const char *what, struct skipper_backend 
 	for (int l = 0; l < hp->n_layer; l++)
 		for (int s = 0; s < upto; s++) {
 			size_t o = ((size_t)l * upto + s) * kvd * 2;
-			skipper_backend_kv_read(cu, l, s, a + o, a + o + kvd, NULL);
-			skipper_backend_kv_read(cp, l, s, b + o, b + o + kvd, NULL);
+			skipper_backend_kv_read(cu, 0, l, s, a + o, a + o + kvd, NULL);
+			skipper_backend_kv_read(cp, 0, l, s, b + o, b + o + kvd, NULL);
 		}
 	near(label, what, a, b, n, rel, 0);
 	free(a);
@@ -269,7 +269,7 @@ static void trees(const char *label, struct skipper_backend *a, struct skipper_b
 			ptok[k] = tok[P + path[k]];
 		}
 		struct skipper_error err = { 0 };
-		ok(skipper_backend_kv_move(b, src, dst, np, &err) == 0 && skipper_backend_kv_move(c, src, dst, np, &err) == 0,
+		ok(skipper_backend_kv_move(b, 0, src, dst, np, &err) == 0 && skipper_backend_kv_move(c, 0, src, dst, np, &err) == 0,
 		   "%s: kv_move on both backends", label);
 		fwd(a, ptok, np, P, NULL, NULL, 1, NULL, NULL, NULL);
 		ok(cache_eq(a, b, P + np), "%s: kv_move(path of %d) == the path computed directly, bitwise", label, np);
@@ -353,8 +353,8 @@ static void states(const char *label, struct skipper_backend *b, struct skipper_
 			boundary(layc, n, L + 1, l, E, sc);
 			for (int k = 0; k < 2; k++) {
 				memcpy(sg, sc, sizeof(float) * n * E);
-				int rc = skipper_backend_sublayer(b, k ? SKIPPER_MLP : SKIPPER_ATTN, l, n, sg, NULL, P, &err);
-				rc |= skipper_backend_sublayer(c, k ? SKIPPER_MLP : SKIPPER_ATTN, l, n, sc, NULL, P, &err);
+				int rc = skipper_backend_sublayer(b, 0, k ? SKIPPER_MLP : SKIPPER_ATTN, l, n, sg, NULL, P, &err);
+				rc |= skipper_backend_sublayer(c, 0, k ? SKIPPER_MLP : SKIPPER_ATTN, l, n, sc, NULL, P, &err);
 				if (rc)
 					diag("sublayer %d of layer %d: %s", k, l, err.msg);
 				bad += rc || !states_near(k ? "sublayer mlp" : "sublayer attn", l, sg, sc, (size_t)n * E);

@@ -254,8 +254,8 @@ static int same_kv(struct skipper_backend *a, struct skipper_backend *b, int n)
 	int same = 1;
 	for (int l = 0; l < model->view.hp.n_layer && same; l++)
 		for (int s = 0; s < n && same; s++) {
-			skipper_backend_kv_read(a, l, s, ka, va, &err);
-			skipper_backend_kv_read(b, l, s, kb, vb, &err);
+			skipper_backend_kv_read(a, 0, l, s, ka, va, &err);
+			skipper_backend_kv_read(b, 0, l, s, kb, vb, &err);
 			same = !memcmp(ka, kb, d * sizeof *ka) && !memcmp(va, vb, d * sizeof *va);
 			if (!same)
 				diag("KV differs at layer %d slot %d", l, s);

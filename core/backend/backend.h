@@ -5,11 +5,13 @@
  * of backend_abi.h, not the loader's struct. May include: core/model/
  * (tensor types), error.h. Called by the engine and the CLI.
  *
- * KV cache model: the backend owns n_ctx slots per layer. The engine tracks the
- * committed length; the backend never advances it by itself. A forward call
- * names the committed prefix [0, n_past) that every row attends to; row i of
- * the batch additionally attends to its ancestors inside the batch (parent
- * chain) and to itself. */
+ * KV cache model: the backend owns n_ctx slots per layer for each of its
+ * n_seq sequences (one, unless set_sequences made room for more: a server's
+ * requests decoded together). The engine tracks each committed length; the
+ * backend never advances it by itself. A forward call names, for each
+ * sequence it carries rows of, the committed prefix [0, n_past) those rows
+ * attend to; a row additionally attends to its ancestors inside the batch
+ * (parent chain, within its sequence) and to itself. */
 #ifndef SKIPPER_BACKEND_H
 #define SKIPPER_BACKEND_H
 
@@ -35,17 +37,20 @@ int skipper_backend_cpu_create(const struct skipper_model_view *m, const struct 
  * SKIPPER_ERR_RANGE) and "<name> backend: what", then runs the backend's op
  * (struct skipper_backend_ops says what each does). */
 int skipper_backend_forward(struct skipper_backend *be, const struct skipper_forward *fw, struct skipper_error *err);
-int skipper_backend_kv_move(struct skipper_backend *be, const int32_t *src, const int32_t *dst, int n,
+int skipper_backend_kv_move(struct skipper_backend *be, int seq, const int32_t *src, const int32_t *dst, int n,
                             struct skipper_error *err);
-int skipper_backend_kv_read(struct skipper_backend *be, int layer, int slot, float *k, float *v,
+int skipper_backend_kv_read(struct skipper_backend *be, int seq, int layer, int slot, float *k, float *v,
                             struct skipper_error *err);
-int skipper_backend_sublayer(struct skipper_backend *be, int kind, int layer, int n, float *states,
+int skipper_backend_sublayer(struct skipper_backend *be, int seq, int kind, int layer, int n, float *states,
                              const int32_t *pos, int n_past, struct skipper_error *err);
 int skipper_backend_head_argmax(struct skipper_backend *be, int n, const float *states, int32_t *ids,
                                 struct skipper_error *err);
 /* A ctx_len past the last slot times the last slot. */
 int skipper_backend_time_sublayer(struct skipper_backend *be, int kind, int layer, int ctx_len, double *seconds,
                                   struct skipper_error *err);
+/* Room for n KV sequences (n >= 1): SKIPPER_ERR_UNSUPPORTED, saying so,
+ * where the backend decodes one sequence at a time. */
+int skipper_backend_set_sequences(struct skipper_backend *be, int n, struct skipper_error *err);
 /* SKIPPER_ERR_UNSUPPORTED where the backend has no head subset. */
 int skipper_backend_set_head_subset(struct skipper_backend *be, const int32_t *ids, int n,
                                     struct skipper_error *err);

@@ -156,17 +156,33 @@ enum skipper_sublayer { SKIPPER_ATTN = 0, SKIPPER_MLP = 1 };
 
 #define SKIPPER_MAX_TOPK 64 /* the most top ids a forward asks for; every backend serves it */
 
+/* One KV sequence's rows in a batch that carries several (continuous
+ * batching): rows [row0, row0 + n) after the sequence's committed prefix
+ * [0, n_past). */
+struct skipper_fw_seg {
+	int seq;                      /* 0 .. the backend's n_seq - 1, each at most once a batch */
+	int row0, n;
+	int n_past;
+};
+
 struct skipper_forward {
 	/* --- input --- */
 	int n;                        /* rows in the batch, >= 1 */
 	const int32_t *tokens;        /* [n] token ids */
-	const int32_t *pos;           /* [n] RoPE positions; NULL = n_past + i */
+	const int32_t *pos;           /* [n] RoPE positions; NULL = n_past + i (of its segment) */
 	const int32_t *parent;        /* [n] parent row (< i) or -1 = only the prefix;
-	                                 NULL = chain (parent[i] = i - 1) */
+	                                 NULL = chain (parent[i] = i - 1); with segments a
+	                                 parent is a row of the same segment */
 	int n_past;                   /* committed prefix visible to all rows */
-	int kv_write;                 /* 1: row i's K/V go to slot n_past + i (for every
-	                                 attention sub-layer that runs); 0: kept in a
-	                                 per-call scratch, the cache is untouched */
+	int seq;                      /* the KV sequence of every row (n_seg = 0) */
+	int n_seg;                    /* > 0: the rows are seg[0 .. n_seg), in order and
+	                                 covering [0, n); n_past and seq are theirs. The
+	                                 core hands backends one segment for n_seg = 0
+	                                 (skipper_backend_forward) */
+	const struct skipper_fw_seg *seg;
+	int kv_write;                 /* 1: row i's K/V go to slot n_past + i (of its
+	                                 segment, for every attention sub-layer that runs);
+	                                 0: kept in a per-call scratch, the cache is untouched */
 	const uint8_t *skip_attn;     /* [n_layer], 1 = skip; NULL = skip none */
 	const uint8_t *skip_mlp;      /* [n_layer], 1 = skip; NULL = skip none */
 
@@ -240,21 +256,22 @@ struct skipper_backend_ops {
 	int (*forward)(struct skipper_backend *be, const struct skipper_forward *fw,
 	               struct skipper_error *err);
 
-	/* Copy the K/V of slot src[i] to slot dst[i] in every layer, in order
-	 * (used to compact an accepted tree path: dst[i] <= src[i]). */
-	int (*kv_move)(struct skipper_backend *be, const int32_t *src, const int32_t *dst, int n,
+	/* Copy the K/V of slot src[i] to slot dst[i] of sequence seq in every
+	 * layer, in order (used to compact an accepted tree path: dst[i] <=
+	 * src[i]). */
+	int (*kv_move)(struct skipper_backend *be, int seq, const int32_t *src, const int32_t *dst, int n,
 	               struct skipper_error *err);
 
-	/* Read K/V of one slot of one layer (tests compare caches): k and v get
-	 * n_head_kv * head_dim floats each. */
-	int (*kv_read)(struct skipper_backend *be, int layer, int slot, float *k, float *v,
+	/* Read K/V of one slot of one layer of sequence seq (tests compare
+	 * caches): k and v get n_head_kv * head_dim floats each. */
+	int (*kv_read)(struct skipper_backend *be, int seq, int layer, int slot, float *k, float *v,
 	               struct skipper_error *err);
 
 	/* One sub-layer (with its norm and residual add) on caller-given hidden
 	 * states [n][n_embd], in place. Rows are a chain at positions pos[] and
-	 * attend to the committed prefix [0, n_past) plus earlier rows; no KV is
-	 * written. */
-	int (*sublayer)(struct skipper_backend *be, int kind, int layer, int n, float *states,
+	 * attend to sequence seq's committed prefix [0, n_past) plus earlier
+	 * rows; no KV is written. */
+	int (*sublayer)(struct skipper_backend *be, int seq, int kind, int layer, int n, float *states,
 	                const int32_t *pos, int n_past, struct skipper_error *err);
 
 	/* Final norm + LM head argmax on given hidden states [n][n_embd]. */
@@ -272,6 +289,11 @@ struct skipper_backend_ops {
 	int (*set_head_subset)(struct skipper_backend *be, const int32_t *ids, int n,
 	                       struct skipper_error *err);
 
+	/* Room for n KV sequences of n_ctx slots each (allocated now; what the
+	 * sequences held is lost); be->n_seq becomes n. NULL: one sequence
+	 * only. */
+	int (*set_sequences)(struct skipper_backend *be, int n, struct skipper_error *err);
+
 	/* Start (on = 1: from zero) or stop (on = 0) profiling; *out, when not
 	 * NULL, gets the totals so far. NULL: no profile. */
 	void (*profile)(struct skipper_backend *be, int on, struct skipper_backend_profile *out);
@@ -282,7 +304,8 @@ struct skipper_backend_ops {
 struct skipper_backend {
 	const struct skipper_backend_ops *ops;
 	const struct skipper_model_view *model;
-	int n_ctx;
+	int n_ctx;           /* KV slots of each sequence */
+	int n_seq;           /* KV sequences (1 from create; set_sequences) */
 	const char *device;  /* the device in words ("NVIDIA H100 ..."), NULL on the CPU */
 };
 
@@ -303,7 +326,7 @@ struct skipper_backend_opts {
 
 /* Bumped whenever anything above changes layout; the loader also compares
  * the skipper version string, so this is a second line of defence. */
-#define SKIPPER_BACKEND_MODULE_ABI 3
+#define SKIPPER_BACKEND_MODULE_ABI 4
 #define SKIPPER_BACKEND_MODULE_ENTRY "skipper_backend_module_init"
 
 struct skipper_backend_module {

@@ -7,14 +7,59 @@
 #include "backend.h"
 #include "base/error.h"
 
+/* The batch's rows by sequence: each segment's sequence in range and used
+ * once, the segments in order covering [0, n), each fitting its sequence's
+ * context, each parent within its row's segment. */
+static int check_segments(const struct skipper_backend *be, const struct skipper_forward *fw, struct skipper_error *err)
+{
+	const char *name = be->ops->name;
+	int row = 0;
+
+	if (!fw->seg || fw->n_seg > be->n_seq)
+		return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: %d segments for %d sequences", name, fw->n_seg,
+		                    be->n_seq);
+	for (int k = 0; k < fw->n_seg; k++) {
+		const struct skipper_fw_seg *g = &fw->seg[k];
+		if (g->seq < 0 || g->seq >= be->n_seq)
+			return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: sequence %d of %d", name, g->seq, be->n_seq);
+		for (int j = 0; j < k; j++)
+			if (fw->seg[j].seq == g->seq)
+				return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: sequence %d twice in a batch", name,
+				                    g->seq);
+		if (g->row0 != row || g->n < 1 || g->n_past < 0)
+			return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: segment %d: rows %d..%d after %d", name, k,
+			                    g->row0, g->row0 + g->n, row);
+		if (g->n_past + g->n > be->n_ctx)
+			return skipper_fail(err, SKIPPER_ERR_RANGE,
+			                    "%s backend: batch of %d rows after %d committed does not fit %d context slots",
+			                    name, g->n, g->n_past, be->n_ctx);
+		for (int i = g->row0; fw->parent && i < g->row0 + g->n; i++)
+			if (fw->parent[i] != -1 && fw->parent[i] < g->row0)
+				return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: parent[%d] = %d is not in its sequence's rows",
+				                    name, i, fw->parent[i]);
+		row += g->n;
+	}
+	if (row != fw->n)
+		return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: segments cover %d of %d rows", name, row, fw->n);
+	return 0;
+}
+
 static int check_forward(const struct skipper_backend *be, const struct skipper_forward *fw,
                          struct skipper_error *err)
 {
 	const char *name = be->ops->name;
-	int n_ctx = be->n_ctx, n_vocab = be->model->hp.n_vocab, n_layer = be->model->hp.n_layer;
+	int n_ctx = be->n_ctx, n_vocab = be->model->hp.n_vocab, n_layer = be->model->hp.n_layer, rc;
 
-	if (fw->n < 1 || !fw->tokens || fw->n_past < 0 || fw->n_past + fw->n > n_ctx)
-		return skipper_fail(err, fw->n >= 1 && fw->n_past + fw->n > n_ctx ? SKIPPER_ERR_RANGE : SKIPPER_ERR_ARG,
+	if (fw->n < 1 || !fw->tokens)
+		return skipper_fail(err, SKIPPER_ERR_ARG,
+		                    "%s backend: batch of %d rows after %d committed does not fit %d context slots", name,
+		                    fw->n, fw->n_past, n_ctx);
+	if (fw->n_seg > 0 && (rc = check_segments(be, fw, err)))
+		return rc;
+	if (!fw->n_seg && (fw->seq < 0 || fw->seq >= be->n_seq))
+		return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: sequence %d of %d", name, fw->seq, be->n_seq);
+	if (!fw->n_seg && (fw->n_past < 0 || fw->n_past + fw->n > n_ctx))
+		return skipper_fail(err, fw->n_past >= 0 ? SKIPPER_ERR_RANGE : SKIPPER_ERR_ARG,
 		                    "%s backend: batch of %d rows after %d committed does not fit %d context slots", name,
 		                    fw->n, fw->n_past, n_ctx);
 	for (int i = 0; i < fw->n; i++) {
@@ -51,35 +96,58 @@ static int check_forward(const struct skipper_backend *be, const struct skipper_
 int skipper_backend_forward(struct skipper_backend *be, const struct skipper_forward *fw, struct skipper_error *err)
 {
 	int rc = check_forward(be, fw, err);
-	return rc ? rc : be->ops->forward(be, fw, err);
+	if (rc)
+		return rc;
+	if (fw->n_seg)
+		return be->ops->forward(be, fw, err);
+	/* a batch of one sequence is its one segment */
+	struct skipper_fw_seg one = { .seq = fw->seq, .row0 = 0, .n = fw->n, .n_past = fw->n_past };
+	struct skipper_forward f = *fw;
+	f.n_seg = 1;
+	f.seg = &one;
+	return be->ops->forward(be, &f, err);
 }
 
-int skipper_backend_kv_move(struct skipper_backend *be, const int32_t *src, const int32_t *dst, int n,
+static int check_seq(const struct skipper_backend *be, int seq, const char *what, struct skipper_error *err)
+{
+	if (seq < 0 || seq >= be->n_seq)
+		return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: %s in sequence %d of %d", be->ops->name, what, seq,
+		                    be->n_seq);
+	return 0;
+}
+
+int skipper_backend_kv_move(struct skipper_backend *be, int seq, const int32_t *src, const int32_t *dst, int n,
                             struct skipper_error *err)
 {
 	if (n <= 0)
 		return 0;
+	if (check_seq(be, seq, "kv_move", err))
+		return err->status;
 	if (!src || !dst)
 		return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: kv_move without slots", be->ops->name);
 	for (int i = 0; i < n; i++)
 		if (src[i] < 0 || src[i] >= be->n_ctx || dst[i] < 0 || dst[i] >= be->n_ctx)
 			return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: kv_move %d -> %d out of range", be->ops->name,
 			                    src[i], dst[i]);
-	return be->ops->kv_move(be, src, dst, n, err);
+	return be->ops->kv_move(be, seq, src, dst, n, err);
 }
 
-int skipper_backend_kv_read(struct skipper_backend *be, int layer, int slot, float *k, float *v,
+int skipper_backend_kv_read(struct skipper_backend *be, int seq, int layer, int slot, float *k, float *v,
                             struct skipper_error *err)
 {
+	if (check_seq(be, seq, "kv_read", err))
+		return err->status;
 	if (layer < 0 || layer >= be->model->hp.n_layer || slot < 0 || slot >= be->n_ctx)
 		return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: kv_read layer %d slot %d", be->ops->name, layer,
 		                    slot);
-	return be->ops->kv_read(be, layer, slot, k, v, err);
+	return be->ops->kv_read(be, seq, layer, slot, k, v, err);
 }
 
-int skipper_backend_sublayer(struct skipper_backend *be, int kind, int layer, int n, float *states,
+int skipper_backend_sublayer(struct skipper_backend *be, int seq, int kind, int layer, int n, float *states,
                              const int32_t *pos, int n_past, struct skipper_error *err)
 {
+	if (check_seq(be, seq, "sublayer", err))
+		return err->status;
 	if ((kind != SKIPPER_ATTN && kind != SKIPPER_MLP) || layer < 0 || layer >= be->model->hp.n_layer || n < 1 ||
 	    !states || n_past < 0 || n_past + n > be->n_ctx)
 		return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: sublayer kind %d layer %d n %d n_past %d",
@@ -87,7 +155,7 @@ int skipper_backend_sublayer(struct skipper_backend *be, int kind, int layer, in
 	for (int i = 0; pos && i < n; i++)
 		if (pos[i] < 0)
 			return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: negative position", be->ops->name);
-	return be->ops->sublayer(be, kind, layer, n, states, pos, n_past, err);
+	return be->ops->sublayer(be, seq, kind, layer, n, states, pos, n_past, err);
 }
 
 int skipper_backend_head_argmax(struct skipper_backend *be, int n, const float *states, int32_t *ids,
@@ -122,4 +190,16 @@ int skipper_backend_set_head_subset(struct skipper_backend *be, const int32_t *i
 			return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: head subset id %d out of range", be->ops->name,
 			                    ids[i]);
 	return be->ops->set_head_subset(be, ids, n, err);
+}
+
+int skipper_backend_set_sequences(struct skipper_backend *be, int n, struct skipper_error *err)
+{
+	if (n < 1)
+		return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: %d sequences", be->ops->name, n);
+	if (n == be->n_seq)
+		return 0;
+	if (!be->ops->set_sequences)
+		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED,
+		                    "the %s backend decodes one sequence at a time (asked for %d together)", be->ops->name, n);
+	return be->ops->set_sequences(be, n, err);
 }

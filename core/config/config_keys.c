@@ -32,6 +32,9 @@ const struct skipper_config_key skipper_config_keys[] = {
 	{ "lookup", "max_draft", "16", SKIPPER_KEY_INT, NULL, 1, 32 },
 	{ "lookup", "branches", "8", SKIPPER_KEY_INT, NULL, 1, 8 },
 	{ "lookup", "ngrams", "auto", SKIPPER_KEY_STRING, NULL },
+	{ "lookup", "history", "off", SKIPPER_KEY_STRING, NULL },
+	{ "lookup", "history_mb", "64", SKIPPER_KEY_INT, NULL, 1, 16384 },
+	{ "lookup", "history_scope", "key", SKIPPER_KEY_ENUM, "key,global" },
 
 	{ "hub", "endpoint", "", SKIPPER_KEY_STRING, NULL },
 	{ "hub", "cache_dir", "", SKIPPER_KEY_STRING, NULL },

@@ -41,7 +41,7 @@ static int one_pass(struct skipper_engine *e, int n, const uint8_t *skip_attn, c
 		tok[i] = (int32_t)((i * 7919 + 13) % e->n_vocab);
 		rows[i] = i;
 	}
-	struct skipper_forward fw = { .n = n, .tokens = tok, .n_past = COST_CTX, .kv_write = 0,
+	struct skipper_forward fw = { .n = n, .tokens = tok, .seq = e->seq, .n_past = COST_CTX, .kv_write = 0,
 	                              .skip_attn = skip_attn, .skip_mlp = skip_mlp, .n_out = n, .out_rows = rows,
 	                              .top_k = 1, .top_ids = ids, .top_probs = head_subset ? probs : NULL,
 	                              .head_subset = head_subset };

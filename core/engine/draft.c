@@ -27,7 +27,7 @@ int engine_draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, i
 		int32_t pos = r->n_past + n, row = 0;
 		float *lg = r->greedy ? NULL : e->vb.logits;
 		struct skipper_forward fw = {
-			.n = 1, .tokens = &x, .pos = &pos, .n_past = r->n_past + n, .kv_write = 1,
+			.n = 1, .tokens = &x, .pos = &pos, .seq = e->seq, .n_past = r->n_past + n, .kv_write = 1,
 			.skip_attn = e->draft.skip_attn, .skip_mlp = e->draft.skip_mlp,
 			.n_out = 1, .out_rows = &row, .top_k = e->draft.top_k,
 			.top_ids = &e->draft.top_ids[n * e->draft.top_k], .top_probs = &e->draft.top_probs[n * e->draft.top_k],

@@ -15,6 +15,8 @@ int skipper_engine_committed(const struct skipper_engine *e) { return e->out.com
 
 struct skipper_policy_instance *skipper_engine_policy(const struct skipper_engine *e) { return e->pol; }
 
+void skipper_engine_set_history(struct skipper_engine *e, struct skipper_history *h) { e->lk.history = h; }
+
 void skipper_engine_set_clock(struct skipper_engine *e, double (*now)(void *ctx), void *ctx)
 {
 	e->pace.clock = now;
@@ -167,6 +169,8 @@ int skipper_engine_new(struct skipper_backend *be, const struct skipper_tokenize
 	e->n_layer = be->model->hp.n_layer;
 	e->draft.top_k = 1;
 	e->pace.no_guard = o->no_guard;
+	e->seq = o->seq;
+	e->lk.history = o->history;
 	e->pace.note = o->note;
 	e->pace.note_ctx = o->note_ctx;
 	set_lookup(e, &o->lookup);
@@ -274,28 +278,18 @@ int engine_emit(struct skipper_engine *e, struct round_ctx *r, int32_t tok)
 	return SKIPPER_OK;
 }
 
-/* Prefill, start the policy (begin hook), commit the first token. */
-static int start_request(struct skipper_engine *e, struct round_ctx *r, const int32_t *prompt, int n_prompt,
-                         int *began, struct skipper_error *err)
+/* After the prompt's last row went through the model (its top-1 in
+ * e->vb.top[0], its logits in e->vb.logits when sampling; n_rows captured
+ * prompt rows in cap.sel, their positions in vb.rows): the first token,
+ * the policy's begin hook, the first token committed. */
+int engine_prefill_done(struct skipper_engine *e, const int32_t *prompt, int n_prompt, const float *mean, int n_rows,
+                        double t_prefill, struct skipper_error *err)
 {
-	const struct skipper_gen_params *gp = r->gp;
-	struct skipper_run_stats *st = r->st;
+	struct round_ctx *r = &e->r;
 	struct skipper_states prompt_states;
-	float *mean = NULL;
-	double t0 = engine_now();
-	int n_rows = 0, rc;
+	int rc = SKIPPER_OK;
 	int32_t first;
 
-	e->lk.hist_n = 0;
-	if (hist_push(e, prompt, n_prompt))
-		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
-	if ((e->cap.needs & SKIPPER_NEED_PROMPT_MEAN) && e->pol &&
-	    !(mean = malloc((size_t)e->be->model->hp.n_embd * sizeof *mean)))
-		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
-	if ((rc = engine_prefill(e, prompt, n_prompt, r->greedy, mean, &n_rows, err))) {
-		free(mean);
-		return rc;
-	}
 	if (e->cap.buf) {
 		for (int i = 0; i < n_rows; i++) {
 			e->cap.pos[i] = e->vb.rows[i];
@@ -308,10 +302,10 @@ static int start_request(struct skipper_engine *e, struct round_ctx *r, const in
 	if (r->greedy) {
 		first = e->vb.top[0];
 	} else {
-		skipper_process_logits(&gp->sampling, e->vb.logits, e->n_vocab, e->vb.p, e->vb.scratch);
+		skipper_process_logits(&r->gp->sampling, e->vb.logits, e->n_vocab, e->vb.p, e->vb.scratch);
 		first = skipper_sample_probs(e->vb.p, e->n_vocab, &e->rng);
 	}
-	st->t_prefill = engine_now() - t0;
+	r->st->t_prefill = t_prefill;
 	r->n_past = n_prompt;
 	e->out.committed = r->n_past;
 	r->root = first;
@@ -320,16 +314,33 @@ static int start_request(struct skipper_engine *e, struct round_ctx *r, const in
 	 * cannot run (no profile, say) fails with nothing printed */
 	if (e->pol) {
 		struct skipper_request req = { .id = e->request_id, .prompt = prompt, .n_prompt = n_prompt,
-		                               .n_layer = e->n_layer, .max_tokens = gp->max_tokens, .greedy = r->greedy,
+		                               .n_layer = e->n_layer, .max_tokens = r->gp->max_tokens, .greedy = r->greedy,
 		                               .prompt_mean = mean, .states = e->cap.buf ? &prompt_states : NULL };
-		t0 = engine_now();
+		double t0 = engine_now();
 		rc = skipper_policy_begin(e->pol, &req, err);
-		st->t_policy += engine_now() - t0;
-		*began = rc == SKIPPER_OK;
+		r->st->t_policy += engine_now() - t0;
+		e->began = rc == SKIPPER_OK;
 	}
-	free(mean);
 	if (rc == SKIPPER_OK && (rc = engine_emit(e, r, first)))
 		return skipper_fail(err, rc, "out of memory");
+	return rc;
+}
+
+/* Prefill in one go (engine_prefill, with the captures the policy needs),
+ * then engine_prefill_done. */
+static int start_request(struct skipper_engine *e, const int32_t *prompt, int n_prompt, struct skipper_error *err)
+{
+	float *mean = NULL;
+	double t0 = engine_now();
+	int n_rows = 0, rc;
+
+	if ((e->cap.needs & SKIPPER_NEED_PROMPT_MEAN) && e->pol &&
+	    !(mean = malloc((size_t)e->be->model->hp.n_embd * sizeof *mean)))
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	rc = engine_prefill(e, prompt, n_prompt, e->r.greedy, mean, &n_rows, err);
+	if (!rc)
+		rc = engine_prefill_done(e, prompt, n_prompt, mean, n_rows, engine_now() - t0, err);
+	free(mean);
 	return rc;
 }
 
@@ -346,6 +357,10 @@ static int finish_request(struct skipper_engine *e, struct round_ctx *r, int n_p
 	/* the first token comes out of the prefill; the rest out of decoding */
 	if (r->n_gen > 1 && st->t_total - st->t_prefill > 0)
 		st->tokens_per_s = (r->n_gen - 1) / (st->t_total - st->t_prefill);
+	/* what was written is history for the next requests (lookup's, so
+	 * only where lookup runs) */
+	if (e->lk.history && e->lk.opts.enable && r->n_gen > 0)
+		skipper_history_add(e->lk.history, e->lk.hist, e->lk.hist_n);
 	if (began) {
 		struct skipper_stats ps = { .n_prompt = n_prompt, .n_generated = r->n_gen, .rounds = st->rounds,
 		                            .verify_passes = st->rounds, .drafted = st->drafted, .accepted = st->accepted,
@@ -360,50 +375,122 @@ static int finish_request(struct skipper_engine *e, struct round_ctx *r, int n_p
 	return rc;
 }
 
-int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int n_prompt,
-                            const struct skipper_gen_params *gp, skipper_token_cb cb, void *user,
-                            struct skipper_run_stats *st, struct skipper_error *err)
+int engine_request_start(struct skipper_engine *e, const int32_t *prompt, int n_prompt,
+                         const struct skipper_gen_params *gp, skipper_token_cb cb, void *user,
+                         struct skipper_run_stats *st, struct skipper_error *err)
 {
-	struct round_ctx r = { .gp = gp, .greedy = gp->sampling.temperature <= 0, .cb = cb, .user = user, .st = st };
-	double t_start = engine_now();
-	int rc, began = 0;
+	struct round_ctx *r = &e->r;
+	int rc;
 
+	*r = (struct round_ctx){ .gp = &e->gp, .greedy = gp->sampling.temperature <= 0, .cb = cb, .user = user, .st = st };
+	e->gp = *gp;
+	e->t_start = engine_now();
+	e->began = 0;
 	memset(st, 0, sizeof *st);
 	st->n_prompt = n_prompt;
 	st->draft_head = e->draft.head_n;
 	if (n_prompt <= 0)
 		return skipper_fail(err, SKIPPER_ERR_ARG, "empty prompt");
-	if (gp->max_tokens <= 0)
+	if (gp->max_tokens <= 0) {
+		r->done = 1;
 		return SKIPPER_OK;
+	}
 	if (n_prompt + 1 > e->be->n_ctx)
 		return skipper_fail(err, SKIPPER_ERR_RANGE, "prompt of %d tokens does not fit the context of %d (%s)",
 		                    n_prompt, e->be->n_ctx, engine_ctx_advice(e));
-	if (!r.greedy && (rc = need_sampling_buffers(e, err)))
+	if (!r->greedy && (rc = need_sampling_buffers(e, err)))
 		return rc;
 	skipper_rng_seed(&e->rng, gp->seed);
 	e->request_id++;
+	e->lk.hist_n = 0;
+	if (hist_push(e, prompt, n_prompt))
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	return SKIPPER_OK;
+}
 
-	rc = start_request(e, &r, prompt, n_prompt, &began, err);
-	while (!rc && !r.done) {
-		int n_draft, n_gen0 = r.n_gen, drafted0 = st->drafted;
-		r.t_round = engine_clock(e);
-		r.p_round = st->t_policy;
-		r.t_draft = 0;
-		if ((rc = engine_plan_round(e, &r, &n_draft, err)))
-			break;
-		if (r.lookup_only) {
-			n_draft = e->lk.tree_n ? 0 : engine_lookup_as_chain(e, &r);
-		} else if (n_draft > 0) {
-			double p0 = st->t_policy, t0 = engine_now(); /* should_exit time is the policy's */
-			rc = engine_draft(e, &r, n_draft, &n_draft, err);
-			r.t_draft = engine_now() - t0 - (st->t_policy - p0);
-			st->t_draft += r.t_draft;
-			if (rc)
-				break;
-		}
-		if ((rc = engine_verify(e, &r, n_draft, err)))
-			break;
-		engine_account_round(e, &r, st->drafted - drafted0, n_gen0);
+int engine_request_prefill(struct skipper_engine *e, const int32_t *prompt, int n_prompt, struct skipper_error *err)
+{
+	return start_request(e, prompt, n_prompt, err);
+}
+
+int engine_round_prepare(struct skipper_engine *e, struct skipper_error *err)
+{
+	struct round_ctx *r = &e->r;
+	struct skipper_run_stats *st = r->st;
+	int n_draft, rc;
+
+	r->n_gen0 = r->n_gen;
+	r->drafted0 = st->drafted;
+	r->t_round = engine_clock(e);
+	r->p_round = st->t_policy;
+	r->t_draft = 0;
+	if ((rc = engine_plan_round(e, r, &n_draft, err)))
+		return rc;
+	if (r->lookup_only) {
+		n_draft = e->lk.tree_n ? 0 : engine_lookup_as_chain(e, r);
+	} else if (n_draft > 0) {
+		double p0 = st->t_policy, t0 = engine_now(); /* should_exit time is the policy's */
+		rc = engine_draft(e, r, n_draft, &n_draft, err);
+		r->t_draft = engine_now() - t0 - (st->t_policy - p0);
+		st->t_draft += r->t_draft;
+		if (rc)
+			return rc;
 	}
-	return finish_request(e, &r, n_prompt, t_start, began, rc, err);
+	return engine_verify_build(e, r, n_draft, err);
+}
+
+int engine_round_finish(struct skipper_engine *e, struct skipper_error *err)
+{
+	struct round_ctx *r = &e->r;
+	int rc = engine_verify_accept(e, r, err);
+	/* the guards time this sequence's rounds against its plain ones: a
+	 * pass shared with others times them all */
+	if (!rc && !e->batch.others)
+		engine_account_round(e, r, r->st->drafted - r->drafted0, r->n_gen0);
+	return rc;
+}
+
+int engine_request_finish(struct skipper_engine *e, int rc, struct skipper_error *err)
+{
+	return finish_request(e, &e->r, e->r.st->n_prompt, e->t_start, e->began, rc, err);
+}
+
+int skipper_engine_begin(struct skipper_engine *e, const int32_t *prompt, int n_prompt,
+                         const struct skipper_gen_params *gp, skipper_token_cb cb, void *user,
+                         struct skipper_run_stats *st, struct skipper_error *err)
+{
+	int rc = engine_request_start(e, prompt, n_prompt, gp, cb, user, st, err);
+	e->in_request = 1;
+	e->prompt = prompt;
+	e->n_prompt = n_prompt;
+	e->prefilled = 0;
+	e->prefill_seconds = 0;
+	if (rc)
+		e->r.done = 1;
+	return rc;
+}
+
+int skipper_engine_running(const struct skipper_engine *e) { return e->in_request && !e->r.done; }
+
+int skipper_engine_end(struct skipper_engine *e, int rc, struct skipper_error *err)
+{
+	e->in_request = 0;
+	e->batch.others = 0;
+	return engine_request_finish(e, rc, err);
+}
+
+int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int n_prompt,
+                            const struct skipper_gen_params *gp, skipper_token_cb cb, void *user,
+                            struct skipper_run_stats *st, struct skipper_error *err)
+{
+	int rc = engine_request_start(e, prompt, n_prompt, gp, cb, user, st, err);
+
+	if (rc || e->r.done)
+		return rc;
+	rc = engine_request_prefill(e, prompt, n_prompt, err);
+	while (!rc && !e->r.done) {
+		if (!(rc = engine_round_prepare(e, err)) && !(rc = engine_verify_pass(e, &e->r, err)))
+			rc = engine_round_finish(e, err);
+	}
+	return engine_request_finish(e, rc, err);
 }

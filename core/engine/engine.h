@@ -93,6 +93,11 @@ struct skipper_engine_opts {
 	 * cached curve refused). */
 	void (*note)(void *ctx, const char *msg);
 	void *note_ctx;
+	int seq;                /* the backend's KV sequence the engine decodes in (0 .. n_seq - 1) */
+	/* Earlier requests' text for lookup to draft from (with lookup on),
+	 * borrowed; each request the engine finishes is added to it. NULL:
+	 * none. skipper_engine_set_history changes it between requests. */
+	struct skipper_history *history;
 };
 
 /* The engine borrows be and tok; they must outlive it. o NULL: plain
@@ -105,6 +110,9 @@ int skipper_engine_new(struct skipper_backend *be, const struct skipper_tokenize
 /* Frees the policy instance and unloads its library too. */
 void skipper_engine_free(struct skipper_engine *e);
 
+struct skipper_history;
+void skipper_engine_set_history(struct skipper_engine *e, struct skipper_history *h);
+
 /* The engine's policy instance, or NULL (calibrate, policy statistics). */
 struct skipper_policy_instance *skipper_engine_policy(const struct skipper_engine *e);
 
@@ -114,6 +122,31 @@ struct skipper_policy_instance *skipper_engine_policy(const struct skipper_engin
 int skipper_engine_generate(struct skipper_engine *e, const int32_t *prompt, int n_prompt,
                             const struct skipper_gen_params *p, skipper_token_cb cb, void *user,
                             struct skipper_run_stats *st, struct skipper_error *err);
+
+/* A request that passes drive (skipper_pass_run) rather than
+ * skipper_engine_generate: begin sets it up (prompt stays the caller's
+ * until end, which finishes it and gives the first error of its steps, rc
+ * or its own); running says whether it has steps left. */
+int skipper_engine_begin(struct skipper_engine *e, const int32_t *prompt, int n_prompt,
+                         const struct skipper_gen_params *p, skipper_token_cb cb, void *user,
+                         struct skipper_run_stats *st, struct skipper_error *err);
+int skipper_engine_running(const struct skipper_engine *e);
+int skipper_engine_end(struct skipper_engine *e, int rc, struct skipper_error *err);
+
+/* Several engines' steps in one forward pass, each engine in its own KV
+ * sequence (pass.c): the prompt of a request that has just begun, in
+ * chunks of prefill_chunk tokens, or a round's verification batch. Scratch
+ * owned by the caller: skipper_pass_free. */
+struct skipper_pass;
+int skipper_pass_new(struct skipper_backend *be, int prefill_chunk, struct skipper_pass **out,
+                     struct skipper_error *err);
+void skipper_pass_free(struct skipper_pass *p);
+/* One pass over the engines that are running; rc[i] and err[i] the step's
+ * outcome for engine i (an engine whose step failed, or that is no longer
+ * running, is ended by the caller: skipper_engine_end). Returns the rows
+ * the pass carried (0: no pass). */
+int skipper_pass_run(struct skipper_pass *p, struct skipper_engine **engines, int n, int *rc,
+                     struct skipper_error *err);
 
 /* Mean over rows of the final-normed hidden state after the last layer of
  * a full-model prefill of prompt (writes the KV cache: call outside a

@@ -11,7 +11,9 @@
  * verify.c   the verification pass, acceptance, KV compaction
  * prefill.c  the full-model prefill and its captures
  * costs.c    the cost curve: measured, cached
- * lookup.c, ngram_table.c   lookup's proposals from the context and a corpus */
+ * pass.c     several engines' steps as one forward pass (continuous batching)
+ * lookup.c, ngram_table.c, history.c   lookup's proposals from the context,
+ *            a corpus, and earlier requests */
 #ifndef SKIPPER_ENGINE_IMPL_H
 #define SKIPPER_ENGINE_IMPL_H
 
@@ -20,6 +22,7 @@
 
 #include "econ/econ.h"
 #include "engine.h"
+#include "history.h"
 #include "lookup.h"
 #include "ngram_table.h"
 
@@ -77,7 +80,10 @@ struct engine_lookup {
 	struct lookup_stats stats;
 	struct ngram_table ngrams;
 	struct ngram_stats ng_stats;
+	struct skipper_history *history; /* earlier requests' text (borrowed), or NULL */
+	struct ngram_stats hist_stats;   /* how its proposals' counts fare */
 	struct lookup_tree tree;
+	struct lookup_tree htree; /* the history's proposal */
 	/* lookup-only rounds verify the tree's most promising nodes (sel) when
 	 * that promises more than the chain; tree_n of them, 0 = the chain */
 	uint8_t sel[LOOKUP_TREE_NODES];
@@ -85,7 +91,9 @@ struct engine_lookup {
 	int32_t tok[MAX_DRAFT], row[MAX_DRAFT];
 	float p[MAX_DRAFT];     /* acceptance to expect, given the tokens before it were accepted */
 	float table[MAX_DRAFT]; /* corpus proposals: the table's probabilities */
-	int n, ngram, corpus;
+	int n, ngram;
+	int corpus;           /* the proposal is the corpus n-grams' */
+	int from_history;     /* the proposal is the history's */
 };
 
 /* Never slower than plain steps: a rate guard per draft source. */
@@ -96,17 +104,17 @@ struct guard {
 	int pause_len;     /* next pause, doubled by each failed probe */
 };
 
-/* Corpus n-gram proposals have a guard of their own: where the model
- * writes unlike its corpus they fail, and they must not pause the
- * context's copies with them. */
-enum { GUARD_SKIP = 0, GUARD_LOOKUP = 1, GUARD_CORPUS = 2 };
+/* Corpus n-gram and history proposals have guards of their own: where the
+ * model writes unlike its corpus or its earlier requests they fail, and
+ * they must not pause the context's copies with them. */
+enum { GUARD_SKIP = 0, GUARD_LOOKUP = 1, GUARD_CORPUS = 2, GUARD_HISTORY = 3, GUARDS };
 
 /* What drafting costs and has paid lately (costs.c, pacing.c). */
 struct engine_pacing {
 	struct skipper_costs costs;   /* measured (costs.c) */
 	int have_costs;
 	char *cost_cache;             /* where the curve is cached, or NULL */
-	struct guard guard[3];
+	struct guard guard[GUARDS];
 	double plain_tok, plain_sec;  /* recent plain rounds, decayed */
 	double row_seen, row_model;   /* extra steps of recent lookup passes: measured, and the curve's; decayed */
 	int no_guard;                 /* skipper_engine_opts.guard = 0 */
@@ -122,6 +130,28 @@ struct engine_output {
 	int32_t *gen;
 	int cap;
 	int committed;        /* KV length visible to compute services */
+};
+
+struct round_ctx {
+	const struct skipper_gen_params *gp;
+	int greedy;
+	int n_past;           /* committed KV length */
+	int32_t root;         /* last committed token, not yet in the KV cache */
+	int n_gen;
+	int done;
+	int capture;          /* this round's verify pass captures states (plan.capture) */
+	int lookup_only;      /* the chain is the lookup proposal (no policy draft) */
+	int n_policy_rows;    /* batch rows 1 .. n_policy_rows - 1 are the policy's candidates */
+	double t_round;       /* when the round started (for the guards) */
+	double p_round;       /* st->t_policy then */
+	double t_draft;       /* this round's draft steps, policy hooks excluded (verdict.draft_seconds) */
+	int n_draft;          /* chain tokens drafted this round (the policy's, or lookup's as a chain) */
+	int n_rows, chain;    /* the verification batch: rows, and whether they are one chain */
+	double t_verify0;     /* when the verification pass started */
+	int n_gen0, drafted0; /* output and drafted tokens when the round started */
+	skipper_token_cb cb;
+	void *user;
+	struct skipper_run_stats *st;
 };
 
 struct skipper_engine {
@@ -141,25 +171,25 @@ struct skipper_engine {
 	struct engine_lookup lk;
 	struct engine_pacing pace;
 	struct engine_output out;
+	/* the pass this engine's rounds share with other sequences (pass.c):
+	 * their roots (0: alone, every round its own pass) and the tokens per
+	 * decode step such passes yield lately */
+	struct {
+		int others;
+		double rate;
+	} batch;
+	int seq;              /* the backend's KV sequence */
+	/* the request in progress */
+	struct round_ctx r;
+	struct skipper_gen_params gp;
+	double t_start;
+	int began;            /* the policy's begin hook ran: its end hook runs too */
+	int in_request;       /* skipper_engine_begin .. skipper_engine_end */
+	const int32_t *prompt;/* the caller's, valid until skipper_engine_end */
+	int n_prompt, prefilled;
+	double prefill_seconds;
 };
 
-struct round_ctx {
-	const struct skipper_gen_params *gp;
-	int greedy;
-	int n_past;           /* committed KV length */
-	int32_t root;         /* last committed token, not yet in the KV cache */
-	int n_gen;
-	int done;
-	int capture;          /* this round's verify pass captures states (plan.capture) */
-	int lookup_only;      /* the chain is the lookup proposal (no policy draft) */
-	int n_policy_rows;    /* batch rows 1 .. n_policy_rows - 1 are the policy's candidates */
-	double t_round;       /* when the round started (for the guards) */
-	double p_round;       /* st->t_policy then */
-	double t_draft;       /* this round's draft steps, policy hooks excluded (verdict.draft_seconds) */
-	skipper_token_cb cb;
-	void *user;
-	struct skipper_run_stats *st;
-};
 
 static inline double engine_now(void)
 {
@@ -167,6 +197,24 @@ static inline double engine_now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
+
+/* One request as steps (engine.c), so that a batch can interleave several
+ * engines' passes: start (checks, the request's state), prefill (the
+ * full-model prompt pass, the policy's begin hook, the first token),
+ * rounds of prepare (plan, draft, build the verification batch) -> the
+ * verification pass -> finish (accept, emit, account) while !e->r.done,
+ * then finish the request (its statistics, the end hook; rc is the first
+ * error, kept). skipper_engine_generate is exactly these steps. */
+int engine_request_start(struct skipper_engine *e, const int32_t *prompt, int n_prompt,
+                         const struct skipper_gen_params *gp, skipper_token_cb cb, void *user,
+                         struct skipper_run_stats *st, struct skipper_error *err);
+int engine_request_prefill(struct skipper_engine *e, const int32_t *prompt, int n_prompt, struct skipper_error *err);
+/* The tail of a prefill done elsewhere (a batch's chunks): see engine.c. */
+int engine_prefill_done(struct skipper_engine *e, const int32_t *prompt, int n_prompt, const float *mean, int n_rows,
+                        double t_prefill, struct skipper_error *err);
+int engine_round_prepare(struct skipper_engine *e, struct skipper_error *err);
+int engine_round_finish(struct skipper_engine *e, struct skipper_error *err);
+int engine_request_finish(struct skipper_engine *e, int rc, struct skipper_error *err);
 
 /* Commit one output token: record, report, check EOS / max / callback
  * (engine.c). */
@@ -189,10 +237,18 @@ int engine_lookup_as_chain(struct skipper_engine *e, const struct round_ctx *r);
 int engine_draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, int *n_out,
                  struct skipper_error *err);
 
-/* Verify the root and the n_draft drafted tokens (or the policy's tree)
- * with the full model, accept, compact the KV cache, emit, and report to
- * the policy (verify.c). */
-int engine_verify(struct skipper_engine *e, struct round_ctx *r, int n_draft, struct skipper_error *err);
+/* Verification (verify.c), in three steps so that a batch can run the
+ * pass of several engines as one: build the batch of the root and the
+ * n_draft drafted tokens (or the policy's tree, or lookup's) into e->vb
+ * and r->n_rows / r->chain; the pass (engine_verify_forward describes it,
+ * engine_verify_passed counts it); then accept, compact the KV cache, emit
+ * and report to the policy. engine_verify_pass is the pass on this
+ * engine's backend alone. */
+int engine_verify_build(struct skipper_engine *e, struct round_ctx *r, int n_draft, struct skipper_error *err);
+void engine_verify_forward(struct skipper_engine *e, const struct round_ctx *r, struct skipper_forward *fw);
+void engine_verify_passed(struct skipper_engine *e, struct round_ctx *r, double seconds);
+int engine_verify_pass(struct skipper_engine *e, struct round_ctx *r, struct skipper_error *err);
+int engine_verify_accept(struct skipper_engine *e, struct round_ctx *r, struct skipper_error *err);
 
 /* Pacing (pacing.c). The clock rounds are timed with. */
 double engine_clock(const struct skipper_engine *e);

@@ -5,33 +5,45 @@
 
 #include "lookup.h"
 
-/* How far the context before hist[j] and before hist[n - g] agree beyond
- * the g tokens both end with, up to LOOKUP_CONTEXT. */
-static int agree_before(const int32_t *hist, int n, int g, int j)
+/* How far the text before a[j] and before the key (ctx[nc - g ..]) agree
+ * beyond the g tokens both end with, up to LOOKUP_CONTEXT; a -1 in a (the
+ * line between two requests of a history) ends it. */
+static int agree_before(const struct lookup_collect *c, int j)
 {
 	int l = 0;
-	while (l < LOOKUP_CONTEXT && j - 1 - l >= 0 && hist[j - 1 - l] == hist[n - g - 1 - l])
+	while (l < LOOKUP_CONTEXT && j - 1 - l >= 0 && c->nc - c->g - 1 - l >= 0 && c->a[j - 1 - l] >= 0 &&
+	       c->a[j - 1 - l] == c->ctx[c->nc - c->g - 1 - l])
 		l++;
 	return l;
 }
 
-/* Occurrences with one continuation: the best-agreeing one's position
- * and agreement, where the longest continuation starts, how many. */
-struct branch {
-	int j, agree, start, len, count;
-};
+void lookup_collect_init(struct lookup_collect *c, const int32_t *a, int na, const int32_t *ctx, int nc, int g,
+                         int max_out, int branches)
+{
+	if (branches > LOOKUP_BRANCHES)
+		branches = LOOKUP_BRANCHES;
+	if (max_out > LOOKUP_TREE_NODES / LOOKUP_BRANCHES)
+		max_out = LOOKUP_TREE_NODES / LOOKUP_BRANCHES;
+	*c = (struct lookup_collect){ .a = a, .na = na, .ctx = ctx, .nc = nc, .g = g, .max_out = max_out,
+		                      .max = branches };
+}
 
-/* Keep an occurrence at j (scanned from the most recent back): merged
+/* Keep the occurrence at a[j] (taken from the most recent back): merged
  * into a kept branch whose continuation it agrees with, else kept while
  * fewer than max are, else in place of the worst when it agrees longer
- * before (an older one never wins a tie). Returns how many are kept. */
-static int keep_occurrence(const int32_t *hist, int n, int g, int j, int max_out, struct branch *b, int m, int max)
+ * before (an older one never wins a tie). */
+void lookup_collect_add(struct lookup_collect *c, int j)
 {
-	int start = j + g, len = n - start < max_out ? n - start : max_out, agree = agree_before(hist, n, g, j);
+	int start = j + c->g, len = 0, agree = agree_before(c, j), m = c->m;
+	struct lookup_branch *b = c->b;
 
+	while (len < c->max_out && start + len < c->na && c->a[start + len] >= 0)
+		len++;
+	if (len < 1 || c->max < 1)
+		return;
 	for (int i = 0; i < m; i++) {
-		int c = len < b[i].len ? len : b[i].len;
-		if (memcmp(hist + start, hist + b[i].start, (size_t)c * sizeof *hist) != 0)
+		int k = len < b[i].len ? len : b[i].len;
+		if (memcmp(c->a + start, c->a + b[i].start, (size_t)k * sizeof *c->a) != 0)
 			continue;
 		b[i].count++;
 		if (agree > b[i].agree) {
@@ -42,43 +54,57 @@ static int keep_occurrence(const int32_t *hist, int n, int g, int j, int max_out
 			b[i].start = start;
 			b[i].len = len;
 		}
-		return m;
+		return;
 	}
 	int at = m;
-	if (m == max) {
+	if (m == c->max) {
 		at = 0;
 		for (int i = 1; i < m; i++)
 			if (b[i].agree < b[at].agree || (b[i].agree == b[at].agree && b[i].j < b[at].j))
 				at = i;
 		if (agree <= b[at].agree)
-			return m;
+			return;
 	}
-	b[at] = (struct branch){ .j = j, .agree = agree, .start = start, .len = len, .count = 1 };
-	return m == max ? m : m + 1;
+	b[at] = (struct lookup_branch){ .j = j, .agree = agree, .start = start, .len = len, .count = 1 };
+	if (m < c->max)
+		c->m++;
 }
 
 static int branch_order(const void *pa, const void *pb)
 {
-	const struct branch *a = pa, *b = pb;
+	const struct lookup_branch *a = pa, *b = pb;
 	if (a->agree != b->agree)
 		return a->agree > b->agree ? -1 : 1;
 	return (a->j < b->j) - (a->j > b->j);
 }
 
+/* A history's continuations rank by how often they were taken first. */
+static int branch_order_count(const void *pa, const void *pb)
+{
+	const struct lookup_branch *a = pa, *b = pb;
+	if (a->count != b->count)
+		return a->count > b->count ? -1 : 1;
+	return branch_order(pa, pb);
+}
+
 /* Merge the ranked continuations into t, the best-ranked first. */
-static void build_tree(const int32_t *hist, const struct branch *b, int m, struct lookup_tree *t)
+int lookup_collect_tree(struct lookup_collect *c, struct lookup_tree *t)
 {
 	uint8_t has_child[LOOKUP_TREE_NODES + 1] = { 0 }; /* [node + 1] */
+	const struct lookup_branch *b = c->b;
 
-	t->n = 0;
-	for (int i = 0; i < m; i++) {
+	t->n = t->spine = 0;
+	if (!c->m)
+		return 0;
+	qsort(c->b, (size_t)c->m, sizeof *c->b, c->by_count ? branch_order_count : branch_order);
+	for (int i = 0; i < c->m; i++) {
 		int par = -1;
 		for (int d = 0; d < b[i].len; d++) {
-			int32_t tok = hist[b[i].start + d];
+			int32_t tok = c->a[b[i].start + d];
 			int child = -1;
-			for (int c = par + 1; c < t->n && child < 0; c++)
-				if (t->parent[c] == par && t->tok[c] == tok)
-					child = c;
+			for (int k = par + 1; k < t->n && child < 0; k++)
+				if (t->parent[k] == par && t->tok[k] == tok)
+					child = k;
 			if (child < 0) {
 				child = t->n++;
 				t->tok[child] = tok;
@@ -91,7 +117,8 @@ static void build_tree(const int32_t *hist, const struct branch *b, int m, struc
 			par = child;
 		}
 	}
-	t->spine = m ? b[0].len : 0;
+	t->spine = b[0].len;
+	return t->spine;
 }
 
 /* Occurrences examined per proposal at most, the most recent first: a
@@ -102,30 +129,23 @@ static void build_tree(const int32_t *hist, const struct branch *b, int m, struc
 int lookup_propose(const int32_t *hist, int n, int min_ngram, int max_ngram, int max_out, int branches,
                    struct lookup_tree *t, int *ngram)
 {
-	struct branch b[LOOKUP_BRANCHES];
+	struct lookup_collect c;
 
 	if (max_ngram > LOOKUP_MAX_NGRAM)
 		max_ngram = LOOKUP_MAX_NGRAM;
-	if (branches > LOOKUP_BRANCHES)
-		branches = LOOKUP_BRANCHES;
-	if (max_out > LOOKUP_TREE_NODES / LOOKUP_BRANCHES)
-		max_out = LOOKUP_TREE_NODES / LOOKUP_BRANCHES;
 	t->n = t->spine = 0;
 	*ngram = 0;
-	if (branches < 1 || max_out < 1)
-		return 0;
 	for (int g = max_ngram < n - 1 ? max_ngram : n - 1; g >= min_ngram && g >= 1; g--) {
 		const int32_t *key = hist + n - g;
-		int m = 0, seen = 0;
+		int seen = 0;
 		/* the earlier occurrences with at least one token after them */
+		lookup_collect_init(&c, hist, n, hist, n, g, max_out, branches);
 		for (int j = n - g - 1; j >= 0 && seen < LOOKUP_SCAN; j--)
 			if (hist[j] == key[0] && memcmp(hist + j, key, (size_t)g * sizeof *key) == 0) {
-				m = keep_occurrence(hist, n, g, j, max_out, b, m, branches);
+				lookup_collect_add(&c, j);
 				seen++;
 			}
-		if (m > 0) {
-			qsort(b, (size_t)m, sizeof *b, branch_order);
-			build_tree(hist, b, m, t);
+		if (lookup_collect_tree(&c, t)) {
 			*ngram = g;
 			return t->spine;
 		}

@@ -46,6 +46,29 @@ struct lookup_tree {
 int lookup_propose(const int32_t *hist, int n, int min_ngram, int max_ngram, int max_out, int branches,
                    struct lookup_tree *t, int *ngram);
 
+/* Collecting one proposal's continuations (lookup_propose's, and the
+ * history's over its own text): occurrences at a[j .. j + g) of the key
+ * ctx[nc - g .. nc), ranked by how far the text before them agrees with
+ * the text before the key (with by_count set, by how often each was taken
+ * first), continuations read from a up to a -1 (the line between two
+ * requests in a history) or a's end. */
+struct lookup_branch {
+	int j, agree, start, len, count;
+};
+struct lookup_collect {
+	const int32_t *a, *ctx;
+	int na, nc, g, max_out, max;
+	int by_count;         /* rank by how often each continuation occurred first (a history's) */
+	struct lookup_branch b[LOOKUP_BRANCHES];
+	int m;
+};
+void lookup_collect_init(struct lookup_collect *c, const int32_t *a, int na, const int32_t *ctx, int nc, int g,
+                         int max_out, int branches);
+void lookup_collect_add(struct lookup_collect *c, int j);
+/* The kept continuations merged into t (lookup_propose's tree); the
+ * spine's length, 0 when none was kept. */
+int lookup_collect_tree(struct lookup_collect *c, struct lookup_tree *t);
+
 /* How often proposals are accepted, per matched n-gram length and per
  * whether the previous proposal was accepted whole (copying tends to go
  * on): each proposed token is modelled as accepted with probability a

@@ -106,7 +106,8 @@ void engine_account_round(struct skipper_engine *e, struct round_ctx *r, int dra
 		if (e->pace.have_costs && e->pace.plain_tok >= 2)
 			e->pace.costs.step_seconds = e->pace.plain_sec / e->pace.plain_tok;
 	} else {
-		int g = !r->lookup_only ? GUARD_SKIP : e->lk.corpus ? GUARD_CORPUS : GUARD_LOOKUP;
+		int g = !r->lookup_only ? GUARD_SKIP : e->lk.corpus ? GUARD_CORPUS : e->lk.from_history ? GUARD_HISTORY
+		                                                                                         : GUARD_LOOKUP;
 		guard_record(e, &e->pace.guard[g], tok, sec, r->st);
 	}
 	engine_learn_rows(e, r->lookup_only ? drafted + 1 : 0, sec);

@@ -8,19 +8,35 @@
 #include "engine_impl.h"
 #include "base/error.h"
 
+/* What verifying k candidates expected to add `gain` accepted tokens is
+ * worth. Alone: the round's tokens per decode step, the root's one and the
+ * gain over a pass of k + 1 rows. In a pass shared with other sequences
+ * (batch.c): the gain less what the k rows add to the pass, priced at the
+ * tokens per step the pass yields, so that a row is added only while it
+ * raises the whole pass's tokens per step. round_floor(e) is the value of
+ * verifying nothing, with a margin for the round's own work. */
+static double round_value(const struct skipper_engine *e, int k, double gain)
+{
+	if (!e->batch.others)
+		return (1.0 + gain) / engine_verify_cost(e, k + 1);
+	int base = e->batch.others + 1;
+	return gain - e->batch.rate * (engine_verify_cost(e, base + k) - engine_verify_cost(e, base));
+}
+
+static double round_floor(const struct skipper_engine *e) { return e->batch.others ? 0.02 : 1.02; }
+
 /* The k of a proposal with per-token acceptance p[0..n) that maximises
- * tokens per decode step, (1 + expected accepted) / cost of k + 1 rows;
- * *value gets that rate, or 1.02 (a plain step with a margin) with k = 0
- * when no k beats it. */
+ * round_value; *value gets it, or round_floor with k = 0 when no k beats
+ * that. */
 static int best_cut(const struct skipper_engine *e, const float *p, int n, double *value)
 {
 	double chain = 1, expected = 0;
 	int best = 0;
-	*value = 1.02;
+	*value = round_floor(e);
 	for (int k = 1; k <= n; k++) {
 		chain *= p[k - 1];
 		expected += chain;
-		double v = (1.0 + expected) / engine_verify_cost(e, k + 1);
+		double v = round_value(e, k, expected);
 		if (v > *value) {
 			*value = v;
 			best = k;
@@ -48,8 +64,8 @@ static int pick_order(const void *pa, const void *pb)
  * (1 - a) r times its share of the other ways' occurrences, r being how
  * often the model took another verified way where it left the best one.
  * Each node is less likely than its parent, so the most likely nodes
- * always form a tree; as many of them as maximise tokens per decode step.
- * Returns that rate (1.02 with none). Replayed on the 1.5B's plain
+ * always form a tree; as many of them as maximise round_value. Returns
+ * that value (round_floor with none). Replayed on the 1.5B's plain
  * outputs for 90 Spec-Bench prompts: +2.4 % tokens per step over the
  * spine alone (code edits +4 %, RAG +4 %); side by side on the 1.5B, 24
  * prompts twice, 1.595x over plain decoding against 1.556x. */
@@ -58,7 +74,7 @@ static double tree_plan(struct skipper_engine *e, double a, int max)
 	const struct lookup_tree *t = &e->lk.tree;
 	struct node_pick pick[LOOKUP_TREE_NODES];
 	double others[LOOKUP_TREE_NODES + 1] = { 0 }, p[LOOKUP_TREE_NODES];
-	double r = lookup_alt_rate(&e->lk.stats), value = 1.02, sum = 0;
+	double r = lookup_alt_rate(&e->lk.stats), value = round_floor(e), sum = 0;
 	int best = 0;
 
 	for (int i = 0; i < t->n; i++)
@@ -73,7 +89,7 @@ static double tree_plan(struct skipper_engine *e, double a, int max)
 	qsort(pick, (size_t)t->n, sizeof *pick, pick_order);
 	for (int k = 1; k <= t->n && k <= max; k++) {
 		sum += pick[k - 1].p;
-		double v = (1.0 + sum) / engine_verify_cost(e, k + 1);
+		double v = round_value(e, k, sum);
 		if (v > value) {
 			value = v;
 			best = k;
@@ -86,12 +102,32 @@ static double tree_plan(struct skipper_engine *e, double a, int max)
 	return value;
 }
 
+/* The history's proposal as a chain, at most max tokens: its spine (the
+ * best-ranked continuation) in e->lk.htree, each token's chance in
+ * table[] taken from the counts (how often the text went on so, of the
+ * times it reached the token before: SuffixDecoding's path probability,
+ * one step at a time). Returns its length. */
+static int history_chain(struct skipper_engine *e, int max, float *table)
+{
+	const struct lookup_tree *t = &e->lk.htree;
+	int match, n = history_propose(e->lk.history, e->lk.hist, e->lk.hist_n, LOOKUP_MAX_NGRAM, max,
+	                               e->lk.opts.branches, &e->lk.htree, &match);
+	double total = 0;
+	for (int i = 0; i < t->n; i++)
+		total += t->parent[i] < 0 ? t->count[i] : 0;
+	for (int i = 0; i < n; i++) {
+		double above = i ? t->count[i - 1] : total;
+		table[i] = (float)(above > 0 ? t->count[i] / above : 0);
+	}
+	return n;
+}
+
 /* The lookup proposal worth verifying on its own, at most cap tokens
  * deep and `rows` rows: the context's chain, its tree when that promises
- * more, or the corpus n-grams' chain when those promise more tokens per
- * step (each only while its guard lets it draft). Returns the tokens per
- * decode step it promises (1.02 when there is none). */
-static double lookup_plan(struct skipper_engine *e, int cap, int rows, int context, int corpus)
+ * more, or the corpus n-grams' or the history's chain when those promise
+ * more (each only while its guard lets it draft). Returns the round_value it promises
+ * (round_floor when there is none). */
+static double lookup_plan(struct skipper_engine *e, int cap, int rows, int context, int corpus, int history)
 {
 	int max = e->lk.opts.max_draft < cap ? e->lk.opts.max_draft : cap, n = 0;
 	int max_nodes = e->lk.opts.max_draft < rows ? e->lk.opts.max_draft : rows;
@@ -131,6 +167,25 @@ static double lookup_plan(struct skipper_engine *e, int cap, int rows, int conte
 			e->lk.tree_n = 0;
 			e->lk.corpus = 1;
 			v = v_corpus;
+		}
+	}
+	e->lk.from_history = 0;
+	if (history) {
+		float table[MAX_DRAFT], p[MAX_DRAFT];
+		double v_hist;
+		int m = history_chain(e, max, table);
+		for (int i = 0; i < m; i++)
+			p[i] = (float)ngram_accept_rate(&e->lk.hist_stats, table[i]);
+		int k = best_cut(e, p, m, &v_hist);
+		if (v_hist > v) {
+			memcpy(e->lk.tok, e->lk.htree.tok, sizeof *e->lk.tok * (size_t)k);
+			memcpy(e->lk.p, p, sizeof *p * (size_t)k);
+			memcpy(e->lk.table, table, sizeof *table * (size_t)k);
+			e->lk.n = k;
+			e->lk.tree_n = 0;
+			e->lk.corpus = 0;
+			e->lk.from_history = 1;
+			v = v_hist;
 		}
 	}
 	return v;
@@ -182,11 +237,17 @@ int engine_plan_round(struct skipper_engine *e, struct round_ctx *r, int *n_draf
 	if (e->lk.opts.enable && cap > 0) {
 		int context = engine_guard_open(e, &e->pace.guard[GUARD_LOOKUP]);
 		int corpus = e->lk.ngrams.n && engine_guard_open(e, &e->pace.guard[GUARD_CORPUS]);
+		int history = e->lk.history && engine_guard_open(e, &e->pace.guard[GUARD_HISTORY]);
 		/* a tree's rows need only fit the context: siblings emit one token */
 		int rows = n_ctx - r->n_past - 1 < MAX_DRAFT ? n_ctx - r->n_past - 1 : MAX_DRAFT;
-		lk_value = lookup_plan(e, cap, rows, context, corpus);
+		lk_value = lookup_plan(e, cap, rows, context, corpus, history);
 	}
 	int pcap = e->pol && !engine_guard_open(e, &e->pace.guard[GUARD_SKIP]) ? 0 : cap;
+	/* beside other sequences a pass's rows are shared: layer-skip drafts,
+	 * whose draft passes run before anything is verified, are left to the
+	 * sequences that run alone */
+	if (e->batch.others)
+		pcap = 0;
 	/* a layer-skip draft costs model passes before anything is verified,
 	 * lookup's costs none: when lookup promises more tokens per step than
 	 * the skip drafts have delivered lately, the round is lookup's alone

@@ -47,7 +47,7 @@ static int forward_last_layer(struct skipper_engine *e, const int32_t *tokens, i
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 	for (int i = 0; i < n; i++)
 		rows[i] = i;
-	struct skipper_forward fw = { .n = n, .tokens = tokens, .n_past = n_past, .kv_write = 1, .n_cap_layers = 1,
+	struct skipper_forward fw = { .n = n, .tokens = tokens, .seq = e->seq, .n_past = n_past, .kv_write = 1, .n_cap_layers = 1,
 	                              .cap_layers = &last, .n_cap_rows = n, .cap_rows = rows, .captures = cap };
 	rc = skipper_backend_forward(e->be, &fw, err);
 	free(rows);
@@ -97,7 +97,8 @@ int engine_prefill(struct skipper_engine *e, const int32_t *prompt, int n_prompt
 	if (!rc) {
 		int32_t last = n_prompt - 1 - split, n = n_prompt - split, lastl = e->n_layer - 1, *rows = e->vb.rows;
 		struct skipper_forward fw = {
-			.n = n, .tokens = prompt + split, .n_past = split, .kv_write = 1, .n_out = 1, .out_rows = &last,
+			.n = n, .tokens = prompt + split, .seq = e->seq, .n_past = split, .kv_write = 1, .n_out = 1,
+			.out_rows = &last,
 			.top_k = 1, .top_ids = &e->vb.top[0], .logits = greedy ? NULL : e->vb.logits,
 		};
 		if (e->cap.buf) {

@@ -11,7 +11,8 @@ int skipper_engine_score_mask(void *engine, const uint8_t *skip_attn, const uint
                               const int32_t *tokens, int n, int start_pos, int32_t *argmax_out,
                               struct skipper_error *err)
 {
-	struct skipper_backend *be = skipper_engine_backend(engine);
+	struct skipper_engine *e = engine;
+	struct skipper_backend *be = e->be;
 	int32_t *rows;
 	int rc;
 
@@ -26,7 +27,7 @@ int skipper_engine_score_mask(void *engine, const uint8_t *skip_attn, const uint
 	for (int i = 0; i < n; i++)
 		rows[i] = i;
 	{
-		struct skipper_forward fw = { .n = n, .tokens = tokens, .n_past = start_pos, .kv_write = 0,
+		struct skipper_forward fw = { .n = n, .tokens = tokens, .seq = e->seq, .n_past = start_pos, .kv_write = 0,
 		                              .skip_attn = skip_attn, .skip_mlp = skip_mlp, .n_out = n,
 		                              .out_rows = rows, .top_k = 1, .top_ids = argmax_out };
 		rc = skipper_backend_forward(be, &fw, err);
@@ -38,7 +39,8 @@ int skipper_engine_score_mask(void *engine, const uint8_t *skip_attn, const uint
 int skipper_engine_sublayer_forward(void *engine, int kind, int layer, int n_seq, int seq_len, float *states,
                                     const int32_t *pos, int n_past, struct skipper_error *err)
 {
-	struct skipper_backend *be = skipper_engine_backend(engine);
+	struct skipper_engine *e = engine;
+	struct skipper_backend *be = e->be;
 	size_t stride = (size_t)seq_len * be->model->hp.n_embd;
 
 	if (kind != SKIPPER_ATTN && kind != SKIPPER_MLP)
@@ -57,14 +59,14 @@ int skipper_engine_sublayer_forward(void *engine, int kind, int layer, int n_seq
 		size_t chunk = (size_t)be->n_ctx;
 		for (size_t r0 = 0; r0 < rows; r0 += chunk) {
 			int nr = (int)(rows - r0 < chunk ? rows - r0 : chunk);
-			int rc = skipper_backend_sublayer(be, kind, layer, nr, states + r0 * ne, NULL, 0, err);
+			int rc = skipper_backend_sublayer(be, e->seq, kind, layer, nr, states + r0 * ne, NULL, 0, err);
 			if (rc)
 				return rc;
 		}
 		return SKIPPER_OK;
 	}
 	for (int s = 0; s < n_seq; s++) {
-		int rc = skipper_backend_sublayer(be, kind, layer, seq_len, states + s * stride, pos, n_past, err);
+		int rc = skipper_backend_sublayer(be, e->seq, kind, layer, seq_len, states + s * stride, pos, n_past, err);
 		if (rc)
 			return rc;
 	}

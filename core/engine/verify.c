@@ -341,25 +341,21 @@ static int prune_to_spine(struct skipper_engine *e, int n_rows, int n_draft)
  * id alone: a softmax normaliser over the vocabulary would cost a tenth of
  * a millisecond a row), raw logits when sampling, captures when the round
  * asks for them. */
-static int verify_pass(struct skipper_engine *e, struct round_ctx *r, int n_rows, int chain,
-                       struct skipper_error *err)
+void engine_verify_forward(struct skipper_engine *e, const struct round_ctx *r, struct skipper_forward *fw)
 {
-	struct skipper_forward fw = {
-		.n = n_rows, .tokens = e->vb.tok, .pos = e->vb.pos, .parent = chain ? NULL : e->vb.parent,
-		.n_past = r->n_past, .kv_write = 1, .n_out = n_rows, .out_rows = e->vb.rows, .top_k = 1,
+	*fw = (struct skipper_forward){
+		.n = r->n_rows, .tokens = e->vb.tok, .pos = e->vb.pos, .parent = r->chain ? NULL : e->vb.parent, .seq = e->seq,
+		.n_past = r->n_past, .kv_write = 1, .n_out = r->n_rows, .out_rows = e->vb.rows, .top_k = 1,
 		.top_ids = e->vb.top, .logits = r->greedy ? NULL : e->vb.logits,
 	};
-	for (int i = 0; i < n_rows; i++)
-		e->vb.rows[i] = i;
 	if (r->capture) {
-		fw.n_cap_layers = e->cap.n_points;
-		fw.cap_layers = e->cap.layers;
-		fw.cap_sublayers = e->cap.sub;
-		fw.n_cap_rows = n_rows;
-		fw.cap_rows = e->vb.rows;
-		fw.captures = e->cap.buf;
+		fw->n_cap_layers = e->cap.n_points;
+		fw->cap_layers = e->cap.layers;
+		fw->cap_sublayers = e->cap.sub;
+		fw->n_cap_rows = r->n_rows;
+		fw->cap_rows = e->vb.rows;
+		fw->captures = e->cap.buf;
 	}
-	return skipper_backend_forward(e->be, &fw, err);
 }
 
 /* Move the accepted path's K/V to contiguous slots after the root, emit its
@@ -382,7 +378,7 @@ static int commit_path(struct skipper_engine *e, struct round_ctx *r, const int3
 				m++;
 			}
 		}
-		if (m && (rc = skipper_backend_kv_move(e->be, src, dst, m, err)))
+		if (m && (rc = skipper_backend_kv_move(e->be, e->seq, src, dst, m, err)))
 			return rc;
 	}
 	for (int i = 0; i < n_acc && !r->done; i++, emitted++)
@@ -457,26 +453,50 @@ static int report_verdict(struct skipper_engine *e, struct round_ctx *r, const i
 	return rc;
 }
 
-int engine_verify(struct skipper_engine *e, struct round_ctx *r, int n_draft, struct skipper_error *err)
+int engine_verify_build(struct skipper_engine *e, struct round_ctx *r, int n_draft, struct skipper_error *err)
 {
-	int32_t path[MAX_NODES], bonus;
-	int n_rows = 0, rc, n_acc, chain = 1;
-	double t0;
+	int rc, n_rows = 0;
 
 	if ((rc = build_batch(e, r, n_draft, &n_rows, err)))
 		return rc;
+	r->chain = 1;
 	for (int i = 1; i < n_rows; i++)
 		if (e->vb.parent[i] != i - 1)
-			chain = 0;
-	if (!r->greedy && !chain && !e->lk.tree_n) {
+			r->chain = 0;
+	if (!r->greedy && !r->chain && !e->lk.tree_n) {
 		n_rows = prune_to_spine(e, n_rows, n_draft);
 		redraw_siblings(e, n_rows, n_draft);
 	}
-	t0 = engine_now();
-	if ((rc = verify_pass(e, r, n_rows, chain, err)))
+	for (int i = 0; i < n_rows; i++)
+		e->vb.rows[i] = i;
+	r->n_rows = n_rows;
+	r->n_draft = n_draft;
+	return SKIPPER_OK;
+}
+
+int engine_verify_pass(struct skipper_engine *e, struct round_ctx *r, struct skipper_error *err)
+{
+	struct skipper_forward fw;
+	int rc;
+
+	r->t_verify0 = engine_now();
+	engine_verify_forward(e, r, &fw);
+	if ((rc = skipper_backend_forward(e->be, &fw, err)))
 		return rc;
-	r->st->t_verify += engine_now() - t0;
+	engine_verify_passed(e, r, engine_now() - r->t_verify0);
+	return SKIPPER_OK;
+}
+
+void engine_verify_passed(struct skipper_engine *e, struct round_ctx *r, double seconds)
+{
+	r->st->t_verify += seconds;
 	r->st->rounds++;
+}
+
+int engine_verify_accept(struct skipper_engine *e, struct round_ctx *r, struct skipper_error *err)
+{
+	int32_t path[MAX_NODES], bonus;
+	int rc, n_acc, n_rows = r->n_rows, n_draft = r->n_draft, chain = r->chain;
 
 	double ts = engine_now();
 	if (r->greedy)
@@ -489,11 +509,16 @@ int engine_verify(struct skipper_engine *e, struct round_ctx *r, int n_draft, st
 	int pol_drafted = r->lookup_only ? 0 : n_draft, pol_acc = 0, lk_acc = 0;
 	int lk_drafted = e->lk.tree_n ? e->lk.tree_n : e->lk.n;
 	count_sources(e, r, path, n_acc, &pol_acc, &lk_acc);
-	if (e->lk.opts.enable && e->lk.corpus) {
-		ngram_record(&e->lk.ng_stats, e->lk.table, e->lk.n, lk_acc);
+	if (e->lk.opts.enable && (e->lk.corpus || e->lk.from_history)) {
+		ngram_record(e->lk.corpus ? &e->lk.ng_stats : &e->lk.hist_stats, e->lk.table, e->lk.n, lk_acc);
 		lookup_record(&e->lk.stats, 0, 0, 0); /* the context's evidence fades all the same */
-		r->st->ngram_drafted += e->lk.n;
-		r->st->ngram_accepted += lk_acc;
+		if (e->lk.corpus) {
+			r->st->ngram_drafted += e->lk.n;
+			r->st->ngram_accepted += lk_acc;
+		} else {
+			r->st->history_drafted += e->lk.n;
+			r->st->history_accepted += lk_acc;
+		}
 	} else if (e->lk.opts.enable) {
 		/* a tree's spine is evidence as a chain's; the rest of it, where
 		 * the model left the spine */
@@ -511,6 +536,10 @@ int engine_verify(struct skipper_engine *e, struct round_ctx *r, int n_draft, st
 		e->pace.skip_hits = 0.9 * e->pace.skip_hits + pol_acc;
 		e->pace.skip_tries = 0.9 * e->pace.skip_tries + pol_acc + (pol_acc < pol_drafted);
 	}
+	r->st->drafts += pol_drafted > 0;
+	r->st->lookup_drafts += lk_drafted > 0;
+	r->st->ngram_drafts += lk_drafted > 0 && e->lk.opts.enable && e->lk.corpus;
+	r->st->history_drafts += lk_drafted > 0 && e->lk.opts.enable && e->lk.from_history;
 	r->st->drafted += pol_drafted + lk_drafted;
 	r->st->accepted += n_acc;
 	r->st->lookup_drafted += lk_drafted;
@@ -520,5 +549,5 @@ int engine_verify(struct skipper_engine *e, struct round_ctx *r, int n_draft, st
 	if (!e->pol)
 		return SKIPPER_OK;
 	struct verdict_counts vc = { pol_drafted, pol_acc, lk_drafted, lk_acc };
-	return report_verdict(e, r, path, n_acc, &vc, n_rows, bonus, engine_now() - t0, err);
+	return report_verdict(e, r, path, n_acc, &vc, n_rows, bonus, engine_now() - r->t_verify0, err);
 }

@@ -215,7 +215,7 @@ int skipper_session_open_opts(const struct skipper_config *cfg, const struct ski
 		skipper_fail_prefix(err, "%s", skipper_gguf_path(s->model->gguf));
 		goto fail;
 	}
-	if ((rc = skipper_session_engine(s, s->cfg, &s->engine, err)))
+	if ((rc = session_history_open(s, err)) || (rc = skipper_session_engine(s, s->cfg, &s->engine, err)))
 		goto fail;
 	fill_info(s);
 	free(path);
@@ -251,6 +251,9 @@ void skipper_session_close(struct skipper_session *s)
 	if (!s)
 		return;
 	skipper_engine_free(s->engine);
+	struct skipper_error err = { 0 };
+	if (session_history_close(s, &err))
+		session_log(s, SKIPPER_LOG_WARN, "warning: [lookup] history not saved: %s", err.msg);
 	for (int i = 0; i < s->n_kept; i++)
 		free(s->kept[i]);
 	free(s->kept);

@@ -47,6 +47,8 @@ struct skipper_session {
 	int n_draft_ids;
 	char **kept;                     /* strings engines point to, freed with the session */
 	int n_kept;
+	struct skipper_history *history; /* [lookup] history: drafts from earlier requests, or NULL */
+	const char *history_file;        /* where it is saved at close (the configuration's), or NULL */
 };
 
 /* Options for skipper_session_open_opts beyond the configuration. */
@@ -69,6 +71,13 @@ int skipper_session_engine(struct skipper_session *s, const struct skipper_confi
 
 /* Keep str (malloc'ed) until the session closes; on failure it is freed. */
 int session_keep(struct skipper_session *s, char *str, struct skipper_error *err);
+
+/* The same in KV sequence seq of the backend (skipper_batch_new). */
+int skipper_session_engine_seq(struct skipper_session *s, const struct skipper_config *cfg, int seq,
+                               struct skipper_engine **out, struct skipper_error *err);
+/* Room in the backend for n KV sequences of the context each (their memory
+ * is allocated now; the sequences' contents are lost). */
+int skipper_session_sequences(struct skipper_session *s, int n, struct skipper_error *err);
 
 /* A line to the hooks' log (level SKIPPER_LOG_*), dropped above the
  * session's log level. */
@@ -121,6 +130,19 @@ int session_draft_vocab(struct skipper_session *s, const struct skipper_config *
 int session_ngrams(struct skipper_session *s, const struct skipper_config *cfg, struct skipper_ngram_set *g,
                    struct skipper_error *err);
 void session_ngrams_free(struct skipper_ngram_set *g);
+
+/* ---- drafts from history (history_file.c) ---- */
+
+struct skipper_history;
+/* [lookup] history as the session's configuration says: s->history made
+ * (and loaded from its file) when lookup is on and history is not off. A
+ * bad file is a warning, not an error. */
+int session_history_open(struct skipper_session *s, struct skipper_error *err);
+/* Saved to its file, if it has one, and freed. */
+int session_history_close(struct skipper_session *s, struct skipper_error *err);
+/* A new empty history of [lookup] history_mb for this model (a server's
+ * scope of its own). */
+int session_history_new(struct skipper_session *s, struct skipper_history **out, struct skipper_error *err);
 
 /* ---- the cost curve's cache (cost_cache.c) ---- */
 

@@ -47,8 +47,24 @@ static int profile_path(struct skipper_session *s, const struct skipper_config *
 int skipper_session_engine(struct skipper_session *s, const struct skipper_config *cfg, struct skipper_engine **out,
                            struct skipper_error *err)
 {
+	return skipper_session_engine_seq(s, cfg, 0, out, err);
+}
+
+int skipper_session_sequences(struct skipper_session *s, int n, struct skipper_error *err)
+{
+	if (n == 1)
+		return SKIPPER_OK;
+	if (!s->be->ops->set_sequences)
+		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED, "the %s backend decodes one sequence at a time",
+		                    s->be->ops->name);
+	return s->be->ops->set_sequences(s->be, n, err);
+}
+
+int skipper_session_engine_seq(struct skipper_session *s, const struct skipper_config *cfg, int seq,
+                               struct skipper_engine **out, struct skipper_error *err)
+{
 	const char *name = skipper_config_get(cfg, "policy", "name");
-	struct skipper_engine_opts o = { .note = engine_note, .note_ctx = s };
+	struct skipper_engine_opts o = { .note = engine_note, .note_ctx = s, .seq = seq, .history = s->history };
 	struct skipper_policy_env env = { .n_layer = s->model->view.hp.n_layer, .n_embd = s->model->view.hp.n_embd,
 		                          .n_vocab = s->model->view.hp.n_vocab, .n_ctx = s->be->n_ctx,
 		                          .model_name = s->model->view.name };

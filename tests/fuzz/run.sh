@@ -70,7 +70,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$flags $FUZZ_CORE_SOURCES $FUZZ_
 		for s in $FUZZ_CORE_SOURCES; do
 			case $s in
 			core/base/*.c | core/model/*.c | core/tokenizer/*.c | core/config/*.c | core/policy/*.c | \
-				core/engine/costs_cache.c) echo "core $s" ;;
+				core/engine/costs_cache.c | core/engine/history.c | core/engine/lookup.c) echo "core $s" ;;
 			esac
 		done
 		for s in $FUZZ_HUB_SOURCES; do

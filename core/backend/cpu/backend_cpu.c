@@ -111,6 +111,7 @@ int skipper_backend_cpu_create(const struct skipper_model_view *m, const struct 
 	be->base.ops = &cpu_ops;
 	be->base.model = m;
 	be->base.n_ctx = o->n_ctx;
+	be->base.n_seq = 1;
 	be->K = cpu_kernels_select();
 	const char *hp_env = getenv("SKIPPER_CPU_HUGEPAGES");
 	be->huge_pages = !(hp_env && !strcmp(hp_env, "0"));
@@ -136,7 +137,8 @@ int skipper_backend_cpu_create(const struct skipper_model_view *m, const struct 
 		be->xn_w = be->q_dim;
 
 	size_t ne = (size_t)be->n_embd, C = CPU_CHUNK, L = (size_t)be->n_layer;
-	size_t kvsz = L * (size_t)o->n_ctx * be->kv_dim * sizeof(uint16_t);
+	be->kv_seq = L * (size_t)o->n_ctx * be->kv_dim;
+	size_t kvsz = be->kv_seq * sizeof(uint16_t);
 	be->rope_freq = malloc(sizeof(double) * (size_t)(be->rope_dim / 2 + 1));
 	be->norm_attn = malloc(L * ne * sizeof(float));
 	be->norm_ffn = malloc(L * ne * sizeof(float));
@@ -284,10 +286,9 @@ static int cpu_forward(struct skipper_backend *base, const struct skipper_forwar
 	be->nonfinite = 0;
 	if (!fw->kv_write && (rc = cpu_grow_scratch(be, fw->n, err)))
 		return rc;
-	struct cpu_batch b = {
-		.n = fw->n, .n_past = fw->n_past, .parent = fw->parent, .kv_write = fw->kv_write,
-		.skip_attn = fw->skip_attn, .skip_mlp = fw->skip_mlp,
-	};
+	struct cpu_batch b = { .n = fw->n, .parent = fw->parent, .kv_write = fw->kv_write, .n_seg = fw->n_seg,
+		               .seg = fw->seg };
+	int k = 0; /* the segment of the row at hand */
 	if (be->prof_on) {
 		be->prof_multi = fw->n > 1;
 		be->prof_t = cpu_now();
@@ -302,7 +303,9 @@ static int cpu_forward(struct skipper_backend *base, const struct skipper_forwar
 			skipper_dequant_row(mdl->tok_embd.type,
 			               (const char *)mdl->tok_embd.data + (size_t)t * mdl->tok_embd.row_bytes,
 			               be->h + r * ne, (int64_t)ne);
-			pos[r] = fw->pos ? fw->pos[r0 + r] : fw->n_past + r0 + r;
+			while (r0 + r >= fw->seg[k].row0 + fw->seg[k].n)
+				k++;
+			pos[r] = fw->pos ? fw->pos[r0 + r] : fw->seg[k].n_past + r0 + r - fw->seg[k].row0;
 		}
 		cpu_rope_table(be, pos, nr, be->rope_cs);
 		capture(be, fw, -1, r0, nr);
@@ -342,6 +345,7 @@ static const struct skipper_backend_ops cpu_ops = {
 	.kv_move = cpu_kv_move,
 	.kv_read = cpu_kv_read,
 	.sublayer = cpu_sublayer,
+	.set_sequences = cpu_set_sequences,
 	.head_argmax = cpu_head_argmax,
 	.time_sublayer = cpu_time_sublayer,
 	.destroy = cpu_destroy,

@@ -57,10 +57,12 @@ struct cpu_backend {
 	float *norm_attn, *norm_ffn;  /* [n_layer][n_embd], converted to f32 */
 	float *norm_out;              /* [n_embd] */
 
-	/* K/V cache, f16: [n_layer][n_kv][n_ctx][hd] (cpu_kv_at): one attention
-	 * task reads one head's keys, and they are one run of memory (two
-	 * threads reading halves of [n_kv * hd] rows ran at half the speed) */
+	/* K/V cache, f16: [n_seq][n_layer][n_kv][n_ctx][hd] (cpu_kv_seq,
+	 * cpu_kv_at): one attention task reads one head's keys, and they are
+	 * one run of memory (two threads reading halves of [n_kv * hd] rows ran
+	 * at half the speed) */
 	uint16_t *k_cache, *v_cache;
+	size_t kv_seq;                /* elements of one sequence's cache (each of K and V) */
 	/* read-only batches: [n_layer][n_kv][scr_cap][hd] */
 	uint16_t *k_scr, *v_scr;
 	int scr_cap;
@@ -102,14 +104,15 @@ struct cpu_backend {
 	int32_t *anc;
 };
 
-/* Where the K/V of batch row 0 of one forward live for layer l (row i at
- * + i * kv_dim): cache slot n_past or the read-only scratch. */
+/* One pass: its rows by KV sequence (segments in order, covering [0, n);
+ * a row's K/V go to its sequence's slot n_past + its index in the segment,
+ * or with kv_write = 0 to the read-only scratch at its batch row). */
 struct cpu_batch {
 	int n;                 /* rows in the whole call */
-	int n_past;
-	const int32_t *parent; /* NULL = chain */
+	const int32_t *parent; /* NULL = each segment a chain; else parents within the segment */
 	int kv_write;
-	const uint8_t *skip_attn, *skip_mlp;
+	int n_seg;
+	const struct skipper_fw_seg *seg;
 };
 
 /* Profiling: charge the time since the last switch to the running kind
@@ -123,12 +126,13 @@ int cpu_grow_scratch(struct cpu_backend *be, int n, struct skipper_error *err);
 int cpu_nonfinite(const struct skipper_model_view *m, struct skipper_error *err);
 
 /* cpu_services.c: the operations besides forward (struct skipper_backend_ops). */
-int cpu_kv_move(struct skipper_backend *base, const int32_t *src, const int32_t *dst, int n,
+int cpu_kv_move(struct skipper_backend *base, int seq, const int32_t *src, const int32_t *dst, int n,
                 struct skipper_error *err);
-int cpu_kv_read(struct skipper_backend *base, int layer, int slot, float *k, float *v,
+int cpu_kv_read(struct skipper_backend *base, int seq, int layer, int slot, float *k, float *v,
                 struct skipper_error *err);
-int cpu_sublayer(struct skipper_backend *base, int kind, int layer, int n, float *states,
+int cpu_sublayer(struct skipper_backend *base, int seq, int kind, int layer, int n, float *states,
                  const int32_t *pos, int n_past, struct skipper_error *err);
+int cpu_set_sequences(struct skipper_backend *base, int n, struct skipper_error *err);
 int cpu_head_argmax(struct skipper_backend *base, int n, const float *states, int32_t *ids,
                     struct skipper_error *err);
 int cpu_time_sublayer(struct skipper_backend *base, int kind, int layer, int ctx_len,
@@ -137,8 +141,11 @@ int cpu_set_head_subset(struct skipper_backend *base, const int32_t *ids, int n,
                         struct skipper_error *err);
 void cpu_profile(struct skipper_backend *base, int on, struct skipper_backend_profile *out);
 
+/* The first element of sequence seq's cache (add cpu_kv_at). */
+static inline size_t cpu_kv_seq(const struct cpu_backend *be, int seq) { return (size_t)seq * be->kv_seq; }
+
 /* Offset of head g's row at slot in a K/V buffer of cap slots per head
- * and layer (the cache: n_ctx; the scratch: scr_cap). */
+ * and layer (a sequence's cache: n_ctx; the scratch: scr_cap). */
 static inline size_t cpu_kv_at(const struct cpu_backend *be, int layer, int g, int slot, int cap)
 {
 	return (((size_t)layer * be->n_kv + (size_t)g) * (size_t)cap + (size_t)slot) * (size_t)be->hd;

@@ -264,18 +264,29 @@ static void silu_quantize(const struct mm_job *j, int part, int c0, int nc)
 
 /* ---------- attention ---------- */
 
+/* One sequence's rows of a chunk: the attention tasks that serve them. */
+struct attn_part {
+	int c0, cn;              /* chunk rows [c0, c0 + cn) */
+	int g0;                  /* the segment's index of chunk row c0 */
+	int n_past, row0;        /* the segment's committed prefix and first batch row */
+	int rows;                /* rows per task */
+	int t0;                  /* its first task */
+	const uint16_t *kc, *vc; /* the sequence's cache for this layer, head 0 */
+	const uint16_t *kb, *vb; /* the segment's row 0's K/V for this layer and head 0 */
+};
+
 struct attn_job {
 	struct cpu_backend *be;
 	const struct cpu_batch *b;
-	int layer, r0, nr;
-	int rows;                /* batch rows per task */
-	const uint16_t *kb, *vb; /* batch row 0's K/V for this layer and head 0 */
-	size_t hs;               /* from one head's rows to the next's */
+	int layer;
+	size_t hs;               /* from one head's batch rows to the next's */
+	int n_part;
+	struct attn_part part[CPU_CHUNK];
 };
 
-/* Batch rows before row gi that it sees, root first (a chain: all of them);
- * returns how many. */
-static int ancestors(const struct cpu_batch *b, int gi, int32_t *anc)
+/* Rows of the segment before its row gi that gi sees, root first (a
+ * chain: all of them), as segment indices; returns how many. */
+static int ancestors(const struct cpu_batch *b, int row0, int gi, int32_t *anc)
 {
 	int na = 0;
 	if (!b->parent) {
@@ -283,8 +294,8 @@ static int ancestors(const struct cpu_batch *b, int gi, int32_t *anc)
 			anc[na++] = a;
 		return na;
 	}
-	for (int a = b->parent[gi]; a >= 0; a = b->parent[a])
-		anc[na++] = a;
+	for (int a = b->parent[row0 + gi]; a >= 0; a = b->parent[a])
+		anc[na++] = a - row0;
 	for (int i = 0; i < na / 2; i++) {
 		int32_t tmp = anc[i];
 		anc[i] = anc[na - 1 - i];
@@ -293,38 +304,42 @@ static int ancestors(const struct cpu_batch *b, int gi, int32_t *anc)
 	return na;
 }
 
-/* One K/V head for a block of batch rows: every query head of the group of
- * every row meets the cached keys in one pass (each key read once for
- * them all), then its own ancestors and itself; keys in a fixed order:
- * cache slots, ancestors root first, self. */
+/* One K/V head for a block of one sequence's rows: every query head of
+ * the group of every row meets the cached keys in one pass (each key read
+ * once for them all), then its own ancestors and itself; keys in a fixed
+ * order: cache slots, ancestors root first, self. */
 static void attn_task(void *p, int t, int thread)
 {
 	const struct attn_job *j = p;
 	struct cpu_backend *be = j->be;
 	const struct cpu_kernels *K = be->K;
 	const struct cpu_batch *b = j->b;
+	const struct attn_part *pt = j->part;
+	while (pt + 1 < j->part + j->n_part && t >= pt[1].t0)
+		pt++;
+	t -= pt->t0;
 	int n_ctx = be->base.n_ctx, group = be->n_head / be->n_kv, hd = be->hd;
-	int g = t % be->n_kv, rl0 = (t / be->n_kv) * j->rows;
-	int nrl = j->nr - rl0 < j->rows ? j->nr - rl0 : j->rows, nq = nrl * group, n_past = b->n_past;
+	int g = t % be->n_kv, rl0 = (t / be->n_kv) * pt->rows;
+	int nrl = pt->cn - rl0 < pt->rows ? pt->cn - rl0 : pt->rows, nq = nrl * group, n_past = pt->n_past;
 	size_t qsz = (size_t)be->att_rows * group * hd;
 	float *qs = be->att_q + (size_t)thread * qsz, *os = be->att_o + (size_t)thread * qsz;
 	float *sc = be->scores + (size_t)thread * be->att_rows * group * n_ctx;
 	int32_t *anc = be->anc + (size_t)thread * n_ctx;
-	const uint16_t *kc = be->k_cache + cpu_kv_at(be, j->layer, g, 0, n_ctx);
-	const uint16_t *vc = be->v_cache + cpu_kv_at(be, j->layer, g, 0, n_ctx);
-	const uint16_t *kb = j->kb + (size_t)g * j->hs, *vb = j->vb + (size_t)g * j->hs;
+	const uint16_t *kc = pt->kc + cpu_kv_at(be, 0, g, 0, n_ctx), *vc = pt->vc + cpu_kv_at(be, 0, g, 0, n_ctx);
+	const uint16_t *kb = pt->kb + (size_t)g * j->hs, *vb = pt->vb + (size_t)g * j->hs;
 
 	/* Like llama.cpp (no flash attention): q meets the f16 cache as f16,
 	 * and the normalised probabilities are rounded to f16 before they
 	 * weight V. Following its rounding keeps logits within noise of it. */
 	for (int rl = 0; rl < nrl; rl++) {
-		memcpy(qs + (size_t)rl * group * hd, be->q + (size_t)(rl0 + rl) * be->q_dim + (size_t)g * group * hd,
+		memcpy(qs + (size_t)rl * group * hd,
+		       be->q + (size_t)(pt->c0 + rl0 + rl) * be->q_dim + (size_t)g * group * hd,
 		       (size_t)group * hd * sizeof *qs);
 		K->round_f16(qs + (size_t)rl * group * hd, group * hd, 1.0f);
 	}
 	K->attn_scores(qs, nq, kc, n_past, hd, hd, be->attn_scale, sc, n_ctx);
 	for (int rl = 0; rl < nrl; rl++) {
-		int gi = j->r0 + rl0 + rl, na = ancestors(b, gi, anc), nk = n_past + na + 1;
+		int gi = pt->g0 + rl0 + rl, na = ancestors(b, pt->row0, gi, anc), nk = n_past + na + 1;
 		const float *q = qs + (size_t)rl * group * hd;
 		float *s = sc + (size_t)rl * group * n_ctx + n_past;
 		if (!b->parent) /* a chain: rows 0 .. gi are one run of keys */
@@ -341,7 +356,7 @@ static void attn_task(void *p, int t, int thread)
 	memset(os, 0, (size_t)nq * hd * sizeof *os);
 	K->attn_values(os, nq, sc, n_ctx, vc, n_past, hd, hd);
 	for (int rl = 0; rl < nrl; rl++) {
-		int gi = j->r0 + rl0 + rl, na = ancestors(b, gi, anc);
+		int gi = pt->g0 + rl0 + rl, na = ancestors(b, pt->row0, gi, anc);
 		float *o = os + (size_t)rl * group * hd;
 		const float *pr = sc + (size_t)rl * group * n_ctx + n_past;
 		if (!b->parent)
@@ -349,7 +364,7 @@ static void attn_task(void *p, int t, int thread)
 		else
 			for (int a = 0; a <= na; a++)
 				K->attn_values(o, group, pr + a, n_ctx, vb + (size_t)(a < na ? anc[a] : gi) * hd, 1, hd, hd);
-		memcpy(be->att + (size_t)(rl0 + rl) * be->q_dim + (size_t)g * group * hd, o,
+		memcpy(be->att + (size_t)(pt->c0 + rl0 + rl) * be->q_dim + (size_t)g * group * hd, o,
 		       (size_t)group * hd * sizeof *o);
 	}
 }
@@ -371,8 +386,7 @@ void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer
 	const struct skipper_layer *L = &be->base.model->layers[layer];
 	const struct cpu_layer_weights *W = &be->lw[layer];
 	int ne = be->n_embd, kvd = be->kv_dim;
-	size_t xs, hs;
-	uint16_t *kb, *vb;
+	size_t xs;
 
 	cpu_prof(be, SKIPPER_PROF_ROWWISE);
 	cpu_rmsnorm_rows(be, be->h, ne, be->norm_attn + (size_t)layer * ne, be->xn, be->xn_w, nr);
@@ -393,34 +407,46 @@ void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer
 		cpu_rmsnorm(k, be->hd, L->k_norm.data, k, be->hd, be->n_kv, be->hd, be->rms_eps);
 	}
 
-	if (b->kv_write) {
-		size_t base = cpu_kv_at(be, layer, 0, b->n_past, be->base.n_ctx);
-		kb = be->k_cache + base;
-		vb = be->v_cache + base;
-		hs = (size_t)be->base.n_ctx * be->hd;
-	} else {
-		size_t base = cpu_kv_at(be, layer, 0, 0, be->scr_cap);
-		kb = be->k_scr + base;
-		vb = be->v_scr + base;
-		hs = (size_t)be->scr_cap * be->hd;
-	}
+	/* each row's K/V where attention finds them: its sequence's cache at
+	 * its segment's n_past + its index there, or the scratch at its batch
+	 * row; stored as f16 before anyone reads them, so batch rows and
+	 * cached rows look the same to attention */
+	struct attn_job j = { .be = be, .b = b, .layer = layer };
+	int cap = b->kv_write ? be->base.n_ctx : be->scr_cap, k = 0, n_tasks = 0;
+	j.hs = (size_t)cap * be->hd;
 	for (int r = 0; r < nr; r++) {
+		while (r0 + r >= b->seg[k].row0 + b->seg[k].n)
+			k++;
+		const struct skipper_fw_seg *sg = &b->seg[k];
 		const float *cs = be->rope_cs + (size_t)r * be->rope_dim;
+		int slot = b->kv_write ? sg->n_past + (r0 + r - sg->row0) : r0 + r;
+		size_t base = (b->kv_write ? cpu_kv_seq(be, sg->seq) : 0) + cpu_kv_at(be, layer, 0, slot, cap);
+		uint16_t *kr = (b->kv_write ? be->k_cache : be->k_scr) + base;
+		uint16_t *vr = (b->kv_write ? be->v_cache : be->v_scr) + base;
 		rope_heads(be, be->q + (size_t)r * be->q_dim, be->n_head, cs);
 		rope_heads(be, be->k + (size_t)r * kvd, be->n_kv, cs);
-		/* stored as f16 before anyone reads them, so batch rows and cached
-		 * rows look the same to attention */
 		for (int g = 0; g < be->n_kv; g++) {
-			size_t at = (size_t)g * hs + (size_t)(r0 + r) * be->hd;
-			be->K->f32_to_f16(be->k + (size_t)r * kvd + (size_t)g * be->hd, kb + at, be->hd);
-			be->K->f32_to_f16(be->v + (size_t)r * kvd + (size_t)g * be->hd, vb + at, be->hd);
+			be->K->f32_to_f16(be->k + (size_t)r * kvd + (size_t)g * be->hd, kr + (size_t)g * j.hs, be->hd);
+			be->K->f32_to_f16(be->v + (size_t)r * kvd + (size_t)g * be->hd, vr + (size_t)g * j.hs, be->hd);
+		}
+		/* a new part where a sequence's rows start in this chunk */
+		if (!r || r0 + r == sg->row0) {
+			struct attn_part *pt = &j.part[j.n_part++];
+			int end = sg->row0 + sg->n < r0 + nr ? sg->row0 + sg->n : r0 + nr;
+			size_t seqbase = cpu_kv_seq(be, sg->seq) + cpu_kv_at(be, layer, 0, 0, be->base.n_ctx);
+			size_t b0 = (b->kv_write ? cpu_kv_seq(be, sg->seq) : 0) +
+			            cpu_kv_at(be, layer, 0, b->kv_write ? sg->n_past : sg->row0, cap);
+			*pt = (struct attn_part){ .c0 = r, .cn = end - (r0 + r), .g0 = r0 + r - sg->row0,
+				                  .n_past = sg->n_past, .row0 = sg->row0, .t0 = n_tasks,
+				                  .kc = be->k_cache + seqbase, .vc = be->v_cache + seqbase,
+				                  .kb = (b->kv_write ? be->k_cache : be->k_scr) + b0,
+				                  .vb = (b->kv_write ? be->v_cache : be->v_scr) + b0 };
+			pt->rows = attn_rows_per_task(be, pt->cn);
+			n_tasks += be->n_kv * ((pt->cn + pt->rows - 1) / pt->rows);
 		}
 	}
-
-	struct attn_job j = { .be = be, .b = b, .layer = layer, .r0 = r0, .nr = nr, .kb = kb, .vb = vb, .hs = hs };
-	j.rows = attn_rows_per_task(be, nr);
 	cpu_prof(be, SKIPPER_PROF_ATTENTION);
-	skipper_threadpool_run(be->tp, attn_task, &j, be->n_kv * ((nr + j.rows - 1) / j.rows));
+	skipper_threadpool_run(be->tp, attn_task, &j, n_tasks);
 
 	cpu_prof(be, SKIPPER_PROF_ATTN_OUT);
 	const void *x = cpu_prepare_act(be, &W->wo, be->att, be->q_dim, nr, be->q_dim, &xs);

@@ -11,11 +11,12 @@
 #include "cpu_backend.h"
 #include "base/error.h"
 
-int cpu_kv_move(struct skipper_backend *base, const int32_t *src, const int32_t *dst, int n,
+int cpu_kv_move(struct skipper_backend *base, int seq, const int32_t *src, const int32_t *dst, int n,
                 struct skipper_error *err)
 {
 	struct cpu_backend *be = (struct cpu_backend *)base;
 	size_t hd = (size_t)be->hd;
+	uint16_t *kc = be->k_cache + cpu_kv_seq(be, seq), *vc = be->v_cache + cpu_kv_seq(be, seq);
 
 	(void)err;
 	for (int i = 0; i < n; i++) {
@@ -24,20 +25,20 @@ int cpu_kv_move(struct skipper_backend *base, const int32_t *src, const int32_t 
 		for (int l = 0; l < be->n_layer; l++)
 			for (int g = 0; g < be->n_kv; g++) {
 				size_t s = cpu_kv_at(be, l, g, src[i], base->n_ctx), d = cpu_kv_at(be, l, g, dst[i], base->n_ctx);
-				memmove(be->k_cache + d, be->k_cache + s, hd * sizeof(uint16_t));
-				memmove(be->v_cache + d, be->v_cache + s, hd * sizeof(uint16_t));
+				memmove(kc + d, kc + s, hd * sizeof(uint16_t));
+				memmove(vc + d, vc + s, hd * sizeof(uint16_t));
 			}
 	}
 	return 0;
 }
 
-int cpu_kv_read(struct skipper_backend *base, int layer, int slot, float *k, float *v,
+int cpu_kv_read(struct skipper_backend *base, int seq, int layer, int slot, float *k, float *v,
                 struct skipper_error *err)
 {
 	struct cpu_backend *be = (struct cpu_backend *)base;
 	(void)err;
 	for (int g = 0; g < be->n_kv; g++) {
-		size_t off = cpu_kv_at(be, layer, g, slot, base->n_ctx);
+		size_t off = cpu_kv_seq(be, seq) + cpu_kv_at(be, layer, g, slot, base->n_ctx);
 		for (int i = g * be->hd; i < (g + 1) * be->hd; i++, off++) {
 			if (k)
 				k[i] = cpu_f16_to_f32(be->k_cache[off]);
@@ -48,7 +49,7 @@ int cpu_kv_read(struct skipper_backend *base, int layer, int slot, float *k, flo
 	return 0;
 }
 
-int cpu_sublayer(struct skipper_backend *base, int kind, int layer, int n, float *states,
+int cpu_sublayer(struct skipper_backend *base, int seq, int kind, int layer, int n, float *states,
                  const int32_t *pos, int n_past, struct skipper_error *err)
 {
 	struct cpu_backend *be = (struct cpu_backend *)base;
@@ -58,7 +59,8 @@ int cpu_sublayer(struct skipper_backend *base, int kind, int layer, int n, float
 
 	if ((rc = cpu_grow_scratch(be, n, err)))
 		return rc;
-	struct cpu_batch b = { .n = n, .n_past = n_past, .parent = NULL, .kv_write = 0 };
+	struct skipper_fw_seg one = { .seq = seq, .row0 = 0, .n = n, .n_past = n_past };
+	struct cpu_batch b = { .n = n, .parent = NULL, .kv_write = 0, .n_seg = 1, .seg = &one };
 	int prof = be->prof_on; /* a policy's service, not a pass */
 	be->prof_on = 0;
 	for (int r0 = 0; r0 < n; r0 += CPU_CHUNK) {
@@ -116,13 +118,13 @@ int cpu_time_sublayer(struct skipper_backend *base, int kind, int layer, int ctx
 	/* a unit-scale state: the norm makes the magnitude irrelevant for time */
 	for (size_t i = 0; i < ne; i++)
 		st[i] = (float)((i * 37 % 17) - 8) / 8.0f;
-	rc = cpu_sublayer(base, kind, layer, 1, st, NULL, ctx_len, err); /* warm-up */
+	rc = cpu_sublayer(base, 0, kind, layer, 1, st, NULL, ctx_len, err); /* warm-up */
 	double t0 = cpu_now(), t = t0;
 	/* at least 3 runs and ~2 ms of work; cap the count for tiny layers */
 	while (!rc && (reps < 3 || (t - t0 < 2e-3 && reps < 1000))) {
 		for (size_t i = 0; i < ne; i++)
 			st[i] = (float)((i * 37 % 17) - 8) / 8.0f;
-		rc = cpu_sublayer(base, kind, layer, 1, st, NULL, ctx_len, err);
+		rc = cpu_sublayer(base, 0, kind, layer, 1, st, NULL, ctx_len, err);
 		reps++;
 		t = cpu_now();
 	}
@@ -171,4 +173,23 @@ void cpu_profile(struct skipper_backend *base, int on, struct skipper_backend_pr
 	skipper_threadpool_timing(be->tp, on);
 	if (out)
 		*out = be->prof;
+}
+
+int cpu_set_sequences(struct skipper_backend *base, int n, struct skipper_error *err)
+{
+	struct cpu_backend *be = (struct cpu_backend *)base;
+	/* zeroed so that timing runs over never-written slots read finite values */
+	uint16_t *k = calloc((size_t)n * be->kv_seq, sizeof *k), *v = k ? calloc((size_t)n * be->kv_seq, sizeof *v) : NULL;
+
+	if (!v) {
+		free(k);
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "cpu backend: %d sequences of %d tokens need %.1f GiB of K/V cache",
+		                    n, base->n_ctx, 2.0 * (double)n * (double)be->kv_seq * sizeof *k / (1 << 30));
+	}
+	free(be->k_cache);
+	free(be->v_cache);
+	be->k_cache = k;
+	be->v_cache = v;
+	base->n_seq = n;
+	return 0;
 }

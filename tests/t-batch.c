@@ -1,0 +1,310 @@
+/* Several requests decoded together (skipper_batch_*, core/session/batch.c
+ * over core/engine/pass.c), on a generated model: each greedy output is
+ * what the request gives alone, with lookup drafting among the others'
+ * rows; requests queue past the sequences and are refused past the queue;
+ * a cancelled request ends at the next pass; stop drains or cancels; the
+ * metrics count what happened. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "session/session.h"
+#include "tap.h"
+#include "testmodel.h"
+
+#define N_REQ 8
+#define MAX_TOK 40
+
+static struct skipper_error err;
+
+struct result {
+	char text[4096];
+	size_t len;
+	int finish, done, n_generated;
+	int stop_after;           /* > 0: on_text asks to stop after this many pieces */
+	int pieces;
+	pthread_mutex_t *mu;
+	pthread_cond_t *cv;
+	struct skipper_run_stats st;
+};
+
+static int on_text(void *ctx, const char *text, size_t len, int32_t tok)
+{
+	struct result *r = ctx;
+	if (r->len + len < sizeof r->text) {
+		memcpy(r->text + r->len, text, len);
+		r->len += len;
+	}
+	return r->stop_after && ++r->pieces >= r->stop_after;
+}
+
+static void on_done(void *ctx, int finish, const struct skipper_run_stats *st, const char *error)
+{
+	struct result *r = ctx;
+	pthread_mutex_lock(r->mu);
+	r->finish = finish;
+	r->st = *st;
+	r->n_generated = st->n_generated;
+	r->done = 1;
+	pthread_cond_broadcast(r->cv);
+	pthread_mutex_unlock(r->mu);
+	if (error)
+		diag("request failed: %s", error);
+}
+
+static void *run(void *b)
+{
+	skipper_batch_run(b);
+	return NULL;
+}
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+
+static void wait_done(struct result *r)
+{
+	pthread_mutex_lock(&mu);
+	while (!r->done)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+}
+
+/* Prompts whose answers repeat: lookup has something to draft. */
+static const char *prompts[N_REQ] = {
+	"abcabcabcabc", "hello hello hello", "the cat the cat", "xyz xyz xyz xyz",
+	"one two one two one", "aaaa bbbb aaaa", "lorem ipsum lorem", "qwerty qwerty",
+};
+
+/* policy, and each of more[] up to a NULL: --set settings */
+static struct skipper_session *open_session(const char *model, const char *policy, const char *const *more)
+{
+	struct skipper_config *cfg;
+	struct skipper_session *s;
+	char set[700];
+	snprintf(set, sizeof set, "model.path=%s", model);
+	if (skipper_config_new(&cfg, &err) || skipper_config_set(cfg, set, &err) ||
+	    skipper_config_set(cfg, "model.threads=2", &err) || skipper_config_set(cfg, "model.ctx=256", &err) ||
+	    skipper_config_set(cfg, "generate.chat_template=none", &err) ||
+	    skipper_config_set(cfg, policy, &err))
+		BAIL(err.msg);
+	for (; more && *more; more++)
+		if (skipper_config_set(cfg, *more, &err))
+			BAIL(err.msg);
+	if (skipper_session_open(cfg, NULL, &s, &err))
+		BAIL(err.msg);
+	skipper_config_free(cfg);
+	return s;
+}
+
+/* key: the request's history key (NULL: none); stop_after: see struct result */
+static void submit_with(struct skipper_batch *b, struct skipper_session *s, const char *text, struct result *r,
+                        uint64_t *id, int max_tokens, const char *key, int stop_after)
+{
+	int32_t *ids;
+	size_t n;
+	struct skipper_batch_request q = { .on_text = on_text, .on_done = on_done, .ctx = r, .history_key = key };
+	memset(r, 0, sizeof *r);
+	r->stop_after = stop_after;
+	r->mu = &mu;
+	r->cv = &cv;
+	skipper_session_defaults(s, &q.params);
+	q.params.max_tokens = max_tokens;
+	q.params.temperature = 0;
+	if (skipper_session_text_tokens(s, text, &ids, &n, &err))
+		BAIL(err.msg);
+	q.prompt = ids;
+	q.n_prompt = n;
+	if (skipper_batch_submit(b, &q, id, &err))
+		BAIL(err.msg);
+	free(ids);
+}
+
+static void submit(struct skipper_batch *b, struct skipper_session *s, const char *text, struct result *r,
+                   uint64_t *id, int max_tokens)
+{
+	submit_with(b, s, text, r, id, max_tokens, NULL, 0);
+}
+
+static void alone(struct skipper_session *s, const char *text, struct result *r)
+{
+	struct skipper_generate_params p;
+	int32_t *ids;
+	size_t n;
+	memset(r, 0, sizeof *r);
+	skipper_session_defaults(s, &p);
+	p.max_tokens = MAX_TOK;
+	p.temperature = 0;
+	if (skipper_session_text_tokens(s, text, &ids, &n, &err) ||
+	    skipper_session_generate_ids(s, ids, n, &p, on_text, r, &err))
+		BAIL(err.msg);
+	free(ids);
+}
+
+static void together(const char *model, const char *policy)
+{
+	struct skipper_session *s = open_session(model, policy, NULL);
+	struct skipper_batch_opts o = { .n_seq = 4, .max_queue = 8, .prefill_chunk = 5 };
+	struct skipper_batch *b;
+	struct result want[N_REQ], got[N_REQ];
+	uint64_t id[N_REQ];
+	pthread_t t;
+	int same = 0, lookup = 0;
+
+	for (int i = 0; i < N_REQ; i++)
+		alone(s, prompts[i], &want[i]);
+	if (skipper_batch_new(s, &o, &b, &err))
+		BAIL(err.msg);
+	if (pthread_create(&t, NULL, run, b))
+		BAIL("pthread_create");
+	for (int i = 0; i < N_REQ; i++)
+		submit(b, s, prompts[i], &got[i], &id[i], MAX_TOK);
+	for (int i = 0; i < N_REQ; i++) {
+		wait_done(&got[i]);
+		same += got[i].len == want[i].len && !memcmp(got[i].text, want[i].text, got[i].len);
+		lookup += got[i].st.lookup_accepted;
+	}
+	is_int(same, N_REQ, "%s: 8 requests, 4 at a time, each the text it gives alone", policy);
+	if (strstr(policy, "lookup"))
+		ok(lookup > 0, "%s: lookup drafts accepted among the others' rows (%d)", policy, lookup);
+	struct skipper_batch_metrics m;
+	skipper_batch_metrics(b, &m);
+	ok(m.requests == N_REQ && m.running == 0 && m.queued == 0 && m.passes > 0 &&
+	       m.pass_rows >= m.generated_tokens - N_REQ,
+	   "%s: metrics: %llu requests, %llu tokens in %llu passes of %llu rows", policy, (unsigned long long)m.requests,
+	   (unsigned long long)m.generated_tokens, (unsigned long long)m.passes, (unsigned long long)m.pass_rows);
+	ok(m.pass_rows > m.passes, "%s: passes carried several rows", policy);
+	skipper_batch_stop(b, 1);
+	pthread_join(t, NULL);
+	skipper_batch_free(b);
+	skipper_session_close(s);
+}
+
+static void limits(const char *model)
+{
+	struct skipper_session *s = open_session(model, "policy.name=lookup", NULL);
+	struct skipper_batch_opts o = { .n_seq = 2, .max_queue = 1 };
+	struct skipper_batch *b;
+	struct result r[4], stopper;
+	uint64_t id[4];
+	pthread_t t;
+	int32_t big[300];
+
+	if (skipper_batch_new(s, &o, &b, &err))
+		BAIL(err.msg);
+	/* the loop not running yet: 2 sequences + 1 queued, then full */
+	for (int i = 0; i < 3; i++)
+		submit(b, s, prompts[i], &r[i], &id[i], 200);
+	{
+		struct skipper_batch_request q = { .prompt = big, .n_prompt = 10, .on_done = on_done, .ctx = &r[3] };
+		memset(big, 0, sizeof big);
+		skipper_session_defaults(s, &q.params);
+		uint64_t x;
+		is_int(skipper_batch_submit(b, &q, &x, &err), SKIPPER_ERR_BUSY, "past the queue: busy (%s)", err.msg);
+		q.n_prompt = 300;
+		is_int(skipper_batch_submit(b, &q, &x, &err), SKIPPER_ERR_RANGE, "a prompt past the context: %s", err.msg);
+	}
+	skipper_batch_cancel(b, id[2]); /* still queued */
+	skipper_batch_cancel(b, 12345); /* no such request: ignored */
+	if (pthread_create(&t, NULL, run, b))
+		BAIL("pthread_create");
+	wait_done(&r[2]);
+	is_int(r[2].finish, SKIPPER_FINISH_CANCELLED, "a queued request cancelled ends cancelled");
+	skipper_batch_cancel(b, id[0]); /* running */
+	wait_done(&r[0]);
+	ok(r[0].finish == SKIPPER_FINISH_CANCELLED && r[0].n_generated < 200,
+	   "a running request cancelled ends at the next pass (%d tokens)", r[0].n_generated);
+	wait_done(&r[1]);
+	ok(r[1].finish == SKIPPER_FINISH_LENGTH || r[1].finish == SKIPPER_FINISH_STOP, "the other one runs to its end");
+	/* a text callback that stops the request */
+	submit_with(b, s, prompts[3], &stopper, &id[3], 200, NULL, 3);
+	wait_done(&stopper);
+	ok(stopper.finish == SKIPPER_FINISH_STOP && stopper.pieces == 3, "on_text asking to stop ends it (finish stop)");
+	/* stop without draining: a long request is cancelled */
+	submit(b, s, prompts[4], &r[0], &id[0], 200);
+	skipper_batch_stop(b, 0);
+	pthread_join(t, NULL);
+	ok(r[0].done && r[0].finish == SKIPPER_FINISH_CANCELLED, "stop without draining cancels what runs");
+	{
+		uint64_t x;
+		struct skipper_batch_request q = { .prompt = big, .n_prompt = 4 };
+		skipper_session_defaults(s, &q.params);
+		is_int(skipper_batch_submit(b, &q, &x, &err), SKIPPER_ERR_INTERRUPTED, "a stopped batch takes nothing");
+	}
+	struct skipper_batch_metrics m;
+	skipper_batch_metrics(b, &m);
+	ok(m.requests_cancelled == 3 && m.requests == 5, "metrics: %llu requests, %llu cancelled",
+	   (unsigned long long)m.requests, (unsigned long long)m.requests_cancelled);
+	skipper_batch_free(b);
+	skipper_session_close(s);
+}
+
+/* One request after another, with history keys: a key drafts from its own
+ * earlier requests and never from another key's ([lookup] history_scope =
+ * key); with global scope every request drafts from all. The same prompt
+ * again gives the same answer, which its history then proposes. */
+static void history_scopes(const char *model)
+{
+	static const char *prompt = "a history test of several words";
+	for (int global = 0; global < 2; global++) {
+		const char *const more[] = { "lookup.history=memory",
+		                             global ? "lookup.history_scope=global" : "lookup.history_scope=key", NULL };
+		struct skipper_session *s = open_session(model, "policy.name=lookup", more);
+		struct skipper_batch_opts o = { .n_seq = 1 };
+		struct skipper_batch *b;
+		struct result first, same, other;
+		uint64_t id;
+		pthread_t t;
+
+		if (skipper_batch_new(s, &o, &b, &err))
+			BAIL(err.msg);
+		if (pthread_create(&t, NULL, run, b))
+			BAIL("pthread_create");
+		submit_with(b, s, prompt, &first, &id, MAX_TOK, "alice", 0);
+		wait_done(&first);
+		submit_with(b, s, prompt, &other, &id, MAX_TOK, "bob", 0);
+		wait_done(&other);
+		submit_with(b, s, prompt, &same, &id, MAX_TOK, "alice", 0);
+		wait_done(&same);
+		ok(first.len == same.len && !memcmp(first.text, same.text, same.len) && first.len == other.len &&
+		       !memcmp(first.text, other.text, other.len),
+		   "%s scope: the same prompt, the same answer", global ? "global" : "key");
+		ok(first.st.history_accepted == 0 && same.st.history_accepted > 0,
+		   "%s scope: a key's second request drafts from its first (%d accepted)", global ? "global" : "key",
+		   same.st.history_accepted);
+		if (global)
+			ok(other.st.history_accepted > 0, "global scope: another key drafts from it too (%d accepted)",
+			   other.st.history_accepted);
+		else
+			is_int(other.st.history_drafts, 0, "key scope: another key never drafts from it");
+		skipper_batch_stop(b, 1);
+		pthread_join(t, NULL);
+		skipper_batch_free(b);
+		skipper_session_close(s);
+	}
+}
+
+int main(void)
+{
+	char path[] = "/tmp/t-batch-XXXXXX";
+	struct skipper_test_model_opts o;
+	int fd = mkstemp(path);
+
+	if (fd < 0)
+		BAIL("mkstemp");
+	close(fd);
+	skipper_test_model_defaults(&o);
+	o.n_layer = 2;
+	o.seed = 5;
+	o.n_ctx = 256;
+	o.redundant[0] = o.redundant[1] = 1;
+	if (skipper_test_model_write(path, &o))
+		BAIL("cannot write the test model");
+	together(path, "policy.name=none");
+	together(path, "policy.name=lookup");
+	limits(path);
+	history_scopes(path);
+	unlink(path);
+	return tap_done();
+}
