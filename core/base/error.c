@@ -26,6 +26,7 @@ const char *skipper_strerror(int status)
 	case SKIPPER_ERR_SIGNATURE: return "signature missing or invalid";
 	case SKIPPER_ERR_MISMATCH: return "made for another model";
 	case SKIPPER_ERR_INTERRUPTED: return "interrupted";
+	case SKIPPER_ERR_BUSY: return "busy, try again later";
 	}
 	return "unknown error";
 }

@@ -162,9 +162,92 @@ struct skipper_run_stats {
 	double mean_accepted;/* M: tokens committed per verify pass (1.00 for plain decoding) */
 	double tokens_per_s; /* decode speed: tokens after the first / (t_total - t_prefill) */
 	int draft_head;      /* tokens the draft passes' LM head covers; 0: the whole vocabulary */
+	/* rounds that verified drafts: the policy's, lookup's (corpus n-grams
+	 * included), the corpus n-grams' */
+	int drafts, lookup_drafts, ngram_drafts;
 };
 /* The last generation's, valid until the next generation or close. */
 const struct skipper_run_stats *skipper_session_stats(const struct skipper_session *s);
+
+/* ---- several requests at once (skipper serve) ----
+ *
+ * A batch decodes up to n_seq requests together, each in its own KV
+ * sequence of the session's backend: every pass carries the next token of
+ * each running request and the drafts the batch chooses to verify beside
+ * them, a request joins at the next pass after its prompt (read in chunks
+ * of prefill_chunk tokens between passes), and the rest wait in a bounded
+ * queue. Greedy output of each request is what skipper_session_generate
+ * gives it alone. The batch's loop runs in one thread (skipper_batch_run);
+ * submit, cancel, stop and metrics may be called from any thread. */
+
+struct skipper_batch; /* opaque */
+
+struct skipper_batch_opts {
+	int n_seq;          /* requests decoded together (>= 1) */
+	int max_queue;      /* requests waiting beyond those; more: SKIPPER_ERR_BUSY */
+	int prefill_chunk;  /* prompt tokens per pass of a request being read (0: 512) */
+};
+
+/* Make a batch on s (which it borrows: close the batch first). */
+int skipper_batch_new(struct skipper_session *s, const struct skipper_batch_opts *o, struct skipper_batch **out,
+                      struct skipper_error *err);
+void skipper_batch_free(struct skipper_batch *b);
+
+/* How a request ended. */
+enum skipper_finish {
+	SKIPPER_FINISH_STOP = 0,     /* end of generation (or the text callback asked to stop) */
+	SKIPPER_FINISH_LENGTH = 1,   /* max_tokens, or the context is full */
+	SKIPPER_FINISH_CANCELLED = 2,/* skipper_batch_cancel, or the batch stopped */
+	SKIPPER_FINISH_ERROR = 3     /* see the message */
+};
+
+/* One request. The callbacks run in the batch's thread, in order, and
+ * must not block: hand the text to the thread that serves the request. */
+struct skipper_batch_request {
+	const int32_t *prompt;    /* copied at submit */
+	size_t n_prompt;
+	struct skipper_generate_params params;
+	skipper_text_cb on_text;  /* each piece of text; non-zero: stop (finish STOP) */
+	/* Exactly once, last: how it ended, its statistics, and the message of
+	 * an error (else NULL). */
+	void (*on_done)(void *ctx, int finish, const struct skipper_run_stats *st, const char *error);
+	void *ctx;
+};
+
+/* Queue r; *id identifies it for skipper_batch_cancel. SKIPPER_ERR_BUSY:
+ * the queue is full (try again later); SKIPPER_ERR_RANGE: the prompt does
+ * not fit the context (the message gives both); SKIPPER_ERR_INTERRUPTED:
+ * the batch is stopping. On an error no callback is ever called. */
+int skipper_batch_submit(struct skipper_batch *b, const struct skipper_batch_request *r, uint64_t *id,
+                         struct skipper_error *err);
+/* End request id at the next pass (its on_done says CANCELLED); an id that
+ * already ended is ignored. */
+void skipper_batch_cancel(struct skipper_batch *b, uint64_t id);
+
+/* Decode until skipper_batch_stop: returns SKIPPER_OK once stopped and
+ * every request ended. */
+int skipper_batch_run(struct skipper_batch *b);
+/* Stop the loop: queued requests are cancelled; running ones finish
+ * (drain) or are cancelled at the next pass; no new request is taken. */
+void skipper_batch_stop(struct skipper_batch *b, int drain);
+
+/* What a batch has done, since it was made (counters) and now (gauges).
+ * Draft sources: 0 layer-skip drafts (the policy's), 1 context lookup,
+ * 2 corpus n-grams, 3 history (SKIPPER_DRAFT_SOURCES). */
+#define SKIPPER_DRAFT_SOURCES 4
+struct skipper_batch_metrics {
+	uint64_t requests, requests_failed, requests_cancelled;
+	uint64_t prompt_tokens, generated_tokens;
+	uint64_t passes;            /* forward passes of the whole batch */
+	uint64_t pass_rows;         /* rows over those passes */
+	uint64_t drafts[SKIPPER_DRAFT_SOURCES];          /* rounds that verified drafts of the source */
+	uint64_t drafted[SKIPPER_DRAFT_SOURCES];         /* draft tokens verified */
+	uint64_t accepted[SKIPPER_DRAFT_SOURCES];        /* of them, accepted */
+	double busy_seconds;        /* time spent in passes */
+	int queued, running;        /* now */
+	int n_seq, max_queue;
+};
+void skipper_batch_metrics(struct skipper_batch *b, struct skipper_batch_metrics *m);
 
 /* The library's version ("0.1.0"). */
 const char *skipper_version(void);

@@ -29,7 +29,8 @@ enum skipper_status {
 	SKIPPER_ERR_OFFLINE = -15,    /* offline mode and the file is not cached */
 	SKIPPER_ERR_SIGNATURE = -16,  /* missing or bad Ed25519 signature */
 	SKIPPER_ERR_MISMATCH = -17,   /* profile made for another model */
-	SKIPPER_ERR_INTERRUPTED = -18 /* stopped by a signal */
+	SKIPPER_ERR_INTERRUPTED = -18, /* stopped by a signal */
+	SKIPPER_ERR_BUSY = -19         /* full (a request queue): try again later */
 };
 
 #define SKIPPER_ERROR_MAX 1024
