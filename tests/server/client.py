@@ -10,6 +10,9 @@
                                   close the connection
   client.py slow PORT DELAY [KEY] send a request's body one byte every DELAY
                                   seconds; print how it ended and when
+  client.py connections PORT N    hold N connections open, then ask /health
+                                  on one more; print what it got, then again
+                                  once they are closed
 """
 import http.client
 import json
@@ -135,6 +138,29 @@ def slow(port, delay, key):
         print("dropped after %.1f s" % (time.time() - t0))
 
 
+def ask_health(port):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(10)
+    try:
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = s.recv(64)
+        return answer.split(b"\r\n")[0].decode("latin-1") if answer else "closed"
+    except OSError:
+        return "closed"
+    finally:
+        s.close()
+
+
+def connections(port, n):
+    held = [socket.create_connection(("127.0.0.1", port)) for _ in range(n)]
+    time.sleep(0.3)
+    beyond = ask_health(port)
+    for h in held:
+        h.close()
+    time.sleep(0.3)
+    print("%s, then %s" % (beyond, ask_health(port)))
+
+
 def main():
     cmd = sys.argv[1]
     if cmd == "sse":
@@ -145,6 +171,8 @@ def main():
         streams(int(sys.argv[2]), int(sys.argv[3]), prompts)
     elif cmd == "disconnect":
         disconnect(int(sys.argv[2]))
+    elif cmd == "connections":
+        connections(int(sys.argv[2]), int(sys.argv[3]))
     elif cmd == "slow":
         slow(int(sys.argv[2]), float(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else None)
     else:

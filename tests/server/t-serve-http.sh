@@ -3,9 +3,10 @@
 # completions answered and streamed as OpenAI's API does (SSE events, the
 # role first, [DONE] last, usage), stop strings, keep-alive; every bad
 # input answered with an OpenAI error object (bad JSON, wrong types,
-# unsupported fields, oversized body and headers, a slow client, missing or
-# wrong API key, a prompt or max_tokens past the context, a full queue,
-# unknown paths and methods); the access log; the key never logged.
+# unsupported fields, oversized body and headers, a slow client, missing
+# or wrong API key, a prompt or max_tokens past the context, a full queue,
+# unknown paths and methods); too many connections; the access log; the
+# key never logged.
 . "$top_srcdir/tests/server/lib.sh"
 need_basics
 
@@ -14,6 +15,7 @@ KEY="secret-$$-key"
 A="Authorization: Bearer $KEY"
 start_server s --api-key-file "$T/key" --parallel 1 --ctx 512 --set server.max_queue=0 \
 	--set server.read_timeout=2 --set server.max_body_bytes=4K --set server.max_header_bytes=2K \
+	--set server.max_connections=4 \
 	--set server.access_log="$T/access.log"
 U="http://127.0.0.1:$PORT"
 
@@ -67,6 +69,10 @@ is "$(jget "$T/sum" 'd["usage"]')" None "no usage chunk without include_usage"
 # two requests on one connection
 curl -s -o /dev/null -o /dev/null -w '%{http_code} %{num_connects}\n' -H "$A" "$U/v1/models" "$U/health" >"$T/ka"
 is "$(tr '\n' ' ' <"$T/ka")" "200 1 200 0 " "keep-alive: the second request on the same connection"
+
+# connections past max_connections are closed at once
+"$PY" "$HERE/client.py" connections "$PORT" 4 >"$T/conn"
+is "$(cat "$T/conn")" "closed, then HTTP/1.1 200 OK" "a fifth connection closed at once; one more once they are gone"
 
 # ---- bad input ----
 bad() { # bad STATUS PARAM CODE WHAT [curl options]: answered STATUS with an error object
