@@ -259,7 +259,7 @@ int cmd_serve(int argc, char **argv)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&sig.cv, &ca);
 	pthread_condattr_destroy(&ca);
-	if (pthread_create(&sig_thread, NULL, signal_main, NULL)) {
+	if ((errno = pthread_create(&sig_thread, NULL, signal_main, NULL))) {
 		fprintf(stderr, "skipper serve: cannot start a thread: %s\n", strerror(errno));
 		rc = EXIT_FAILURE_GENERIC;
 		goto out;

@@ -194,9 +194,7 @@ static enum MHD_Result answer(struct api_call *ac)
 	}
 	body = oa_body(&ac->ans, text, len, ac->finish, gen_stats(ac->g));
 	free(text);
-	if (!body)
-		return http_error(ac->c, (oa_fail(&e, 500, "server_error", NULL, NULL, "out of memory"), &e));
-	return http_json(ac->c, 200, body);
+	return http_json(ac->c, 200, body); /* NULL: answered 500, out of memory */
 }
 
 /* The prompt's token ids: the chat template over the messages, or the

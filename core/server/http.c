@@ -101,14 +101,14 @@ enum MHD_Result http_error(struct call *c, const struct oa_error *e)
 	return respond(c, e->status, "application/json", oa_error_body(e));
 }
 
+/* An error of the HTTP layer (no request field to name). */
 static enum MHD_Result fail(struct call *c, int status, const char *type, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 static enum MHD_Result fail(struct call *c, int status, const char *type, const char *code, const char *fmt, ...)
 {
-	struct oa_error e;
+	struct oa_error e = { .status = status, .type = type, .code = code };
 	va_list ap;
 
-	oa_fail(&e, status, type, code, NULL, "%s", "");
 	va_start(ap, fmt);
 	vsnprintf(e.message, sizeof e.message, fmt, ap);
 	va_end(ap);
@@ -170,13 +170,14 @@ static enum MHD_Result metrics(struct call *c)
 /* ---- requests ---- */
 
 /* What the first call of a request can tell: its route, its method, the
- * key, the server's state and the body's declared size. MHD_YES with no
+ * key and the body's declared size. MHD_YES with no
  * answer queued: read the body (an answer queued now closes the
  * connection, as the body is left unread). */
 static enum MHD_Result begin(struct call *c, const char *url, const char *method)
 {
 	struct server *srv = c->srv;
 	const char *auth, *length;
+	unsigned long long declared;
 	size_t i;
 	int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
 
@@ -193,9 +194,10 @@ static enum MHD_Result begin(struct call *c, const char *url, const char *method
 		return fail(c, 401, "invalid_request_error", "invalid_api_key",
 		            auth ? "incorrect API key provided" : "an API key is needed: Authorization: Bearer KEY");
 	length = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	if (length && strtoull(length, NULL, 10) > (unsigned long long)srv->lim.max_body_bytes)
+	declared = length ? strtoull(length, NULL, 10) : 0;
+	if (declared > (unsigned long long)srv->lim.max_body_bytes)
 		return fail(c, 413, "invalid_request_error", "request_too_large",
-		            "a body of %s bytes, over the limit of %lld ([server] max_body_bytes)", length,
+		            "a body of %llu bytes, over the limit of %lld ([server] max_body_bytes)", declared,
 		            srv->lim.max_body_bytes);
 	return MHD_YES;
 }
@@ -246,15 +248,6 @@ static enum MHD_Result body(struct call *c, const char *data, size_t n)
 	return MHD_YES;
 }
 
-static void printable(char *dst, size_t cap, const char *s)
-{
-	size_t i = 0;
-
-	for (; s && s[i] && i + 1 < cap; i++)
-		dst[i] = s[i] > 0x20 && s[i] < 0x7f && s[i] != '"' ? s[i] : '?';
-	dst[i] = '\0';
-}
-
 static struct call *call_new(struct server *srv, struct MHD_Connection *conn, const char *url, const char *method)
 {
 	struct call *c = calloc(1, sizeof *c);
@@ -266,8 +259,10 @@ static struct call *call_new(struct server *srv, struct MHD_Connection *conn, co
 	c->conn = conn;
 	c->t0 = http_now();
 	atomic_fetch_add(&srv->calls, 1);
-	printable(c->method, sizeof c->method, method);
-	printable(c->path, sizeof c->path, url);
+	/* as the client sent them, cut short: the log and the error messages
+	 * make them printable */
+	snprintf(c->method, sizeof c->method, "%s", method);
+	snprintf(c->path, sizeof c->path, "%s", url);
 	strcpy(c->client, "-");
 	if (ci && ci->client_addr)
 		getnameinfo(ci->client_addr,

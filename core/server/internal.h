@@ -139,7 +139,8 @@ char *oa_error_event(const struct oa_error *e);
 /* ---- http.c: one HTTP request ---- */
 
 struct call;
-/* Answer with body (a JSON object, taken over: freed here) and status. */
+/* Answer with body (a JSON object, taken over: freed here) and status;
+ * body NULL: 500, out of memory. */
 enum MHD_Result http_json(struct call *c, int status, char *body);
 enum MHD_Result http_error(struct call *c, const struct oa_error *e);
 /* Queue r (the caller still destroys its reference) with status. */
