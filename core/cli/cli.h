@@ -33,6 +33,9 @@ struct cli_common {
  * 0 if it is not one; -1 (message printed) if its argument is missing. */
 int cli_common_option(struct cli_common *c, int argc, char **argv, int *i);
 void cli_common_free(struct cli_common *c);
+/* Append "key=value" to c's sets as --set does (a command's own shortcut
+ * options). -1 when out of memory. */
+int cli_common_add_set(struct cli_common *c, const char *key, const char *value);
 
 /* A count option's argument: a whole number 0..INT_MAX into *out, or an
  * error naming who and opt printed and -1 ("--limit abc" is no limit). */
@@ -111,5 +114,6 @@ int cmd_policies(int argc, char **argv);
 int cmd_vocab(int argc, char **argv);
 int cmd_pull(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

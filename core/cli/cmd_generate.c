@@ -73,13 +73,14 @@ void cli_print_stats(FILE *f, const struct skipper_run_stats *st)
 	        "wall time          %.3f s (prefill %.3f, draft %.3f, verify %.3f, policy %.3f)\n"
 	        "decode speed       %.2f tokens/s\n"
 	        "verify passes      %d\n"
-	        "drafted/accepted   %d / %d (lookup %d / %d, of which corpus n-grams %d / %d)\n"
+	        "drafted/accepted   %d / %d (lookup %d / %d, of which corpus n-grams %d / %d, history %d / %d)\n"
 	        "acceptance alpha   %.3f\n"
 	        "mean accepted M    %.2f\n"
 	        "drafting paused    %d times (slower than plain steps)\n",
 	        st->n_prompt, st->n_generated, st->t_total, st->t_prefill, st->t_draft, st->t_verify, st->t_policy,
 	        st->tokens_per_s, st->rounds, st->drafted, st->accepted, st->lookup_drafted, st->lookup_accepted,
-	        st->ngram_drafted, st->ngram_accepted, st->alpha, st->mean_accepted, st->backoffs);
+	        st->ngram_drafted, st->ngram_accepted, st->history_drafted, st->history_accepted, st->alpha,
+	        st->mean_accepted, st->backoffs);
 	if (st->draft_head)
 		fprintf(f, "draft head         %d most frequent tokens ([generate] draft_vocab)\n", st->draft_head);
 	else
@@ -88,13 +89,15 @@ void cli_print_stats(FILE *f, const struct skipper_run_stats *st)
 
 json_t *cli_stats_json(const struct skipper_run_stats *st)
 {
-	return json_pack("{s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:i, s:i}",
+	return json_pack("{s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, "
+	                 "s:i, s:i}",
 	                 "prompt_tokens", st->n_prompt, "generated_tokens", st->n_generated, "seconds", st->t_total,
 	                 "prefill_seconds", st->t_prefill, "draft_seconds", st->t_draft, "verify_seconds", st->t_verify,
 	                 "policy_seconds", st->t_policy, "tokens_per_s", st->tokens_per_s, "verify_passes", st->rounds,
 	                 "drafted", st->drafted, "accepted", st->accepted, "lookup_drafted", st->lookup_drafted,
 	                 "lookup_accepted", st->lookup_accepted, "ngram_drafted", st->ngram_drafted,
-	                 "ngram_accepted", st->ngram_accepted, "alpha", st->alpha, "mean_accepted", st->mean_accepted,
+	                 "ngram_accepted", st->ngram_accepted, "history_drafted", st->history_drafted,
+	                 "history_accepted", st->history_accepted, "alpha", st->alpha, "mean_accepted", st->mean_accepted,
 	                 "drafting_paused", st->backoffs, "draft_head", st->draft_head);
 }
 

@@ -57,6 +57,11 @@ static int add_set(struct cli_common *c, const char *key, const char *value)
 	return 0;
 }
 
+int cli_common_add_set(struct cli_common *c, const char *key, const char *value)
+{
+	return add_set(c, key, value);
+}
+
 int cli_common_option(struct cli_common *c, int argc, char **argv, int *i)
 {
 	const char *a = argv[*i];

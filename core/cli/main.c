@@ -11,6 +11,7 @@ static const struct {
 	const char *help;
 } commands[] = {
 	{ "generate", cmd_generate, "generate text (self-speculative decoding with the configured policy)" },
+	{ "serve", cmd_serve, "serve the model over HTTP (OpenAI-compatible API)" },
 	{ "bench", cmd_bench, "compare policies on Spec-Bench style prompts" },
 	{ "calibrate", cmd_calibrate, "search a policy's skip sets offline and write its profile" },
 	{ "vocab", cmd_vocab, "rank a model's vocabulary over a corpus, for [generate] draft_vocab" },

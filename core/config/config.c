@@ -691,6 +691,20 @@ int skipper_config_get_double(const struct skipper_config *cfg, const char *sect
 	return skipper_parse_double(e->value, out) ? bad(e, "a number", err) : SKIPPER_OK;
 }
 
+int skipper_config_get_size(const struct skipper_config *cfg, const char *section, const char *key,
+                            long long *out, struct skipper_error *err)
+{
+	const struct skipper_config_entry *e;
+	double d;
+	int rc = typed_entry(cfg, section, key, &e, err);
+	if (rc)
+		return rc;
+	if (parse_size(e->value, &d) || d >= 9.2e18)
+		return bad(e, "a size (bytes, or a number with K, M, G, T)", err);
+	*out = (long long)d;
+	return SKIPPER_OK;
+}
+
 int skipper_config_get_bool(const struct skipper_config *cfg, const char *section, const char *key, int *out,
                             struct skipper_error *err)
 {

@@ -53,6 +53,9 @@ int skipper_config_get_int(const struct skipper_config *cfg, const char *section
                            long *out, struct skipper_error *err);
 int skipper_config_get_double(const struct skipper_config *cfg, const char *section, const char *key,
                               double *out, struct skipper_error *err);
+/* A SIZE key's bytes (K, M, G, T: powers of 1024). */
+int skipper_config_get_size(const struct skipper_config *cfg, const char *section, const char *key,
+                            long long *out, struct skipper_error *err);
 int skipper_config_get_bool(const struct skipper_config *cfg, const char *section, const char *key,
                             int *out, struct skipper_error *err);
 

@@ -3,8 +3,10 @@
  * and saved when it closes (a path). A file that is damaged, foreign or
  * too large is reported in one line and the session starts with an empty
  * history: drafts never change an output, so nothing depends on it. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/error.h"
@@ -17,6 +19,26 @@ static int lookup_on(const struct skipper_config *cfg)
 	int on = 0;
 	skipper_config_get_bool(cfg, "policy", "lookup", &on, NULL);
 	return on || !strcmp(skipper_config_get(cfg, "policy", "name"), "lookup");
+}
+
+/* The file is written when the session closes: say now, not after a
+ * long run, that it cannot be. */
+static int check_writable(const char *path, struct skipper_error *err)
+{
+	struct stat st;
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return skipper_fail(err, SKIPPER_ERR_CONFIG, "[lookup] history = %s: not a regular file", path);
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else
+		snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	if (access(dir, W_OK | X_OK) != 0)
+		return skipper_fail(err, SKIPPER_ERR_CONFIG, "[lookup] history = %s: cannot write in %s: %s", path, dir,
+		                    strerror(errno));
+	return SKIPPER_OK;
 }
 
 int session_history_new(struct skipper_session *s, struct skipper_history **out, struct skipper_error *err)
@@ -46,6 +68,8 @@ int session_history_open(struct skipper_session *s, struct skipper_error *err)
 		return rc;
 	if (!strcmp(what, "memory"))
 		return SKIPPER_OK;
+	if ((rc = check_writable(what, err)))
+		return rc;
 	s->history_file = what;
 	/* a file written under any history_mb loads (its newest part if this
 	 * bound is smaller): 4 bytes a token of at most 16384 MiB's worth */

@@ -17,10 +17,14 @@
  * The library never prints, exits or aborts; long work reports through
  * the session's hooks.
  *
- * Threads: a session is used by one thread at a time. Structs the
- * library hands out (struct skipper_run_stats, struct skipper_session_info)
- * only grow: members are appended, never removed or reordered, so a
- * program built against an older header reads the members it knows. */
+ * Threads: a session is used by one thread at a time, but for
+ * skipper_session_info, _defaults, _chat_tokens and _text_tokens, which
+ * only read it and may be called from any thread, also while a batch
+ * decodes on it (skipper serve tokenizes in each request's thread).
+ * Structs the library hands out (struct skipper_run_stats, struct
+ * skipper_session_info) only grow: members are appended, never removed or
+ * reordered, so a program built against an older header reads the members
+ * it knows. */
 #ifndef SKIPPER_SKIPPER_H
 #define SKIPPER_SKIPPER_H
 

@@ -62,7 +62,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$flags $FUZZ_CORE_SOURCES $FUZZ_
 		\( -name '*.[ch]' \) 2>/dev/null | head -n 1)" ]; then
 	echo "make fuzz: compiling libskipper and the hub client for libFuzzer ($FUZZ_CC, ASan + UBSan)"
 	rm -f "$out"/obj/*.o "$out"/obj/*.a "$stamp"
-	# one line per source: LIB SRC; hub sources see the GNU extensions, as in the build
+	# one line per source: LIB SRC; hub and server sources see the GNU
+	# extensions, as in the build (the server's: those fuzz targets name)
 	# libskipper: its base and the subsystems that parse (the CPU backend
 	# and the rest of the engine parse nothing, and use _Float16, which
 	# Debian 12's clang 14 lacks; the engine's cost-cache reader stands alone)
@@ -70,7 +71,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$flags $FUZZ_CORE_SOURCES $FUZZ_
 		for s in $FUZZ_CORE_SOURCES; do
 			case $s in
 			core/base/*.c | core/model/*.c | core/tokenizer/*.c | core/config/*.c | core/policy/*.c | \
-				core/engine/costs_cache.c | core/engine/history.c | core/engine/lookup.c) echo "core $s" ;;
+				core/engine/costs_cache.c | core/engine/history.c | core/engine/lookup.c | \
+				core/server/*.c) echo "core $s" ;;
 			esac
 		done
 		for s in $FUZZ_HUB_SOURCES; do
@@ -82,7 +84,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$flags $FUZZ_CORE_SOURCES $FUZZ_
 	# shellcheck disable=SC2016
 	if ! xargs -P "$FUZZ_JOBS" -L 1 sh -c '
 		lib=$1 src=$2 obj="$0/obj/$1-$(echo "$2" | tr / _ | sed "s/\.c\$//").o"
-		extra=; [ "$lib" = hub ] && extra=-D_GNU_SOURCE
+		extra=; case $2 in hub/* | core/server/*) extra=-D_GNU_SOURCE ;; esac
 		cd "$FUZZ_SRCDIR" && $FUZZ_FLAGS $extra -w -c "$src" -o "$obj" || { echo "make fuzz: cannot compile $src" >&2; exit 255; }
 	' "$out" <"$out/obj/sources" 2>"$out/log/compile.log" >&2; then
 		cat "$out/log/compile.log" >&2
