@@ -30,7 +30,7 @@ int main(int argc, char **argv)
 		{ "q4_k", SKIPPER_Q4_K }, { "q6_k", SKIPPER_Q6_K }, { "q5_k", SKIPPER_Q5_K }, { "q5_0", SKIPPER_Q5_0 },
 		{ "q8_0", SKIPPER_Q8_0 }, { "q4_0", SKIPPER_Q4_0 }, { "q4_1", SKIPPER_Q4_1 }, { "f16", SKIPPER_F16 },
 	};
-	static const char *const isas[] = { "generic", "avx2", "avx512" };
+	static const char *const isas[] = { "generic", "avx2", "avxvnni", "avx512" };
 	static const int rows[] = { 1, 2, 3, 4, 6, 8, 16 };
 	double mb = argc > 1 ? atof(argv[1]) : 256;
 	const char *want_t = argc > 2 ? argv[2] : "q4_k,q6_k,q5_0,q8_0,q4_1", *want_i = argc > 3 ? argv[3] : "avx2,avx512";
