@@ -1306,7 +1306,7 @@ PK2_ROWS(_evex, 2)
  * 8 weight rows on its own, as the kernels of 1..4 rows did before, with
  * the same arithmetic. */
 
-/* 16 Q6_K rows against R <= 2 activation rows: per half and step, the
+/* 16 Q6_K rows against R <= 3 activation rows: per half and step, the
  * lines read once for both sub-blocks (pk_q6_step's values and order) */
 static TGT INL void q6_K_packed_few(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
                                     size_t ys)
@@ -1317,16 +1317,16 @@ static TGT INL void q6_K_packed_few(int64_t nb, const uint8_t *w, const char *x,
 		if (cpu_pk_prefetch)
 			pk_prefetch(w, P6_BLOCK);
 		for (int h = 0; h < 2; h++) {
-			__m256 tmp[2], dv = pk2_f16x8(w + P6_D + 16 * h);
+			__m256 tmp[3], dv = pk2_f16x8(w + P6_D + 16 * h);
 			const uint8_t *lq = w + P6_Q + 32 * h;
-#pragma GCC unroll 2
+#pragma GCC unroll 3
 			for (int r = 0; r < R; r++)
 				tmp[r] = _mm256_setzero_ps();
 #pragma GCC unroll 8
 			for (int step = 0; step < 8; step++) {
 				int hh = step / 4, e = step / 2 % 2, st = step % 2;
 				int sab[2] = { 8 * hh + 2 * st + e, 8 * hh + 2 * (st + 2) + e };
-				__m256i d[2][2];
+				__m256i d[2][3];
 #pragma GCC unroll 2
 				for (int gp = 0; gp < 2; gp++) {
 					__m256i v[2][2];
@@ -1345,7 +1345,7 @@ static TGT INL void q6_K_packed_few(int64_t nb, const uint8_t *w, const char *x,
 					}
 #pragma GCC unroll 2
 					for (int sub = 0; sub < 2; sub++)
-#pragma GCC unroll 2
+#pragma GCC unroll 3
 						for (int r = 0; r < R; r++) {
 							const int8_t *xp = pk_xrow(x, xs, r, b)->qs + 16 * sab[sub] + 8 * gp;
 							__m256i t = pk2_widen(
@@ -1358,7 +1358,7 @@ static TGT INL void q6_K_packed_few(int64_t nb, const uint8_t *w, const char *x,
 #pragma GCC unroll 2
 				for (int sub = 0; sub < 2; sub++) {
 					__m256 sc = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(pk2_i8x8(w + P6_SC + 16 * sab[sub] + 8 * h)));
-#pragma GCC unroll 2
+#pragma GCC unroll 3
 					for (int r = 0; r < R; r++)
 						tmp[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[sub][r]), sc, tmp[r]);
 				}
@@ -1366,7 +1366,7 @@ static TGT INL void q6_K_packed_few(int64_t nb, const uint8_t *w, const char *x,
 			__m256i sp[8];
 			p6_offsets(w, h, sp);
 			__m256 d32 = _mm256_mul_ps(dv, _mm256_set1_ps(32.0f));
-#pragma GCC unroll 2
+#pragma GCC unroll 3
 			for (int r = 0; r < R; r++)
 				pk2_close(sp, 8, pk_xrow(x, xs, r, b)->bsums, d32, pk_xrow(x, xs, r, b), tmp[r],
 				          y + (size_t)r * ys + 8 * h);
@@ -1449,8 +1449,8 @@ ONE_ROW(q8_0_one_row, blk32_packed_one(P2_Q8_0, nb, w, x, y))
 ONE_ROW(q5_0_one_row, blk32_packed_one(P2_Q5_0, nb, w, x, y))
 
 /* w at a group of 16 rows, wrb = a group's bytes / 16; nc a multiple of 16;
- * SPAN elements per packed block; ONE and TWO the passes of one and two rows */
-#define AVX2_PACKED_MATMUL(NAME, ROWS, TWO, ONE, SPAN)                                                               \
+ * SPAN elements per packed block; FEW the passes of up to NFEW rows */
+#define AVX2_PACKED_MATMUL(NAME, ROWS, FEW, NFEW, SPAN)                                                         \
 	static TGT void NAME(int64_t k, const void *w, size_t wrb, int nc, const void *x, size_t xs, int nr, \
 	                     float *y, size_t ys)                                                            \
 	{                                                                                                    \
@@ -1464,26 +1464,26 @@ ONE_ROW(q5_0_one_row, blk32_packed_one(P2_Q5_0, nb, w, x, y))
 			case 6: ROWS(k / SPAN, wr, XR, xs, 6, YR, ys); break;                                 \
 			case 5: ROWS(k / SPAN, wr, XR, xs, 5, YR, ys); break;                                 \
 			case 4: ROWS(k / SPAN, wr, XR, xs, 4, YR, ys); break;                                 \
-			case 3: ROWS(k / SPAN, wr, XR, xs, 3, YR, ys); break;                                 \
-			case 2: TWO(k / SPAN, wr, XR, xs, 2, YR, ys); break;                                  \
-			case 1: ONE(k / SPAN, wr, XR, xs, 1, YR, ys); break;                                  \
+			case 3: 3 <= NFEW ? FEW(k / SPAN, wr, XR, xs, 3, YR, ys) : ROWS(k / SPAN, wr, XR, xs, 3, YR, ys); break; \
+			case 2: 2 <= NFEW ? FEW(k / SPAN, wr, XR, xs, 2, YR, ys) : ROWS(k / SPAN, wr, XR, xs, 2, YR, ys); break; \
+			case 1: 1 <= NFEW ? FEW(k / SPAN, wr, XR, xs, 1, YR, ys) : ROWS(k / SPAN, wr, XR, xs, 1, YR, ys); break; \
 			}                                                                                    \
 		}                                                                                            \
 	}
 
-AVX2_PACKED_MATMUL(mm_q4_K_packed, pk2_q4_K, pk2_q4_K, pk2_q4_K, 256)
-AVX2_PACKED_MATMUL(mm_q6_K_packed, pk2_q6_K, q6_K_packed_few, q6_K_packed_few, 256)
-AVX2_PACKED_MATMUL(mm_q8_0_packed, pk2_q8_0, pk2_q8_0, q8_0_one_row, 64)
-AVX2_PACKED_MATMUL(mm_q5_0_packed, pk2_q5_0, pk2_q5_0, q5_0_one_row, 64)
-AVX2_PACKED_MATMUL(mm_q4_1_packed, pk2_q4_1, pk2_q4_1, pk2_q4_1, 64)
+AVX2_PACKED_MATMUL(mm_q4_K_packed, pk2_q4_K, pk2_q4_K, 0, 256)
+AVX2_PACKED_MATMUL(mm_q6_K_packed, pk2_q6_K, q6_K_packed_few, 3, 256)
+AVX2_PACKED_MATMUL(mm_q8_0_packed, pk2_q8_0, q8_0_one_row, 1, 64)
+AVX2_PACKED_MATMUL(mm_q5_0_packed, pk2_q5_0, q5_0_one_row, 1, 64)
+AVX2_PACKED_MATMUL(mm_q4_1_packed, pk2_q4_1, pk2_q4_1, 0, 64)
 
 /* the VNNI tables run every pass size through the multi-row kernels */
 #define PK2_VNNI_MATMULS(SUF)                                                                  \
-	AVX2_PACKED_MATMUL(mm_q4_K_packed##SUF, pk2_q4_K##SUF, pk2_q4_K##SUF, pk2_q4_K##SUF, 256) \
-	AVX2_PACKED_MATMUL(mm_q6_K_packed##SUF, pk2_q6_K##SUF, pk2_q6_K##SUF, pk2_q6_K##SUF, 256) \
-	AVX2_PACKED_MATMUL(mm_q8_0_packed##SUF, pk2_q8_0##SUF, pk2_q8_0##SUF, pk2_q8_0##SUF, 64)  \
-	AVX2_PACKED_MATMUL(mm_q5_0_packed##SUF, pk2_q5_0##SUF, pk2_q5_0##SUF, pk2_q5_0##SUF, 64)  \
-	AVX2_PACKED_MATMUL(mm_q4_1_packed##SUF, pk2_q4_1##SUF, pk2_q4_1##SUF, pk2_q4_1##SUF, 64)
+	AVX2_PACKED_MATMUL(mm_q4_K_packed##SUF, pk2_q4_K##SUF, pk2_q4_K##SUF, 0, 256)                  \
+	AVX2_PACKED_MATMUL(mm_q6_K_packed##SUF, pk2_q6_K##SUF, pk2_q6_K##SUF, 0, 256)                  \
+	AVX2_PACKED_MATMUL(mm_q8_0_packed##SUF, pk2_q8_0##SUF, pk2_q8_0##SUF, 0, 64)                   \
+	AVX2_PACKED_MATMUL(mm_q5_0_packed##SUF, pk2_q5_0##SUF, pk2_q5_0##SUF, 0, 64)                   \
+	AVX2_PACKED_MATMUL(mm_q4_1_packed##SUF, pk2_q4_1##SUF, pk2_q4_1##SUF, 0, 64)
 PK2_VNNI_MATMULS(_vex)
 PK2_VNNI_MATMULS(_evex)
 
