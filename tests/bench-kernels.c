@@ -1,12 +1,15 @@
 /* Matmul kernel throughput, one thread: a command for tuning, not a test.
- *   bench-kernels [MB] [TYPE,...] [ISA,...]
+ *   bench-kernels [MB] [TYPE,...] [ISA,...] [ROWS,...]
  * For each weight type and instruction set the machine runs, multiplies a
  * weight matrix of MB megabytes (default 256: larger than the caches, as a
- * model's are) by 1, 2, 3, 4, 6, 8 and 16 activation rows and prints the
- * weight bytes streamed per second and the time relative to one row: the
- * cost curve of a verification pass, kernel by kernel. A table that keeps a
- * kind in a layout of its own (cpu_kernels.pack) gets a second line,
- * "+pk", over that layout: what a model's matmuls run. */
+ * model's are) by 1, 2, 3, 4, 6, 8 and 16 activation rows (or ROWS) and
+ * prints the weight bytes streamed per second and the time relative to the
+ * first row count: the cost curve of a verification pass, kernel by
+ * kernel. A table that keeps a kind in a layout of its own
+ * (cpu_kernels.pack) gets a second line, "+pk", over that layout: what a
+ * model's matmuls run. ISA avxvnni is the AVX-VNNI table (on an AVX-512
+ * CPU, its EVEX encoding). Under valgrind --tool=callgrind, with one row
+ * count, the kernels' instructions can be counted (HACKING.md). */
 #include "build-config.h"
 
 #include <stdio.h>
@@ -30,14 +33,28 @@ int main(int argc, char **argv)
 		{ "q4_k", SKIPPER_Q4_K }, { "q6_k", SKIPPER_Q6_K }, { "q5_k", SKIPPER_Q5_K }, { "q5_0", SKIPPER_Q5_0 },
 		{ "q8_0", SKIPPER_Q8_0 }, { "q4_0", SKIPPER_Q4_0 }, { "q4_1", SKIPPER_Q4_1 }, { "f16", SKIPPER_F16 },
 	};
-	static const char *const isas[] = { "generic", "avx2", "avx512" };
-	static const int rows[] = { 1, 2, 3, 4, 6, 8, 16 };
+	static const char *const isas[] = { "generic", "avx2", "avxvnni", "avx512" };
+	int rows[16] = { 1, 2, 3, 4, 6, 8, 16 }, nrows = 7;
 	double mb = argc > 1 ? atof(argv[1]) : 256;
-	const char *want_t = argc > 2 ? argv[2] : "q4_k,q6_k,q5_0,q8_0,q4_1", *want_i = argc > 3 ? argv[3] : "avx2,avx512";
+	const char *want_t = argc > 2 ? argv[2] : "q4_k,q6_k,q5_0,q8_0,q4_1", *want_i = argc > 3 ? argv[3] : "avx2,avxvnni,avx512";
 	const int64_t k = 1536;
 
+	if (argc > 4) {
+		nrows = 0;
+		for (char *p = argv[4], *e;; p = e + 1) {
+			long n = strtol(p, &e, 10);
+			if (e == p || n < 1 || n > 16 || (*e && *e != ',') || nrows == 16) {
+				fprintf(stderr, "bench-kernels: rows '%s': numbers 1..16 separated by commas\n", argv[4]);
+				return 1;
+			}
+			rows[nrows++] = (int)n;
+			if (!*e)
+				break;
+		}
+	}
+
 	printf("%-6s %-8s", "type", "isa");
-	for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+	for (int r = 0; r < nrows; r++)
 		printf("  rows=%-2d GB/s  x1", rows[r]);
 	printf("\n");
 	for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
@@ -85,7 +102,7 @@ int main(int argc, char **argv)
 				}
 				printf("%-6s %-8s", types[t].name, packed ? "+pk" : isas[i]);
 				double t1 = 0;
-				for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
+				for (int ri = 0; ri < nrows; ri++) {
 					double best = 1e9;
 					for (int rep = 0; rep < 3; rep++) {
 						double t0 = now();

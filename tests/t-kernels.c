@@ -1,5 +1,5 @@
 /* The CPU matmul kernels of every instruction set this machine runs
- * (generic, avx2, avx512), for every weight type, against the same
+ * (generic, avx2, avxvnni, avx512), for every weight type, against the same
  * arithmetic done in double: y[r][c] = sum over blocks of (weight block
  * dequantised) . (activation block as the kernel's quantiser wrote it).
  * A wrong bit layout or scale is off by O(1); float accumulation only by
@@ -8,7 +8,9 @@
  * bits as computing it alone. The attention kernels likewise: scores,
  * exp and value sums against double, and the same bits whatever the
  * number of queries and however the keys are split into calls. Kinds a
- * table runs from its own packed layout are checked in it too. */
+ * table runs from its own packed layout are checked in it too, also with
+ * every value at its largest magnitude (the packed AVX2 kernels sum in
+ * int16 as far as that cannot saturate). */
 #include "build-config.h"
 
 #include <math.h>
@@ -158,14 +160,17 @@ static void test_type(const char *isa, const struct cpu_kernels *kt, int type)
 			               sizeof(float) * CPU_PACK_ROWS) == 0;
 		ok(same, "%s %s packed: bit-identical outputs for 1..%d rows per call and any split into groups", isa, tn,
 		   NR);
-		/* a layout two tables run: the same arithmetic, so the same bits */
-		const struct cpu_kernels *wide = strcmp(isa, "avx2") ? NULL : cpu_kernels_for("avx512");
-		if (wide && wide->pack_size(kind, K, np) == psz) {
+		/* a layout several tables run: the same arithmetic, so the same bits */
+		static const char *const wider[] = { "avxvnni", "avx512" };
+		for (size_t i = 0; i < 2 && !strcmp(isa, "avx2"); i++) {
+			const struct cpu_kernels *wide = cpu_kernels_for(wider[i]);
+			if (!wide || wide->pack_size(kind, K, np) != psz)
+				continue;
 			wide->matmul_packed[kind](K, pk, prb, np, xq, xs, NR, y2, NC);
 			same = 1;
 			for (int r = 0; r < NR; r++)
 				same &= memcmp(y2 + (size_t)r * NC, y1 + (size_t)r * NC, sizeof(float) * np) == 0;
-			ok(same, "avx2 %s packed: the same bits as avx512's over the same layout", tn);
+			ok(same, "avx2 %s packed: the same bits as %s's over the same layout", tn, wider[i]);
 		}
 		free(pk);
 		free(y2);
@@ -177,6 +182,71 @@ static void test_type(const char *isa, const struct cpu_kernels *kt, int type)
 	free(xq);
 	free(y);
 	free(y1);
+}
+
+/* The packed kernels at the integer bounds their int16 sums are proven
+ * for: every weight at its largest magnitude (all bits of the quants set;
+ * Q8_0 127 in even rows, -128 in odd ones) against activations all +-127,
+ * through every pass size (1..9 rows: the 8-row body, its tail, and the
+ * one- and two-row ones). A sum that saturated would be off by thousands
+ * in 30000; the plain C kernels, which sum in int32, are the reference. */
+static void test_extremes(const char *isa, const struct cpu_kernels *kt)
+{
+	static const int types[] = { SKIPPER_Q4_K, SKIPPER_Q6_K, SKIPPER_Q8_0, SKIPPER_Q5_0, SKIPPER_Q4_1 };
+	enum { ER = 9, EC = 16 };
+	for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+		int type = types[t], kind = cpu_wkind(type), a = cpu_wact(kind);
+		size_t wrb = skipper_dtype_row_bytes(type, K), bb = skipper_dtype_block_bytes(type);
+		size_t psz = kt->pack_size ? kt->pack_size(kind, K, EC) : 0;
+		if (!psz)
+			continue;
+		uint8_t *w = malloc(wrb * EC);
+		const uint16_t d16 = 0x1400; /* 2^-10 */
+		for (int c = 0; c < EC; c++)
+			for (size_t o = 0; o < wrb; o += bb) {
+				uint8_t *blk = w + wrb * c + o;
+				memset(blk, 0xFF, bb);
+				if (type == SKIPPER_Q6_K) {
+					struct skipper_block_q6_K *q = (struct skipper_block_q6_K *)blk;
+					memset(q->scales, 127, sizeof q->scales);
+					q->d = d16;
+				} else if (type == SKIPPER_Q8_0) {
+					struct skipper_block_q8_0 *q = (struct skipper_block_q8_0 *)blk;
+					memset(q->qs, c % 2 ? 0x80 : 0x7F, sizeof q->qs);
+					q->d = d16;
+				} else {
+					memcpy(blk, &d16, 2); /* d; Q4_K's dmin and Q4_1's m after it */
+					if (type != SKIPPER_Q5_0)
+						memcpy(blk + 2, &d16, 2);
+				}
+			}
+		size_t xs = a == CPU_ACT_Q8 ? (K / 32) * sizeof(struct cpu_q8) : (K / 256) * sizeof(struct cpu_q8k);
+		char *xq = aligned_alloc(64, (xs * ER + 63) / 64 * 64);
+		for (int r = 0; r < ER; r++) {
+			float xr[K];
+			for (int i = 0; i < K; i++)
+				xr[i] = r % 2 ? -1.0f : 1.0f;
+			if (a == CPU_ACT_Q8)
+				kt->quantize_q8(xr, (struct cpu_q8 *)(xq + xs * r), K);
+			else
+				kt->quantize_q8k(xr, (struct cpu_q8k *)(xq + xs * r), K);
+		}
+		float ref[ER * EC], got[ER * EC];
+		cpu_kernels_generic.matmul[kind](K, w, wrb, EC, xq, xs, ER, ref, EC);
+		char *pk = aligned_alloc(64, (psz + 63) / 64 * 64);
+		kt->pack(kind, K, w, wrb, EC, pk);
+		double worst = 0;
+		for (int nr = 1; nr <= ER; nr++) {
+			kt->matmul_packed[kind](K, pk, psz / EC, EC, xq, xs, nr, got, EC);
+			for (int i = 0; i < nr * EC; i++)
+				worst = fmax(worst, fabs(got[i] - ref[i]) / fabs(ref[i]));
+		}
+		ok(worst < 1e-5, "%s %s packed: weights and activations at their largest magnitudes, 1..%d rows, "
+		   "the plain C kernel's sums (worst relative difference %.2g)", isa, skipper_dtype_name(type), ER, worst);
+		free(pk);
+		free(xq);
+		free(w);
+	}
 }
 
 /* The K-quant activation blocks: d and the 16-element sums as specified. */
@@ -326,7 +396,7 @@ static void test_round_f16(const char *isa, const struct cpu_kernels *kt)
 
 int main(void)
 {
-	static const char *const isas[] = { "generic", "avx2", "avx512" };
+	static const char *const isas[] = { "generic", "avx2", "avxvnni", "avx512" };
 	static const int types[] = { SKIPPER_Q4_0, SKIPPER_Q4_1, SKIPPER_Q5_0, SKIPPER_Q5_1, SKIPPER_Q8_0,
 		                     SKIPPER_Q4_K, SKIPPER_Q5_K, SKIPPER_Q6_K };
 	for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
@@ -341,6 +411,7 @@ int main(void)
 		test_round_f16(isas[i], kt);
 		for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
 			test_type(isas[i], kt, types[t]);
+		test_extremes(isas[i], kt);
 		for (int h = 0; h < 4; h++)
 			test_attn(isas[i], kt, (int[]){ 8, 64, 72, 128 }[h]);
 	}

@@ -50,7 +50,7 @@ static void cpu_identity(char *buf, size_t n)
 /* Bump when a kernel's speed or the way curves are timed changes within a
  * release (a packed layout, a new ISA path, paired timing): curves cached by
  * the earlier build are then measured again rather than trusted. */
-#define COST_CURVE_REVISION 18
+#define COST_CURVE_REVISION 19
 
 char *session_cost_cache(struct skipper_session *s, const struct skipper_config *cfg, int draft_head)
 {

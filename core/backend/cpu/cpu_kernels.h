@@ -112,14 +112,19 @@ extern const struct cpu_kernels cpu_kernels_generic;
 extern const struct cpu_kernels cpu_kernels_avx2;
 /* Override the entries of an AVX2 table that have AVX-512 kernels. */
 void cpu_kernels_avx512_fill(struct cpu_kernels *t);
+/* Override the packed kernels of an AVX2 table with the AVX-VNNI ones
+ * (vpdpbusd on ymm; EVEX-encoded when evex, for AVX-512 VNNI CPUs). */
+void cpu_kernels_avxvnni_fill(struct cpu_kernels *t, int evex);
 #endif
 
 /* The table of one instruction set: "avx512" (AVX-512 F/BW/VL/DQ + VNNI),
- * "avx2" (AVX2 + FMA + F16C) or "generic"; NULL when this CPU lacks it. */
+ * "avxvnni" (the avx2 table with AVX-VNNI's vpdpbusd in its packed
+ * kernels; on AVX-512 VNNI CPUs the same instruction EVEX-encoded), "avx2"
+ * (AVX2 + FMA + F16C) or "generic"; NULL when this CPU lacks it. */
 const struct cpu_kernels *cpu_kernels_for(const char *isa);
 
 /* The table a backend uses: the best this CPU runs, capped by
- * SKIPPER_CPU_ISA=generic|avx2|avx512 (tests run every path the machine
+ * SKIPPER_CPU_ISA=generic|avx2|avxvnni|avx512 (tests run every path the machine
  * has). */
 const struct cpu_kernels *cpu_kernels_select(void);
 

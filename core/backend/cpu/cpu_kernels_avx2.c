@@ -744,15 +744,24 @@ static TGT void a_round_f16(float *x, int n, float s)
 /* ---- the packed layouts of cpu_packed.h ----
  *
  * Each 64-byte line holds 4 elements of 16 rows; a ymm takes the 8 rows of
- * one half. vpmaddubsw sums two u8 x s8 products into a saturating int16,
- * so the integer dots stay exact only while those sums cannot pass 32767:
- * Q4_K's nibbles are shifted down to 0..15 (8 such sums, 32 elements, at
- * most 30480 before widening), Q6_K's values 0..63 widen after 2 sums
- * (32004), Q5_0's 0..31 after 4 (31496), and Q8_0's signed bytes meet the
- * activations through vpsignb, widening every sum (32512). The float
- * arithmetic per row and lane is the AVX-512 kernels' (scale, order, fused
- * multiply-adds), so both tables give the same bits.
- * The row loop is a template for 1..4 rows, as in the GGUF layout's. */
+ * one half. A pass of 2..8 rows (PK2_MAXR, as AVX-512's) decodes a block's
+ * values a part at a time, 8 vectors (4 lines of both halves, or both
+ * nibbles of 4 lines of one half), and takes each part to every row in
+ * turn: one broadcast of 4 activation bytes meets 16 weight rows (8 rows'
+ * two nibbles), and each row's sums are done before the next row's, so no
+ * row holds registers across parts and a value is decoded once per pass.
+ * vpmaddubsw sums two u8 x s8 products into a saturating int16, so the
+ * integer dots stay exact only while those sums cannot pass 32767: the
+ * nibbles 0..15 of Q4_K and Q4_1 in sums of 8 (32 elements: at most
+ * 30480), Q6_K's values 0..63 of 2 (32004), Q5_0's 0..31 of 4 (31496),
+ * Q8_0's bytes q + 128 as two nibbles of 8 each (30480); tests/t-kernels
+ * meets every bound with all values at their largest magnitude. A block's
+ * integer dots go to memory (dot[][]), then every row's float arithmetic
+ * runs over them, all rows at once (one row's chain of fused multiply-adds
+ * alone waits on each one's latency): the AVX-512 kernels' arithmetic per
+ * row and lane (scale, order, fused multiply-adds), so all these tables
+ * give the same bits. The AVX-VNNI table runs the same kernels with
+ * vpdpbusd (int32 sums: no bounds). */
 
 static TGT INL __m256i pk2_bcast32(const void *p)
 {
@@ -782,6 +791,8 @@ static TGT INL __m256i pk2_i8x8(const uint8_t *p)
  * all rows first, spilling them (an empty asm, no instruction) */
 #define PK2_KEEP(v) __asm__("" : "+x"(v))
 
+#define PK2_MAXR 8 /* activation rows per pass over the weights */
+
 /* int16 pairs summed into int32 lanes */
 static TGT INL __m256i pk2_widen(__m256i s)
 {
@@ -794,8 +805,9 @@ static TGT INL __m256i pk2_widen(__m256i s)
 static TGT INL void pk2_close(const __m256i *pairs, int n, const int16_t *sums, __m256 scale,
                               const struct cpu_q8k *xb, __m256 tmp, float *y)
 {
-	__m256i ms = _mm256_setzero_si256();
-	for (int i = 0; i < n; i++)
+	__m256i ms = _mm256_madd_epi16(pairs[0], pk2_bcast32(sums));
+#pragma GCC unroll 8
+	for (int i = 1; i < n; i++)
 		ms = _mm256_add_epi32(ms, _mm256_madd_epi16(pairs[i], pk2_bcast32(sums + 2 * i)));
 	tmp = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(ms), scale, tmp);
 	_mm256_storeu_ps(y, _mm256_fmadd_ps(tmp, _mm256_set1_ps(xb->d), _mm256_loadu_ps(y)));
@@ -809,153 +821,276 @@ static TGT INL void pk2_zero(float *y, size_t ys, int R)
 	}
 }
 
-/* 16 Q4_K rows (one packed group) against R <= 4 activation rows, a super-
- * block at a time, each half of 8 rows closed on its own */
-static TGT INL void q4_K_packed_rows(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
-                                     size_t ys)
+/* Slice part (< 16) of a block of at most 16 n lines, PK_AHEAD bytes on:
+ * lines [n part, +n), n a constant, whatever part is (pk_prefetch_part's
+ * bounds, computed for a part known only at run time, cost a loop); the
+ * last slices reach into the next blocks, which ask for them again */
+static TGT INL void pk2_prefetch_slice(const uint8_t *block, int part, int n)
 {
-	const __m256i low = _mm256_set1_epi8(0x0F);
-	pk2_zero(y, ys, R);
-	for (int64_t b = 0; b < nb; b++, w += PK_BLOCK) {
-		if (PK_BURST(R))
-			pk_prefetch(w, PK_BLOCK);
+	const char *p = (const char *)block + PK_AHEAD + 64 * n * part;
+	for (int i = 0; i < n; i++)
+		_mm_prefetch(p + 64 * i, _MM_HINT_T0);
+}
+
+/* Quarter qt (lines 4 qt .. 4 qt + 3) of Q4_K sub-block j at q, both
+ * halves: v[g][h] its elements 4 (4 qt + g) + (0..3) of half h */
+static TGT INL void q4_values(const uint8_t *q, int odd, __m256i v[4][2])
+{
+	const __m256i low = _mm256_set1_epi8(0x0F), high = _mm256_set1_epi8((char)0xF0);
+	/* no load shared with the other sub-block of these lines: 8 values live, not 16 */
+	__asm__("" : "+r"(q));
+#pragma GCC unroll 4
+	for (int g = 0; g < 4; g++)
+#pragma GCC unroll 2
 		for (int h = 0; h < 2; h++) {
-			__m256 tmp[4], dv = pk2_f16x8(w + PK_D + 16 * h);
+			__m256i l = _mm256_loadu_si256((const __m256i *)(q + 64 * g + 32 * h));
+			v[g][h] = odd ? _mm256_srli_epi16(_mm256_and_si256(l, high), 4) : _mm256_and_si256(l, low);
+		}
+}
+
+/* s += p in s's register: written as an intrinsic, GCC reassociates a
+ * row's chain of int16 adds into a tree, computes all the products first
+ * and spills them (HACKING.md) */
+#define PK2_ADD16(s, p) __asm__("vpaddw %1, %0, %0" : "+x"(s) : "x"(p))
+
+/* s += the sums of u's and x's products 4 by 4 (u8 x s8, in int32 lanes):
+ * vpdpbusd on ymm, in asm so that the kernels keep the AVX2 target and
+ * its encoding is chosen per table: VEX (AVX-VNNI, enc 1) or EVEX (AVX-512
+ * VNNI with VL, enc 2: the same instruction, for the CPUs that have that
+ * but not AVX-VNNI) */
+#define PK2_DPBUSD(enc, s, u, x)                                                               \
+	do {                                                                                   \
+		if ((enc) == 1)                                                                \
+			__asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(s) : "x"(u), "x"(x));     \
+		else                                                                           \
+			__asm__("%{evex%} vpdpbusd %2, %1, %0" : "+x"(s) : "x"(u), "x"(x));    \
+	} while (0)
+
+/* A row's sums of 4 words against 8 value vectors (v[g][0], v[g][1]:
+ * elements 4 g .. 4 g + 3 of two sets of 8 weight rows or nibbles), x the
+ * row's 16 activations: s[c] = (first ? 0 : s[c]) + the products of
+ * v[.][c]; int16 sums of pairs (enc 0) or int32 sums (VNNI, enc 1, 2) */
+static TGT INL void pk2_quarter(int enc, __m256i v[4][2], const int8_t *x, int first, __m256i s[2])
+{
 #pragma GCC unroll 4
-			for (int r = 0; r < R; r++)
-				tmp[r] = _mm256_setzero_ps();
-#pragma GCC unroll 8
-			for (int j = 0; j < 8; j++) {
-				const uint8_t *q = w + PK_QS + (j / 2) * 512 + 32 * h;
-				if (PK_SPREAD(R))
-					pk_prefetch_part(w, PK_BLOCK, 8 * h + j, 16);
-				/* line by line, each met by every row at once: one line
-				 * and R sums live, not 8 lines (which spilled at R = 4);
-				 * integer sums, so the order leaves the bits alone */
-				__m256i s[4];
-#pragma GCC unroll 8
-				for (int g = 0; g < 8; g++) {
-					__m256i v = _mm256_loadu_si256((const __m256i *)(q + 64 * g));
-					v = _mm256_and_si256(j & 1 ? _mm256_srli_epi16(v, 4) : v, low);
-#pragma GCC unroll 4
-					for (int r = 0; r < R; r++) {
-						__m256i p = _mm256_maddubs_epi16(
-							v, pk2_bcast32(pk_xrow(x, xs, r, b)->qs + 32 * j + 4 * g));
-						s[r] = g ? _mm256_add_epi16(s[r], p) : p;
-						PK2_KEEP(s[r]);
-					}
-				}
-				__m256 sc = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(pk2_u8x8(w + PK_SC + 16 * j + 8 * h)));
-#pragma GCC unroll 4
-				for (int r = 0; r < R; r++)
-					tmp[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(pk2_widen(s[r])), sc, tmp[r]);
+	for (int g = 0; g < 4; g++) {
+		__m256i xb = pk2_bcast32(x + 4 * g);
+#pragma GCC unroll 2
+		for (int c = 0; c < 2; c++) {
+			if (enc) {
+				if (first && !g)
+					s[c] = _mm256_setzero_si256();
+				PK2_DPBUSD(enc, s[c], v[g][c], xb);
+				continue;
 			}
-			__m256i mp[4];
-			for (int i = 0; i < 4; i++)
-				mp[i] = _mm256_or_si256(pk2_u8x8(w + PK_MIN + 32 * i + 8 * h),
-				                        _mm256_slli_epi32(pk2_u8x8(w + PK_MIN + 32 * i + 16 + 8 * h), 16));
-			__m256 mv = pk2_f16x8(w + PK_DMIN + 16 * h);
-#pragma GCC unroll 4
-			for (int r = 0; r < R; r++) {
-				const struct cpu_q8k *xb = pk_xrow(x, xs, r, b);
-				pk2_close(mp, 4, xb->bsum32, mv, xb, tmp[r], y + (size_t)r * ys + 8 * h);
-			}
+			__m256i p = _mm256_maddubs_epi16(v[g][c], xb);
+			if (first && !g)
+				s[c] = p;
+			else
+				PK2_ADD16(s[c], p);
 		}
 	}
 }
 
-/* 16 Q6_K rows against R <= 4 activation rows: pk_q6_step's values and
- * order, per half */
-static TGT INL void q6_K_packed_rows(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
-                                     size_t ys)
+/* 16 Q4_K rows (one packed group) against R <= 8 activation rows, a super-
+ * block at a time: the integer dots first, a quarter of a sub-block at a
+ * time (its 8 values, both halves, met by every row in turn, so that one
+ * broadcast of 4 activation bytes meets 16 weight rows and each row's
+ * sums are done before the next row's), every row's dot of every sub-
+ * block and half left in dot[][][] (exact, so the order leaves the bits
+ * alone); then each row's float arithmetic from them, per half, in
+ * pk_close's order. */
+static TGT INL void q4_K_packed_rows(int enc, int64_t nb, const uint8_t *w, const char *x, size_t xs, int R,
+                                     float *y, size_t ys)
 {
-	const __m256i low = _mm256_set1_epi8(0x0F), high = _mm256_set1_epi8((char)0xF0), m33 = _mm256_set1_epi8(0x33);
+	pk2_zero(y, ys, R);
+	for (int64_t b = 0; b < nb; b++, w += PK_BLOCK) {
+		__m256i dot[8][2][PK2_MAXR], part[PK2_MAXR][2];
+		if (PK_BURST(R))
+			pk_prefetch(w, PK_BLOCK);
+		for (int p = 0; p < 4; p++) {
+#pragma GCC unroll 2
+			for (int odd = 0; odd < 2; odd++) {
+				int j = 2 * p + odd;
+#pragma GCC unroll 2
+				for (int qt = 0; qt < 2; qt++) {
+					__m256i v[4][2];
+					if (PK_SPREAD(R))
+						pk2_prefetch_slice(w, 2 * j + qt, 3);
+					q4_values(w + PK_QS + 512 * p + 256 * qt, odd, v);
+#pragma GCC unroll 8
+					for (int r = 0; r < R; r++) {
+						__m256i t[2] = { part[r][0], part[r][1] };
+						pk2_quarter(enc, v, pk_xrow(x, xs, r, b)->qs + 32 * j + 16 * qt, !qt, t);
+						if (!qt) {
+							part[r][0] = t[0];
+							part[r][1] = t[1];
+						} else {
+							dot[j][0][r] = enc ? t[0] : pk2_widen(t[0]);
+							dot[j][1][r] = enc ? t[1] : pk2_widen(t[1]);
+						}
+					}
+				}
+			}
+		}
+#pragma GCC unroll 2
+		for (int h = 0; h < 2; h++) {
+			__m256 sc[8], dv = pk2_f16x8(w + PK_D + 16 * h), mv = pk2_f16x8(w + PK_DMIN + 16 * h);
+#pragma GCC unroll 8
+			for (int j = 0; j < 8; j++)
+				sc[j] = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(pk2_u8x8(w + PK_SC + 16 * j + 8 * h)));
+			__m256i mp[4];
+#pragma GCC unroll 4
+			for (int i = 0; i < 4; i++)
+				mp[i] = _mm256_or_si256(pk2_u8x8(w + PK_MIN + 32 * i + 8 * h),
+				                        _mm256_slli_epi32(pk2_u8x8(w + PK_MIN + 32 * i + 16 + 8 * h), 16));
+			/* every row's chain of multiply-adds at once: one row's alone
+			 * would wait on each one's latency */
+			__m256 tmp[PK2_MAXR];
+#pragma GCC unroll 8
+			for (int r = 0; r < R; r++)
+				tmp[r] = _mm256_setzero_ps();
+#pragma GCC unroll 8
+			for (int j = 0; j < 8; j++)
+#pragma GCC unroll 8
+				for (int r = 0; r < R; r++)
+					tmp[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[j][h][r]), sc[j], tmp[r]);
+#pragma GCC unroll 8
+			for (int r = 0; r < R; r++)
+				pk2_close(mp, 4, pk_xrow(x, xs, r, b)->bsum32, mv, pk_xrow(x, xs, r, b), tmp[r],
+				          y + (size_t)r * ys + 8 * h);
+		}
+	}
+}
+
+/* the offset 32 of half h: scales 2 j and 2 j + 1 as the 16-bit halves
+ * of a lane, against the row's pairs of sums in pk2_close (pk_q6_offsets) */
+static TGT INL void p6_offsets(const uint8_t *w, int h, __m256i sp[8])
+{
+#pragma GCC unroll 8
+	for (int j = 0; j < 8; j++)
+		sp[j] = _mm256_or_si256(_mm256_and_si256(pk2_i8x8(w + P6_SC + 32 * j + 8 * h), _mm256_set1_epi32(0xFFFF)),
+		                        _mm256_slli_epi32(pk2_i8x8(w + P6_SC + 32 * j + 16 + 8 * h), 16));
+}
+
+/* Q6_K sub-block a (sub = 0) or b (1) of a step's lines (ql, qh: the
+ * first of four, 64 bytes apart): v[g][h] = its elements 4 g .. 4 g + 3 of
+ * half h of the group, the values 0..63 (pk_q6_step's va / vb) */
+static TGT INL void p6_values(const uint8_t *ql, const uint8_t *qh, int st, int sub, __m256i v[4][2])
+{
+	const __m256i low = _mm256_set1_epi8(0x0F), top = _mm256_set1_epi8(0x30);
+	/* none of these loads shared with the other sub-block's: 8 values live, not 16 */
+	__asm__("" : "+r"(ql), "+r"(qh));
+#pragma GCC unroll 4
+	for (int g = 0; g < 4; g++)
+#pragma GCC unroll 2
+		for (int h = 0; h < 2; h++) {
+			__m256i l = _mm256_loadu_si256((const __m256i *)(ql + 64 * g + 32 * h));
+			__m256i t = _mm256_loadu_si256((const __m256i *)(qh + 64 * g + 32 * h));
+			/* the two top bits at bits 4-5: qh bits 0-1 (st 0) or 2-3 (st 1) for
+			 * sub-block a, bits 4-5 or 6-7 for b */
+			if (!sub)
+				t = st ? _mm256_slli_epi16(t, 2) : _mm256_slli_epi16(t, 4);
+			else if (st)
+				t = _mm256_srli_epi16(t, 2);
+			l = sub ? _mm256_srli_epi16(l, 4) : l;
+			v[g][h] = _mm256_or_si256(_mm256_and_si256(l, low), _mm256_and_si256(t, top));
+		}
+}
+
+/* the integer dots of a Q6_K sub-block (its values v) with row x (the
+ * sub-block's 16 activations), both halves: dot[h] */
+static TGT INL void p6_dot(int enc, __m256i v[4][2], const int8_t *x, __m256i dot[2])
+{
+	if (enc) {
+		pk2_quarter(enc, v, x, 1, dot);
+		return;
+	}
+#pragma GCC unroll 2
+	for (int gp = 0; gp < 2; gp++) {
+		__m256i b0 = pk2_bcast32(x + 8 * gp), b1 = pk2_bcast32(x + 8 * gp + 4);
+#pragma GCC unroll 2
+		for (int h = 0; h < 2; h++) {
+			/* two sums of 0..63 x -127..127 pairs: at most 32004 */
+			__m256i t = pk2_widen(_mm256_add_epi16(_mm256_maddubs_epi16(v[2 * gp][h], b0),
+			                                       _mm256_maddubs_epi16(v[2 * gp + 1][h], b1)));
+			dot[h] = gp ? _mm256_add_epi32(dot[h], t) : t;
+		}
+	}
+}
+
+/* 16 Q6_K rows (one packed group) against R <= 8 activation rows, a super-
+ * block at a time: per step of pk_q6_step, sub-block a's values for every
+ * row, then b's (8 values live, and each row's dots done before the next
+ * row's), every row's dot of every sub-block left in dot[][][]; then each
+ * row's float arithmetic from them, per half, in pk_q6_step's order and
+ * pk_close's. */
+static TGT INL void q6_K_packed_rows(int enc, int64_t nb, const uint8_t *w, const char *x, size_t xs, int R,
+                                     float *y, size_t ys)
+{
 	pk2_zero(y, ys, R);
 	for (int64_t b = 0; b < nb; b++, w += P6_BLOCK) {
+		__m256i dot[16][2][PK2_MAXR];
 		if (PK_BURST(R))
 			pk_prefetch(w, P6_BLOCK);
+		/* steps 4 hh + 2 e + st, lines 12 (2 hh + e) on (p6_ql_line, p6_qh_line) */
+		for (int he = 0; he < 4; he++) {
+			int hh = he / 2, e = he % 2;
+			const uint8_t *lq = w + P6_Q + 12 * 64 * he;
+#pragma GCC unroll 2
+			for (int st = 0; st < 2; st++) {
+				int step = 4 * hh + 2 * e + st;
+				if (PK_SPREAD(R))
+					pk2_prefetch_slice(w, 2 * step, 4);
+#pragma GCC unroll 2
+				for (int sub = 0; sub < 2; sub++) {
+					int sb = 8 * hh + 2 * (st + 2 * sub) + e;
+					__m256i v[4][2];
+					p6_values(lq + 8 * 64 * st, lq + 4 * 64, st, sub, v);
+#pragma GCC unroll 8
+					for (int r = 0; r < R; r++) {
+						__m256i d[2];
+						p6_dot(enc, v, pk_xrow(x, xs, r, b)->qs + 16 * sb, d);
+						dot[sb][0][r] = d[0];
+						dot[sb][1][r] = d[1];
+					}
+					if (PK_SPREAD(R) && !sub)
+						pk2_prefetch_slice(w, 2 * step + 1, 4);
+				}
+			}
+		}
+#pragma GCC unroll 2
 		for (int h = 0; h < 2; h++) {
-			__m256 tmp[4], dv = pk2_f16x8(w + P6_D + 16 * h);
-#pragma GCC unroll 4
+			__m256 sc[16], dv = pk2_f16x8(w + P6_D + 16 * h);
+#pragma GCC unroll 16
+			for (int j = 0; j < 16; j++)
+				sc[j] = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(pk2_i8x8(w + P6_SC + 16 * j + 8 * h)));
+			__m256i sp[8];
+			p6_offsets(w, h, sp);
+			__m256 d32 = _mm256_mul_ps(dv, _mm256_set1_ps(32.0f));
+			/* every row's chain of multiply-adds at once: one row's alone
+			 * would wait on each one's latency */
+			__m256 tmp[PK2_MAXR];
+#pragma GCC unroll 8
 			for (int r = 0; r < R; r++)
 				tmp[r] = _mm256_setzero_ps();
 #pragma GCC unroll 8
 			for (int step = 0; step < 8; step++) {
 				int hh = step / 4, e = step / 2 % 2, st = step % 2;
 				int sa = 8 * hh + 2 * st + e, sb = 8 * hh + 2 * (st + 2) + e;
-				if (PK_SPREAD(R))
-					pk_prefetch_part(w, P6_BLOCK, 8 * h + step, 16);
-				const uint8_t *lq = w + P6_Q + 32 * h;
-				/* R <= 2: both sub-blocks from one read of the lines; more
-				 * rows: sub-block a for every row, then b, reading the
-				 * lines twice, so that 2 value vectors and R sums are live
-				 * rather than 8 and 2 R (which spilled). A row's float
-				 * steps keep their order either way (a's, then b's). */
-				const int both = R <= 2;
-#pragma GCC unroll 2
-				for (int part = 0; part < 2; part++) {
-					__m256i d[2][4];
-					if (both && part)
-						break;
-#pragma GCC unroll 2
-					for (int gp = 0; gp < 2; gp++) {
-						__m256i v[2][2];
-#pragma GCC unroll 2
-						for (int i = 0; i < 2; i++) {
-							int g = 2 * gp + i;
-							__m256i ql = _mm256_loadu_si256(
-								(const __m256i *)(lq + p6_ql_line(16 * hh + 8 * st + 4 * e + g) * 64));
-							__m256i qh = _mm256_loadu_si256(
-								(const __m256i *)(lq + p6_qh_line(8 * hh + 4 * e + g) * 64));
-							qh = _mm256_and_si256(st ? _mm256_srli_epi16(qh, 2) : qh, m33);
-							v[0][i] = _mm256_or_si256(_mm256_and_si256(ql, low),
-							                          _mm256_and_si256(_mm256_slli_epi16(qh, 4), high));
-							v[1][i] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql, 4), low),
-							                          _mm256_and_si256(qh, high));
-						}
-#pragma GCC unroll 2
-						for (int sub = 0; sub < 2; sub++) {
-							if (!both && sub != part)
-								continue;
-#pragma GCC unroll 4
-							for (int r = 0; r < R; r++) {
-								const int8_t *xp = pk_xrow(x, xs, r, b)->qs + 16 * (sub ? sb : sa) + 8 * gp;
-								__m256i t = pk2_widen(
-									_mm256_add_epi16(_mm256_maddubs_epi16(v[sub][0], pk2_bcast32(xp)),
-									                 _mm256_maddubs_epi16(v[sub][1], pk2_bcast32(xp + 4))));
-								d[sub][r] = gp ? _mm256_add_epi32(d[sub][r], t) : t;
-								PK2_KEEP(d[sub][r]);
-							}
-						}
-					}
-#pragma GCC unroll 2
-					for (int sub = 0; sub < 2; sub++) {
-						if (!both && sub != part)
-							continue;
-						__m256 sc = _mm256_mul_ps(
-							dv, _mm256_cvtepi32_ps(pk2_i8x8(w + P6_SC + 16 * (sub ? sb : sa) + 8 * h)));
-#pragma GCC unroll 4
-						for (int r = 0; r < R; r++)
-							tmp[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[sub][r]), sc, tmp[r]);
-					}
+#pragma GCC unroll 8
+				for (int r = 0; r < R; r++) {
+					tmp[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[sa][h][r]), sc[sa], tmp[r]);
+					tmp[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[sb][h][r]), sc[sb], tmp[r]);
 				}
 			}
-			__m256i sp[8];
-			for (int j = 0; j < 8; j++)
-				sp[j] = _mm256_or_si256(
-					_mm256_and_si256(pk2_i8x8(w + P6_SC + 32 * j + 8 * h), _mm256_set1_epi32(0xFFFF)),
-					_mm256_slli_epi32(pk2_i8x8(w + P6_SC + 32 * j + 16 + 8 * h), 16));
-			__m256 d32 = _mm256_mul_ps(dv, _mm256_set1_ps(32.0f));
-#pragma GCC unroll 4
-			for (int r = 0; r < R; r++) {
-				const struct cpu_q8k *xb = pk_xrow(x, xs, r, b);
-				pk2_close(sp, 8, xb->bsums, d32, xb, tmp[r], y + (size_t)r * ys + 8 * h);
-			}
+#pragma GCC unroll 8
+			for (int r = 0; r < R; r++)
+				pk2_close(sp, 8, pk_xrow(x, xs, r, b)->bsums, d32, pk_xrow(x, xs, r, b), tmp[r],
+				          y + (size_t)r * ys + 8 * h);
 		}
 	}
 }
-
-enum { P2_Q8_0, P2_Q5_0, P2_Q4_1 };
 
 /* A Q5_0 word's fifth bits, 4 per row of the half (bit 4 c + b: element b
  * of row c), as the byte 0x10 where set */
@@ -968,29 +1103,297 @@ static TGT INL __m256i p5_bits(const uint8_t *mask)
 	return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit), _mm256_set1_epi8(0x10));
 }
 
-/* 16 Q8_0, Q5_0 or Q4_1 rows against R <= 4 activation rows, one half of 8
- * rows over all of k, then the other: per row and 32-element block the
- * AVX-512 kernel's integer dot (Q8_0's signed bytes through vpsignb, so no
- * offset to take off; Q5_0's values 0..31 widened after 4 sums), then its
- * float arithmetic */
-static TGT INL void blk32_packed_rows(int kind, int64_t nb, const uint8_t *w0, const char *x, size_t xs, int R,
-                                      float *y, size_t ys)
+enum { P2_Q8_0, P2_Q5_0, P2_Q4_1 };
+
+/* Part pt of 32-element block h2 of a Q4_1 or Q5_0 pair, both halves:
+ * v[g][h] = elements 16 pt + 4 g + (0..3) of half h (pt 0: the low nibbles
+ * of the block's four words, 1: the high ones; Q5_0 with its fifth bit) */
+static TGT INL void p41_values(int kind, const uint8_t *w, int h2, int pt, __m256i v[4][2])
 {
-	const int bytes = kind == P2_Q5_0 ? P5_BLOCK : kind == P2_Q4_1 ? P41_BLOCK : P8_BLOCK;
+	const __m256i low = _mm256_set1_epi8(0x0F), high = _mm256_set1_epi8((char)0xF0);
+	const uint8_t *q = kind == P2_Q5_0 ? w + P5_Q + P5_HALF * h2 + 64 : w + P41_Q + 256 * h2;
+	/* no load shared with the other part of these words: 8 values live, not 16 */
+	__asm__("" : "+r"(q));
+#pragma GCC unroll 4
+	for (int g = 0; g < 4; g++)
+#pragma GCC unroll 2
+		for (int h = 0; h < 2; h++) {
+			__m256i l = _mm256_loadu_si256((const __m256i *)(q + 64 * g + 32 * h));
+			v[g][h] = pt ? _mm256_srli_epi16(_mm256_and_si256(l, high), 4) : _mm256_and_si256(l, low);
+			if (kind == P2_Q5_0)
+				v[g][h] = _mm256_add_epi8(v[g][h], p5_bits(q - 64 + 8 * (4 * pt + g) + 4 * h));
+		}
+}
+
+/* 16 Q5_0 or Q4_1 rows against R <= 8 activation rows, a pair of blocks
+ * at a time: a part of a block (its 8 values, both halves) met by every
+ * row in turn, so that one broadcast of 4 activation bytes meets 16
+ * weight rows; per row and block the AVX-512 kernel's integer dot (Q4_1's
+ * values 0..15 in int16 sums of 8 pairs, at most 30480; Q5_0's 0..31 of
+ * 4, 31496), then its float arithmetic, onto y */
+static TGT INL void p41_packed_rows(int enc, int kind, int64_t nb, const uint8_t *w, const char *x, size_t xs,
+                                    int R, float *y, size_t ys)
+{
+	const int bytes = kind == P2_Q5_0 ? P5_BLOCK : P41_BLOCK;
+	pk2_zero(y, ys, R);
+	for (int64_t b = 0; b < nb; b++, w += bytes) {
+		if (PK_BURST(R))
+			pk_prefetch(w, bytes);
+#pragma GCC unroll 2
+		for (int h2 = 0; h2 < 2; h2++) {
+			__m256i part[PK2_MAXR][2];
+			__m256 dv[2], mv[2];
+			if (PK_SPREAD(R))
+				pk_prefetch_part(w, bytes, h2, 2);
+#pragma GCC unroll 2
+			for (int pt = 0; pt < 2; pt++) {
+				__m256i v[4][2];
+				p41_values(kind, w, h2, pt, v);
+#pragma GCC unroll 8
+				for (int r = 0; r < R; r++) {
+					const struct cpu_q8 *xb = (const struct cpu_q8 *)(x + (size_t)r * xs) + 2 * b + h2;
+					__m256i s[2] = { part[r][0], part[r][1] };
+					if (enc) {
+						pk2_quarter(enc, v, xb->qs + 16 * pt, !pt, s);
+						part[r][0] = s[0];
+						part[r][1] = s[1];
+						continue;
+					}
+					pk2_quarter(enc, v, xb->qs + 16 * pt, 1, s);
+#pragma GCC unroll 2
+					for (int h = 0; h < 2; h++)
+						if (kind == P2_Q4_1)
+							part[r][h] = pt ? pk2_widen(_mm256_add_epi16(s[h], part[r][h])) : s[h];
+						else
+							part[r][h] = pt ? _mm256_add_epi32(pk2_widen(s[h]), part[r][h]) : pk2_widen(s[h]);
+				}
+			}
+#pragma GCC unroll 2
+			for (int h = 0; h < 2; h++) {
+				dv[h] = pk2_f16x8(w + (kind == P2_Q5_0 ? P5_D : P41_D) + 32 * h2 + 16 * h);
+				mv[h] = kind == P2_Q4_1 ? pk2_f16x8(w + P41_M + 32 * h2 + 16 * h) : _mm256_setzero_ps();
+			}
+#pragma GCC unroll 8
+			for (int r = 0; r < R; r++) {
+				const struct cpu_q8 *xb = (const struct cpu_q8 *)(x + (size_t)r * xs) + 2 * b + h2;
+#pragma GCC unroll 2
+				for (int h = 0; h < 2; h++) {
+					float *yr = y + (size_t)r * ys + 8 * h;
+					__m256i dot = part[r][h];
+					if (kind == P2_Q5_0)
+						dot = _mm256_sub_epi32(dot, _mm256_set1_epi32(16 * xb->sum));
+					__m256 acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
+					                             _mm256_mul_ps(dv[h], _mm256_set1_ps(xb->d)), _mm256_loadu_ps(yr));
+					if (kind == P2_Q4_1)
+						acc = _mm256_fmadd_ps(mv[h], _mm256_set1_ps(xb->s), acc);
+					_mm256_storeu_ps(yr, acc);
+				}
+			}
+		}
+	}
+}
+
+/* 16 Q8_0 rows against R <= 8 activation rows, in parts of 4 words of a
+ * block met by every row in turn; per row and block the AVX-512 kernel's
+ * integer dot, dot(u, x) - 128 sum(x) of the stored bytes u = q + 128,
+ * then its float arithmetic, onto y. vpmaddubsw (enc 0) takes a half of 8
+ * rows at a time, u as its two nibbles (8 value vectors) in int16 sums of
+ * 8 pairs of 0..15 x -127..127 (at most 30480) of each; vpsignb and
+ * vpabsb, the other way to multiply signed bytes, share the two pipes
+ * vpmaddubsw runs on (measured slower). VNNI takes u itself, both halves. */
+static TGT INL void q8_0_packed_rows(int enc, int64_t nb, const uint8_t *w, const char *x, size_t xs, int R,
+                                     float *y, size_t ys)
+{
+	const __m256i low = _mm256_set1_epi8(0x0F), high = _mm256_set1_epi8((char)0xF0);
+	pk2_zero(y, ys, R);
+	for (int64_t b = 0; b < nb; b++, w += P8_BLOCK) {
+		if (PK_BURST(R))
+			pk_prefetch(w, P8_BLOCK);
+#pragma GCC unroll 2
+		for (int h2 = 0; h2 < 2; h2++) {
+			if (PK_SPREAD(R))
+				pk_prefetch_part(w, P8_BLOCK, h2, 2);
+#pragma GCC unroll 2
+			for (int h = 0; h < 2; h++) {
+				__m256i part[PK2_MAXR][2];
+				if (enc && h)
+					break;
+#pragma GCC unroll 2
+				for (int pt = 0; pt < 2; pt++) {
+					const uint8_t *q = w + P8_Q + 512 * h2 + 256 * pt + 32 * h;
+					__m256i v[4][2];
+#pragma GCC unroll 4
+					for (int g = 0; g < 4; g++) {
+						__m256i u = _mm256_loadu_si256((const __m256i *)(q + 64 * g));
+						if (enc) {
+							v[g][0] = u;
+							v[g][1] = _mm256_loadu_si256((const __m256i *)(q + 64 * g + 32));
+						} else {
+							v[g][0] = _mm256_and_si256(u, low);
+							v[g][1] = _mm256_srli_epi16(_mm256_and_si256(u, high), 4);
+						}
+					}
+#pragma GCC unroll 8
+					for (int r = 0; r < R; r++) {
+						const struct cpu_q8 *xb = (const struct cpu_q8 *)(x + (size_t)r * xs) + 2 * b + h2;
+						__m256i t[2] = { part[r][0], part[r][1] };
+						pk2_quarter(enc, v, xb->qs + 16 * pt, !pt, t);
+						part[r][0] = t[0];
+						part[r][1] = t[1];
+					}
+				}
+#pragma GCC unroll 2
+				for (int c = 0; c < 2; c++) {
+					if (!enc && c)
+						break;
+					__m256 dv = pk2_f16x8(w + P8_D + 32 * h2 + 16 * (h + c));
+#pragma GCC unroll 8
+					for (int r = 0; r < R; r++) {
+						const struct cpu_q8 *xb = (const struct cpu_q8 *)(x + (size_t)r * xs) + 2 * b + h2;
+						float *yr = y + (size_t)r * ys + 8 * (h + c);
+						__m256i dot = enc ? part[r][c]
+						                  : _mm256_add_epi32(pk2_widen(part[r][0]),
+						                                     _mm256_madd_epi16(part[r][1], _mm256_set1_epi16(16)));
+						dot = _mm256_sub_epi32(dot, _mm256_set1_epi32(128 * xb->sum));
+						_mm256_storeu_ps(yr, _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
+						                                     _mm256_mul_ps(dv, _mm256_set1_ps(xb->d)),
+						                                     _mm256_loadu_ps(yr)));
+					}
+				}
+			}
+		}
+	}
+}
+
+/* The multi-row passes of each table: the AVX2 one (enc 0) and the VNNI
+ * ones (PK2_DPBUSD) */
+#define PK2_ROWS(SUF, ENC)                                                                                   \
+	static TGT INL void pk2_q4_K##SUF(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y, \
+	                                   size_t ys)                                                            \
+	{                                                                                                        \
+		q4_K_packed_rows(ENC, nb, w, x, xs, R, y, ys);                                                   \
+	}                                                                                                        \
+	static TGT INL void pk2_q6_K##SUF(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y, \
+	                                   size_t ys)                                                            \
+	{                                                                                                        \
+		q6_K_packed_rows(ENC, nb, w, x, xs, R, y, ys);                                                   \
+	}                                                                                                        \
+	static TGT INL void pk2_q8_0##SUF(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y, \
+	                                   size_t ys)                                                            \
+	{                                                                                                        \
+		q8_0_packed_rows(ENC, nb, w, x, xs, R, y, ys);                                                   \
+	}                                                                                                        \
+	static TGT INL void pk2_q5_0##SUF(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y, \
+	                                   size_t ys)                                                            \
+	{                                                                                                        \
+		p41_packed_rows(ENC, P2_Q5_0, nb, w, x, xs, R, y, ys);                                            \
+	}                                                                                                        \
+	static TGT INL void pk2_q4_1##SUF(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y, \
+	                                   size_t ys)                                                            \
+	{                                                                                                        \
+		p41_packed_rows(ENC, P2_Q4_1, nb, w, x, xs, R, y, ys);                                            \
+	}
+PK2_ROWS(, 0)
+PK2_ROWS(_vex, 1)
+PK2_ROWS(_evex, 2)
+
+/* ---- passes of one row (decode; Q6_K also two): Q6_K, Q8_0, Q5_0 ----
+ *
+ * The passes above decode a block's values once for all their rows and
+ * arrange the work so that rows share it; at one row that costs more than
+ * it saves (in cache, Q6_K's one-row pass took 15 % longer, its two-row
+ * pass 6 %, Q8_0's one-row pass 4 %, Q5_0's 2 %). These take each half of
+ * 8 weight rows on its own, as the kernels of 1..4 rows did before, with
+ * the same arithmetic. */
+
+/* 16 Q6_K rows against R <= 3 activation rows: per half and step, the
+ * lines read once for both sub-blocks (pk_q6_step's values and order) */
+static TGT INL void q6_K_packed_few(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
+                                    size_t ys)
+{
+	const __m256i low = _mm256_set1_epi8(0x0F), high = _mm256_set1_epi8((char)0xF0), m33 = _mm256_set1_epi8(0x33);
+	pk2_zero(y, ys, R);
+	for (int64_t b = 0; b < nb; b++, w += P6_BLOCK) {
+		if (cpu_pk_prefetch)
+			pk_prefetch(w, P6_BLOCK);
+		for (int h = 0; h < 2; h++) {
+			__m256 tmp[3], dv = pk2_f16x8(w + P6_D + 16 * h);
+			const uint8_t *lq = w + P6_Q + 32 * h;
+#pragma GCC unroll 3
+			for (int r = 0; r < R; r++)
+				tmp[r] = _mm256_setzero_ps();
+#pragma GCC unroll 8
+			for (int step = 0; step < 8; step++) {
+				int hh = step / 4, e = step / 2 % 2, st = step % 2;
+				int sab[2] = { 8 * hh + 2 * st + e, 8 * hh + 2 * (st + 2) + e };
+				__m256i d[2][3];
+#pragma GCC unroll 2
+				for (int gp = 0; gp < 2; gp++) {
+					__m256i v[2][2];
+#pragma GCC unroll 2
+					for (int i = 0; i < 2; i++) {
+						int g = 2 * gp + i;
+						__m256i ql = _mm256_loadu_si256(
+							(const __m256i *)(lq + p6_ql_line(16 * hh + 8 * st + 4 * e + g) * 64));
+						__m256i qh = _mm256_loadu_si256(
+							(const __m256i *)(lq + p6_qh_line(8 * hh + 4 * e + g) * 64));
+						qh = _mm256_and_si256(st ? _mm256_srli_epi16(qh, 2) : qh, m33);
+						v[0][i] = _mm256_or_si256(_mm256_and_si256(ql, low),
+						                          _mm256_and_si256(_mm256_slli_epi16(qh, 4), high));
+						v[1][i] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql, 4), low),
+						                          _mm256_and_si256(qh, high));
+					}
+#pragma GCC unroll 2
+					for (int sub = 0; sub < 2; sub++)
+#pragma GCC unroll 3
+						for (int r = 0; r < R; r++) {
+							const int8_t *xp = pk_xrow(x, xs, r, b)->qs + 16 * sab[sub] + 8 * gp;
+							__m256i t = pk2_widen(
+								_mm256_add_epi16(_mm256_maddubs_epi16(v[sub][0], pk2_bcast32(xp)),
+								                 _mm256_maddubs_epi16(v[sub][1], pk2_bcast32(xp + 4))));
+							d[sub][r] = gp ? _mm256_add_epi32(d[sub][r], t) : t;
+							PK2_KEEP(d[sub][r]);
+						}
+				}
+#pragma GCC unroll 2
+				for (int sub = 0; sub < 2; sub++) {
+					__m256 sc = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(pk2_i8x8(w + P6_SC + 16 * sab[sub] + 8 * h)));
+#pragma GCC unroll 3
+					for (int r = 0; r < R; r++)
+						tmp[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[sub][r]), sc, tmp[r]);
+				}
+			}
+			__m256i sp[8];
+			p6_offsets(w, h, sp);
+			__m256 d32 = _mm256_mul_ps(dv, _mm256_set1_ps(32.0f));
+#pragma GCC unroll 3
+			for (int r = 0; r < R; r++)
+				pk2_close(sp, 8, pk_xrow(x, xs, r, b)->bsums, d32, pk_xrow(x, xs, r, b), tmp[r],
+				          y + (size_t)r * ys + 8 * h);
+		}
+	}
+}
+
+/* 16 Q8_0 or Q5_0 rows against one activation row, one half of 8 rows over
+ * all of k, then the other: per 32-element block the AVX-512 kernel's
+ * integer dot (Q8_0's signed bytes through vpsignb, so no offset to take
+ * off, each int16 pair sum, at most 32512, widened; Q5_0's values 0..31
+ * widened after 4 sums, 31496), then its float arithmetic */
+static TGT INL void blk32_packed_one(int kind, int64_t nb, const uint8_t *w0, const char *x, float *y)
+{
+	const int bytes = kind == P2_Q5_0 ? P5_BLOCK : P8_BLOCK;
 	const __m256i low = _mm256_set1_epi8(0x0F);
 	for (int half = 0; half < 2; half++) {
-		__m256 acc[4];
-#pragma GCC unroll 4
-		for (int r = 0; r < R; r++)
-			acc[r] = _mm256_setzero_ps();
+		__m256 acc = _mm256_setzero_ps();
 		const uint8_t *w = w0;
 		for (int64_t b = 0; b < nb; b++, w += bytes) {
 			if (!half && cpu_pk_prefetch)
 				pk_prefetch(w, bytes);
 #pragma GCC unroll 2
 			for (int h = 0; h < 2; h++) {
-				__m256i wq[8];
-				__m256 dv, mv = _mm256_setzero_ps();
+				const struct cpu_q8 *xb = (const struct cpu_q8 *)x + 2 * b + h;
+				__m256i wq[8], dot;
+				__m256 dv;
 				if (kind == P2_Q8_0) {
 #pragma GCC unroll 8
 					for (int g = 0; g < 8; g++)
@@ -998,96 +1401,91 @@ static TGT INL void blk32_packed_rows(int kind, int64_t nb, const uint8_t *w0, c
 							_mm256_loadu_si256((const __m256i *)(w + P8_Q + 512 * h + 64 * g + 32 * half)),
 							_mm256_set1_epi8((char)0x80));
 					dv = pk2_f16x8(w + P8_D + 32 * h + 16 * half);
+					dot = _mm256_setzero_si256();
+#pragma GCC unroll 8
+					for (int g = 0; g < 8; g++) {
+						__m256i sx = _mm256_sign_epi8(pk2_bcast32(xb->qs + 4 * g), wq[g]);
+						dot = _mm256_add_epi32(dot, pk2_widen(_mm256_maddubs_epi16(_mm256_abs_epi8(wq[g]), sx)));
+						PK2_KEEP(dot);
+					}
 				} else {
-					const uint8_t *q = kind == P2_Q5_0 ? w + P5_Q + P5_HALF * h + 64 : w + P41_Q + 256 * h;
+					const uint8_t *q = w + P5_Q + P5_HALF * h + 64;
 #pragma GCC unroll 4
 					for (int g = 0; g < 4; g++) {
 						__m256i v = _mm256_loadu_si256((const __m256i *)(q + 64 * g + 32 * half));
 						wq[g] = _mm256_and_si256(v, low);
 						wq[g + 4] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
 					}
-					if (kind == P2_Q5_0) {
 #pragma GCC unroll 8
-						for (int g = 0; g < 8; g++)
-							wq[g] = _mm256_add_epi8(wq[g], p5_bits(q - 64 + 8 * g + 4 * half));
-						dv = pk2_f16x8(w + P5_D + 32 * h + 16 * half);
-					} else {
-						dv = pk2_f16x8(w + P41_D + 32 * h + 16 * half);
-						mv = pk2_f16x8(w + P41_M + 32 * h + 16 * half);
-					}
-				}
-#pragma GCC unroll 4
-				for (int r = 0; r < R; r++) {
-					const struct cpu_q8 *xb = (const struct cpu_q8 *)(x + (size_t)r * xs) + 2 * b + h;
-					__m256i dot;
-					if (kind == P2_Q8_0) {
-						dot = _mm256_setzero_si256();
-#pragma GCC unroll 8
-						for (int g = 0; g < 8; g++) {
-							__m256i sx = _mm256_sign_epi8(pk2_bcast32(xb->qs + 4 * g), wq[g]);
-							dot = _mm256_add_epi32(dot, pk2_widen(_mm256_maddubs_epi16(_mm256_abs_epi8(wq[g]), sx)));
-							PK2_KEEP(dot);
-						}
-					} else {
-						__m256i s0 = _mm256_maddubs_epi16(wq[0], pk2_bcast32(xb->qs));
-						__m256i s1 = _mm256_maddubs_epi16(wq[4], pk2_bcast32(xb->qs + 16));
+					for (int g = 0; g < 8; g++)
+						wq[g] = _mm256_add_epi8(wq[g], p5_bits(q - 64 + 8 * g + 4 * half));
+					dv = pk2_f16x8(w + P5_D + 32 * h + 16 * half);
+					__m256i s0 = _mm256_maddubs_epi16(wq[0], pk2_bcast32(xb->qs));
+					__m256i s1 = _mm256_maddubs_epi16(wq[4], pk2_bcast32(xb->qs + 16));
 #pragma GCC unroll 3
-						for (int g = 1; g < 4; g++) {
-							s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(wq[g], pk2_bcast32(xb->qs + 4 * g)));
-							s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(wq[g + 4],
-							                                              pk2_bcast32(xb->qs + 16 + 4 * g)));
-							PK2_KEEP(s0);
-							PK2_KEEP(s1);
-						}
-						dot = _mm256_add_epi32(pk2_widen(s0), pk2_widen(s1));
-						if (kind == P2_Q5_0)
-							dot = _mm256_sub_epi32(dot, _mm256_set1_epi32(16 * xb->sum));
+					for (int g = 1; g < 4; g++) {
+						s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(wq[g], pk2_bcast32(xb->qs + 4 * g)));
+						s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(wq[g + 4],
+						                                              pk2_bcast32(xb->qs + 16 + 4 * g)));
+						PK2_KEEP(s0);
+						PK2_KEEP(s1);
 					}
-					acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dv, _mm256_set1_ps(xb->d)),
-					                         acc[r]);
-					if (kind == P2_Q4_1)
-						acc[r] = _mm256_fmadd_ps(mv, _mm256_set1_ps(xb->s), acc[r]);
+					dot = _mm256_sub_epi32(_mm256_add_epi32(pk2_widen(s0), pk2_widen(s1)),
+					                       _mm256_set1_epi32(16 * xb->sum));
 				}
+				acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(dv, _mm256_set1_ps(xb->d)), acc);
 			}
 		}
-#pragma GCC unroll 4
-		for (int r = 0; r < R; r++)
-			_mm256_storeu_ps(y + (size_t)r * ys + 8 * half, acc[r]);
+		_mm256_storeu_ps(y + 8 * half, acc);
 	}
 }
 
-#define BLK32_ROWS(NAME, KIND)                                                                                   \
+#define ONE_ROW(NAME, CALL)                                                                                     \
 	static TGT INL void NAME(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y, size_t ys) \
 	{                                                                                                            \
-		blk32_packed_rows(KIND, nb, w, x, xs, R, y, ys);                                                     \
+		CALL;                                                                                                \
 	}
-BLK32_ROWS(q8_0_packed_rows, P2_Q8_0)
-BLK32_ROWS(q5_0_packed_rows, P2_Q5_0)
-BLK32_ROWS(q4_1_packed_rows, P2_Q4_1)
+ONE_ROW(q8_0_one_row, blk32_packed_one(P2_Q8_0, nb, w, x, y))
+ONE_ROW(q5_0_one_row, blk32_packed_one(P2_Q5_0, nb, w, x, y))
 
-/* w at a group of 16 rows, wrb = a group's bytes / 16; nc a multiple of 16 */
-#define AVX2_PACKED_MATMUL(NAME, ROWS, SPAN)                                                                    \
+/* w at a group of 16 rows, wrb = a group's bytes / 16; nc a multiple of 16;
+ * SPAN elements per packed block; FEW the passes of up to NFEW rows */
+#define AVX2_PACKED_MATMUL(NAME, ROWS, FEW, NFEW, SPAN)                                                         \
 	static TGT void NAME(int64_t k, const void *w, size_t wrb, int nc, const void *x, size_t xs, int nr, \
 	                     float *y, size_t ys)                                                            \
 	{                                                                                                    \
 		for (int c = 0; c < nc; c += CPU_PACK_ROWS) {                                                \
 			const uint8_t *wr = (const uint8_t *)w + (size_t)c * wrb;                            \
 			int r = 0;                                                                           \
-			for (; r + 4 <= nr; r += 4)                                                          \
-				ROWS(k / SPAN, wr, XR, xs, 4, YR, ys);                                        \
+			for (; r + PK2_MAXR <= nr; r += PK2_MAXR)                                            \
+				ROWS(k / SPAN, wr, XR, xs, PK2_MAXR, YR, ys);                                \
 			switch (nr - r) {                                                                    \
-			case 3: ROWS(k / SPAN, wr, XR, xs, 3, YR, ys); break;                                 \
-			case 2: ROWS(k / SPAN, wr, XR, xs, 2, YR, ys); break;                                 \
-			case 1: ROWS(k / SPAN, wr, XR, xs, 1, YR, ys); break;                                 \
+			case 7: ROWS(k / SPAN, wr, XR, xs, 7, YR, ys); break;                                 \
+			case 6: ROWS(k / SPAN, wr, XR, xs, 6, YR, ys); break;                                 \
+			case 5: ROWS(k / SPAN, wr, XR, xs, 5, YR, ys); break;                                 \
+			case 4: ROWS(k / SPAN, wr, XR, xs, 4, YR, ys); break;                                 \
+			case 3: 3 <= NFEW ? FEW(k / SPAN, wr, XR, xs, 3, YR, ys) : ROWS(k / SPAN, wr, XR, xs, 3, YR, ys); break; \
+			case 2: 2 <= NFEW ? FEW(k / SPAN, wr, XR, xs, 2, YR, ys) : ROWS(k / SPAN, wr, XR, xs, 2, YR, ys); break; \
+			case 1: 1 <= NFEW ? FEW(k / SPAN, wr, XR, xs, 1, YR, ys) : ROWS(k / SPAN, wr, XR, xs, 1, YR, ys); break; \
 			}                                                                                    \
 		}                                                                                            \
 	}
 
-AVX2_PACKED_MATMUL(mm_q4_K_packed, q4_K_packed_rows, 256)
-AVX2_PACKED_MATMUL(mm_q6_K_packed, q6_K_packed_rows, 256)
-AVX2_PACKED_MATMUL(mm_q8_0_packed, q8_0_packed_rows, 64)
-AVX2_PACKED_MATMUL(mm_q5_0_packed, q5_0_packed_rows, 64)
-AVX2_PACKED_MATMUL(mm_q4_1_packed, q4_1_packed_rows, 64)
+AVX2_PACKED_MATMUL(mm_q4_K_packed, pk2_q4_K, pk2_q4_K, 0, 256)
+AVX2_PACKED_MATMUL(mm_q6_K_packed, pk2_q6_K, q6_K_packed_few, 3, 256)
+AVX2_PACKED_MATMUL(mm_q8_0_packed, pk2_q8_0, q8_0_one_row, 1, 64)
+AVX2_PACKED_MATMUL(mm_q5_0_packed, pk2_q5_0, q5_0_one_row, 1, 64)
+AVX2_PACKED_MATMUL(mm_q4_1_packed, pk2_q4_1, pk2_q4_1, 0, 64)
+
+/* the VNNI tables run every pass size through the multi-row kernels */
+#define PK2_VNNI_MATMULS(SUF)                                                                  \
+	AVX2_PACKED_MATMUL(mm_q4_K_packed##SUF, pk2_q4_K##SUF, pk2_q4_K##SUF, 0, 256)                  \
+	AVX2_PACKED_MATMUL(mm_q6_K_packed##SUF, pk2_q6_K##SUF, pk2_q6_K##SUF, 0, 256)                  \
+	AVX2_PACKED_MATMUL(mm_q8_0_packed##SUF, pk2_q8_0##SUF, pk2_q8_0##SUF, 0, 64)                   \
+	AVX2_PACKED_MATMUL(mm_q5_0_packed##SUF, pk2_q5_0##SUF, pk2_q5_0##SUF, 0, 64)                   \
+	AVX2_PACKED_MATMUL(mm_q4_1_packed##SUF, pk2_q4_1##SUF, pk2_q4_1##SUF, 0, 64)
+PK2_VNNI_MATMULS(_vex)
+PK2_VNNI_MATMULS(_evex)
 
 const struct cpu_kernels cpu_kernels_avx2 = {
 	.name = "avx2",
@@ -1110,5 +1508,15 @@ const struct cpu_kernels cpu_kernels_avx2 = {
 	.matmul_packed = { [CPU_W_Q4_K] = mm_q4_K_packed, [CPU_W_Q6_K] = mm_q6_K_packed, [CPU_W_Q8_0] = mm_q8_0_packed,
 	                   [CPU_W_Q5_0] = mm_q5_0_packed, [CPU_W_Q4_1] = mm_q4_1_packed },
 };
+
+void cpu_kernels_avxvnni_fill(struct cpu_kernels *t, int evex)
+{
+	t->name = "avxvnni";
+	t->matmul_packed[CPU_W_Q4_K] = evex ? mm_q4_K_packed_evex : mm_q4_K_packed_vex;
+	t->matmul_packed[CPU_W_Q6_K] = evex ? mm_q6_K_packed_evex : mm_q6_K_packed_vex;
+	t->matmul_packed[CPU_W_Q8_0] = evex ? mm_q8_0_packed_evex : mm_q8_0_packed_vex;
+	t->matmul_packed[CPU_W_Q5_0] = evex ? mm_q5_0_packed_evex : mm_q5_0_packed_vex;
+	t->matmul_packed[CPU_W_Q4_1] = evex ? mm_q4_1_packed_evex : mm_q4_1_packed_vex;
+}
 
 #endif

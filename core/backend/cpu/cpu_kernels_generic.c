@@ -333,14 +333,35 @@ int cpu_wkind(int dtype)
 	return -1;
 }
 
-static struct cpu_kernels avx512_table;
-static pthread_once_t avx512_once = PTHREAD_ONCE_INIT;
+static struct cpu_kernels avx512_table, avxvnni_table;
+static pthread_once_t avx512_once = PTHREAD_ONCE_INIT, avxvnni_once = PTHREAD_ONCE_INIT;
 
 static void build_avx512(void)
 {
 #ifdef SKIPPER_X86_64
 	avx512_table = cpu_kernels_avx2;
 	cpu_kernels_avx512_fill(&avx512_table);
+#endif
+}
+
+#ifdef SKIPPER_X86_64
+static int has_avx512(void)
+{
+	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+	       __builtin_cpu_supports("avx512vnni");
+}
+#endif
+
+/* AVX-VNNI's vpdpbusd where the CPU has it, else the same instruction
+ * EVEX-encoded (AVX-512 VNNI and VL: the CPUs that run the avx512 table,
+ * where "avxvnni" is only ever chosen by SKIPPER_CPU_ISA, to compare and
+ * to test these kernels) */
+static void build_avxvnni(void)
+{
+#ifdef SKIPPER_X86_64
+	avxvnni_table = cpu_kernels_avx2;
+	cpu_kernels_avxvnni_fill(&avxvnni_table, !__builtin_cpu_supports("avxvnni"));
 #endif
 }
 
@@ -353,10 +374,14 @@ const struct cpu_kernels *cpu_kernels_for(const char *isa)
 	int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 	if (strcmp(isa, "avx2") == 0)
 		return avx2 ? &cpu_kernels_avx2 : NULL;
+	if (strcmp(isa, "avxvnni") == 0) {
+		if (!avx2 || !(__builtin_cpu_supports("avxvnni") || has_avx512()))
+			return NULL;
+		pthread_once(&avxvnni_once, build_avxvnni);
+		return &avxvnni_table;
+	}
 	if (strcmp(isa, "avx512") == 0) {
-		if (!avx2 || !__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-		    !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq") ||
-		    !__builtin_cpu_supports("avx512vnni"))
+		if (!avx2 || !has_avx512())
 			return NULL;
 		pthread_once(&avx512_once, build_avx512);
 		return &avx512_table;
@@ -369,7 +394,7 @@ int cpu_pk_prefetch = 1;
 
 const struct cpu_kernels *cpu_kernels_select(void)
 {
-	static const char *const order[] = { "avx512", "avx2", "generic" };
+	static const char *const order[] = { "avx512", "avxvnni", "avx2", "generic" };
 	const char *cap = getenv("SKIPPER_CPU_ISA"), *pf = getenv("SKIPPER_CPU_PREFETCH");
 	size_t i = 0;
 
