@@ -559,6 +559,13 @@ static int cuda_forward(struct skipper_backend *base, const struct skipper_forwa
 	return 0;
 }
 
+/* The device (its name, number and compute capability) is what a pass's
+ * cost depends on. */
+static void cuda_identity(struct skipper_backend *base, char *buf, size_t n)
+{
+	snprintf(buf, n, "cuda|%s", ((struct cuda_backend *)base)->device_name);
+}
+
 static const struct skipper_backend_ops cuda_ops = {
 	.name = "cuda",
 	.forward = cuda_forward,
@@ -567,6 +574,7 @@ static const struct skipper_backend_ops cuda_ops = {
 	.sublayer = cuda_be_sublayer,
 	.head_argmax = cuda_be_head_argmax,
 	.time_sublayer = cuda_be_time_sublayer,
+	.identity = cuda_identity,
 	.destroy = cuda_destroy,
 };
 

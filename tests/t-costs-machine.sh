@@ -3,7 +3,9 @@
 # model name /proc/cpuinfo gives: virtual machines call a Zen 3, 4 and 5
 # alike "AMD EPYC", with curves apart by half. A run on a processor of
 # another family, or with other flags, measures its own curve; the first
-# processor's curve is then still used for it. The other processor is a
+# processor's curve is then still used for it. Other kernels on the same
+# processor (SKIPPER_CPU_ISA) measure their own; a setting that chooses the
+# same kernels does not. The other processor is a
 # copy of /proc/cpuinfo mounted over it in a private mount namespace (skipped
 # where unshare cannot make one). A generated model.
 set -u
@@ -16,7 +18,7 @@ if ! grep -q '^flags' /proc/cpuinfo 2>/dev/null || ! unshare -m sh -c \
 	echo "1..0 # SKIP no x86 /proc/cpuinfo, or no private mount namespace (unshare -m, as root)"
 	exit 0
 fi
-echo "1..5"
+echo "1..7"
 
 "$top_builddir/tests/gen-model" --out "$t/tiny.gguf" --layers 2 --embd 64 --ff 128 --vocab 256 --ctx 256 \
 	>/dev/null || { echo "Bail out! gen-model failed"; exit 1; }
@@ -55,3 +57,9 @@ run >"$t/out" 2>"$t/err"
 ok 4 "the first processor finds its curve again" [ "$?" = 0 -a "$(curves)" = 3 ]
 run "$t/family" >"$t/out" 2>"$t/err"
 ok 5 "and so does the second" [ "$?" = 0 -a "$(curves)" = 3 ]
+
+# the backend's identity holds the kernels it chose, not the variable asked
+SKIPPER_CPU_ISA=generic run >"$t/out" 2>"$t/err"
+ok 6 "other kernels (SKIPPER_CPU_ISA=generic) measure their own curve" [ "$?" = 0 -a "$(curves)" = 4 ]
+SKIPPER_CPU_ISA=avx512 run >"$t/out" 2>"$t/err"
+ok 7 "SKIPPER_CPU_ISA=avx512 (the top: the kernels chosen without it) finds the first curve" [ "$?" = 0 -a "$(curves)" = 4 ]

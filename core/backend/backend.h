@@ -51,6 +51,8 @@ int skipper_backend_time_sublayer(struct skipper_backend *be, int kind, int laye
 /* Room for n KV sequences (n >= 1): SKIPPER_ERR_UNSUPPORTED, saying so,
  * where the backend decodes one sequence at a time. */
 int skipper_backend_set_sequences(struct skipper_backend *be, int n, struct skipper_error *err);
+/* The backend's identity (skipper_backend_ops.identity) into buf. */
+void skipper_backend_identity(struct skipper_backend *be, char *buf, size_t n);
 /* SKIPPER_ERR_UNSUPPORTED where the backend has no head subset. */
 int skipper_backend_set_head_subset(struct skipper_backend *be, const int32_t *ids, int n,
                                     struct skipper_error *err);

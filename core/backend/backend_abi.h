@@ -298,6 +298,12 @@ struct skipper_backend_ops {
 	 * NULL, gets the totals so far. NULL: no profile. */
 	void (*profile)(struct skipper_backend *be, int on, struct skipper_backend_profile *out);
 
+	/* What the speed of this backend's passes depends on, as one line:
+	 * the processor or device, the kernels chosen, settings. A cost curve
+	 * measured under one identity is never used under another (the
+	 * session's cost cache keys on it). NULL: the name and device. */
+	void (*identity)(struct skipper_backend *be, char *buf, size_t n);
+
 	void (*destroy)(struct skipper_backend *be);
 };
 

@@ -4,6 +4,8 @@
  * Messages name the backend ("cpu backend: ...", "cuda backend: ..."). */
 #include "build-config.h"
 
+#include <stdio.h>
+
 #include "backend.h"
 #include "base/error.h"
 
@@ -190,6 +192,16 @@ int skipper_backend_set_head_subset(struct skipper_backend *be, const int32_t *i
 			return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: head subset id %d out of range", be->ops->name,
 			                    ids[i]);
 	return be->ops->set_head_subset(be, ids, n, err);
+}
+
+void skipper_backend_identity(struct skipper_backend *be, char *buf, size_t n)
+{
+	if (!n)
+		return;
+	if (be->ops->identity)
+		be->ops->identity(be, buf, n);
+	else
+		snprintf(buf, n, "%s|%s", be->ops->name, be->device ? be->device : "");
 }
 
 int skipper_backend_set_sequences(struct skipper_backend *be, int n, struct skipper_error *err)

@@ -147,9 +147,10 @@ int session_history_new(struct skipper_session *s, struct skipper_history **out,
 /* ---- the cost curve's cache (cost_cache.c) ---- */
 
 /* $SKIPPER_CACHE_DIR/costs/NAME-HASH.costs, the hash over everything the
- * costs depend on (model file, machine, backend, threads, context, draft
- * head, version); the directory is made. NULL when no cache is writable. */
-char *session_cost_cache(struct skipper_session *s, const struct skipper_config *cfg, int draft_head);
+ * costs depend on (model file, the backend's identity: machine, kernels,
+ * threads, settings; context, draft head, version); the directory is
+ * made. NULL when no cache is writable. */
+char *session_cost_cache(struct skipper_session *s, int draft_head);
 
 /* ---- configuration (config_check.c) ---- */
 

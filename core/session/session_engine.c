@@ -88,7 +88,7 @@ int skipper_session_engine_seq(struct skipper_session *s, const struct skipper_c
 	o.draft_vocab = vocab;
 	o.n_draft_vocab = n_vocab;
 	o.ngrams = &ngrams;
-	o.cost_cache = cache = session_cost_cache(s, cfg, n_vocab < s->model->view.hp.n_vocab ? n_vocab : 0);
+	o.cost_cache = cache = session_cost_cache(s, n_vocab < s->model->view.hp.n_vocab ? n_vocab : 0);
 	if (strcmp(name, "none") != 0) {
 		if ((rc = profile_path(s, cfg, &env.profile_path, &owned_profile, err)))
 			goto out;

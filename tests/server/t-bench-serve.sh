@@ -1,23 +1,27 @@
 #!/bin/sh
 # scripts/bench-serve end to end on a tiny setting (SmolLM2, two prompts,
-# four tokens, one and two clients, skipper only): it starts and stops a
+# four tokens, one and two clients, skipper only, two --variant settings): it starts and stops a
 # server per concurrency and writes its table, records and data. The
 # figures mean nothing here; only that every request was measured.
 . "$top_srcdir/tests/server/lib.sh"
 need_basics
 
 "$PY" "$top_srcdir/scripts/bench-serve" --model "$MODEL" --skipper "$SKIPPER" --policy none \
-	--data "$top_srcdir/tests/data/specbench-20.jsonl" --prompts 2 --tokens 4 --concurrency 1,2 \
+	--variant none= --variant history=policy.name=lookup,lookup.history=memory --data "$top_srcdir/tests/data/specbench-20.jsonl" --prompts 2 --tokens 4 --concurrency 1,2 \
 	--out "$T/b" >"$T/out" 2>"$T/err"
 rc=$?
 [ $rc = 0 ] || sed 's/^/# /' "$T/err"
 ok $rc "bench-serve ran"
 is "$(grep -c '^| skipper none | [12] | 2 | ' "$T/b.md")" 2 "a row per concurrency, two requests each"
-is "$(wc -l <"$T/b.jsonl" | tr -d ' ')" 4 "a record per request"
+is "$(grep -c '^| skipper history | [12] | 2 | ' "$T/b.md")" 2 "and per variant (--variant)"
+is "$(wc -l <"$T/b.jsonl" | tr -d ' ')" 8 "a record per request"
 is "$("$PY" -c 'import json, sys; print(all(json.loads(l)["tokens"] >= 1 and json.loads(l)["end"] > json.loads(l)["start"] for l in open(sys.argv[1])))' "$T/b.jsonl")" True "every record has tokens and times"
 is "$(grep -vc '^#' "$T/b.dat")" 2 "chart data for both concurrencies"
 "$PY" "$top_srcdir/scripts/bench-serve" --model "$MODEL" --skipper "$SKIPPER" --concurrency 0 --out "$T/x" 2>"$T/err"
 is $? 1 "a bad --concurrency is refused"
 grep -q "concurrency" "$T/err"; ok $? "naming the option: $(cat "$T/err")"
+"$PY" "$top_srcdir/scripts/bench-serve" --model "$MODEL" --skipper "$SKIPPER" --variant x=nokey --out "$T/x" 2>"$T/err"
+is $? 1 "a bad --variant is refused"
+grep -q "variant.*x=nokey" "$T/err"; ok $? "naming the option: $(cat "$T/err")"
 echo "1..$n"
 exit $failed

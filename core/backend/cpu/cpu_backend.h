@@ -140,6 +140,7 @@ int cpu_time_sublayer(struct skipper_backend *base, int kind, int layer, int ctx
 int cpu_set_head_subset(struct skipper_backend *base, const int32_t *ids, int n,
                         struct skipper_error *err);
 void cpu_profile(struct skipper_backend *base, int on, struct skipper_backend_profile *out);
+void cpu_identity(struct skipper_backend *base, char *buf, size_t n);
 
 /* The first element of sequence seq's cache (add cpu_kv_at). */
 static inline size_t cpu_kv_seq(const struct cpu_backend *be, int seq) { return (size_t)seq * be->kv_seq; }
