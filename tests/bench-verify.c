@@ -84,15 +84,15 @@ static double draft_median(struct skipper_backend *be, const int32_t *tok, int n
 }
 
 /* One line of ms per pass by kind of work, for the passes just timed. */
-static void print_profile(struct skipper_backend *be, long n)
+static void print_timing(struct skipper_backend *be, long n)
 {
 	static const char *const key[SKIPPER_PROF_N] = {
 		[SKIPPER_PROF_QKV] = "qkv", [SKIPPER_PROF_ATTN_OUT] = "attn_out", [SKIPPER_PROF_GATE_UP] = "gate_up",
 		[SKIPPER_PROF_DOWN] = "down", [SKIPPER_PROF_HEAD] = "head", [SKIPPER_PROF_ATTENTION] = "attention",
 		[SKIPPER_PROF_QUANT] = "quant", [SKIPPER_PROF_ROWWISE] = "rowwise", [SKIPPER_PROF_TOPK] = "topk",
 	};
-	struct skipper_backend_profile p;
-	be->ops->profile(be, 0, &p);
+	struct skipper_backend_timing p;
+	be->ops->timing(be, 0, &p);
 	int m = n > 1;
 	double per = p.passes[m] ? 1e3 / (double)p.passes[m] : 0;
 	printf("profile_n=%ld", n);
@@ -146,7 +146,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("backend=%s\n", be->ops->name);
-	if (profile && !be->ops->profile) {
+	if (profile && !be->ops->timing) {
 		fprintf(stderr, "bench-verify: backend %s has no --profile\n", be->ops->name);
 		return 1;
 	}
@@ -190,7 +190,7 @@ int main(int argc, char **argv)
 		}
 		for (int r = -2; r < reps; r++) { /* two untimed passes per size */
 			if (profile && r == 0)
-				be->ops->profile(be, 1, NULL);
+				be->ops->timing(be, 1, NULL);
 			double a = now();
 			if (step(be, tok + np, (int)n, n_past, 1, ids))
 				return 1;
@@ -203,7 +203,7 @@ int main(int argc, char **argv)
 			base = med;
 		printf("verify_n=%ld verify_ms=%.4f verify_ratio=%.3f\n", n, med * 1e3, med / base);
 		if (profile)
-			print_profile(be, n);
+			print_timing(be, n);
 		p = *end ? end + 1 : end;
 	}
 

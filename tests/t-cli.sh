@@ -20,7 +20,7 @@ check() { # description, expected exit code, expected stderr substring, command.
 		sed 's/^/#   /' "$t/err"
 	fi
 }
-echo "1..40"
+echo "1..41"
 printf '[model]\nthreads = 2\nbogus = 1\n' >"$t/a.ini"
 printf '[policy]\nname = fixed\n[fixed]\ndraft_lenght = 3\n' >"$t/b.ini"
 printf '[policy]\nname = nosuchpolicy\n' >"$t/c.ini"
@@ -144,3 +144,6 @@ o=$(grep -obUa "llama.vocab_size" "$t/v.gguf" | head -1 | cut -d: -f1)
 le 320 4 | dd of="$t/v.gguf" bs=1 seek=$((o + 20)) conv=notrunc 2>/dev/null # key, type, then the value
 check "info refuses a vocabulary of another size than token_embd's rows" 1 \
 	"$t/v.gguf: the vocabulary has 321 tokens, token_embd 320 rows" "$S" info -m "$t/v.gguf"
+"$top_builddir/tests/gen-model" --out "$t/tiny.gguf" --layers 2 --embd 64 --ff 128 --vocab 256 --ctx 256 >/dev/null
+check "--timing: where a pass's time went, by kind of work" 0 "--- timing: ms per pass (share) ---" \
+	"$S" generate -m "$t/tiny.gguf" -t 1 -n 4 --timing -p "a b"

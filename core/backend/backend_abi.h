@@ -226,7 +226,7 @@ enum skipper_prof_kind {
 	SKIPPER_PROF_N
 };
 
-struct skipper_backend_profile {
+struct skipper_backend_timing {
 	double seconds[2][SKIPPER_PROF_N]; /* [0]: one-row passes, [1]: multi-row */
 	double wait[2];                    /* of those seconds, waiting for other threads */
 	long long passes[2], rows[2];
@@ -294,9 +294,9 @@ struct skipper_backend_ops {
 	 * only. */
 	int (*set_sequences)(struct skipper_backend *be, int n, struct skipper_error *err);
 
-	/* Start (on = 1: from zero) or stop (on = 0) profiling; *out, when not
-	 * NULL, gets the totals so far. NULL: no profile. */
-	void (*profile)(struct skipper_backend *be, int on, struct skipper_backend_profile *out);
+	/* Start (on = 1: from zero) or stop (on = 0) timing passes by kind of work; *out, when not
+	 * NULL, gets the totals so far. NULL: no timing. */
+	void (*timing)(struct skipper_backend *be, int on, struct skipper_backend_timing *out);
 
 	/* What the speed of this backend's passes depends on, as one line:
 	 * the processor or device, the kernels chosen, settings. A cost curve

@@ -104,12 +104,12 @@ json_t *cli_stats_json(const struct skipper_run_stats *st)
 struct gen_opts {
 	struct cli_common c;
 	const char *prompt, *prompt_file;
-	int stats, json, profile;
+	int stats, json, timing;
 };
 
 /* --timing: where the backend's time went, one-row passes (decode and
  * draft steps) beside multi-row ones (verification, prefill), per pass. */
-static void print_profile(FILE *f, const struct skipper_backend_profile *p, const struct skipper_run_stats *st)
+static void print_timing(FILE *f, const struct skipper_backend_timing *p, const struct skipper_run_stats *st)
 {
 	static const char *const what[SKIPPER_PROF_N] = {
 		[SKIPPER_PROF_QKV] = "Q/K/V projections", [SKIPPER_PROF_ATTN_OUT] = "attention output projection",
@@ -122,7 +122,7 @@ static void print_profile(FILE *f, const struct skipper_backend_profile *p, cons
 	for (int m = 0; m < 2; m++)
 		for (int k = 0; k < SKIPPER_PROF_N; k++)
 			tot[m] += p->seconds[m][k];
-	fprintf(f, "\n--- profile: ms per pass (share) ---\n");
+	fprintf(f, "\n--- timing: ms per pass (share) ---\n");
 	fprintf(f, "%-32s %22s %26s\n", "", "1-row passes", "multi-row passes");
 	fprintf(f, "%-32s %22lld %17lld (%5.1f rows)\n", "passes", p->passes[0], p->passes[1],
 	        p->passes[1] ? (double)p->rows[1] / p->passes[1] : 0.0);
@@ -163,7 +163,7 @@ static int parse_args(struct gen_opts *o, int argc, char **argv)
 		} else if (strcmp(argv[i], "--json") == 0) {
 			o->json = 1;
 		} else if (strcmp(argv[i], "--timing") == 0) {
-			o->profile = 1;
+			o->timing = 1;
 		} else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
 			usage(stdout);
 			return EXIT_OK;
@@ -268,13 +268,13 @@ int cmd_generate(int argc, char **argv)
 	skipper_detok_init(&o.dt, s->tok, 0);
 	o.tok = s->tok;
 	o.stream = !opt.json;
-	if (opt.profile && !s->be->ops->profile) {
+	if (opt.timing && !s->be->ops->timing) {
 		fprintf(stderr, "skipper generate: --timing: the %s backend does not time its work\n", s->be->ops->name);
 		rc = EXIT_USAGE;
 		goto out;
 	}
-	if (opt.profile)
-		s->be->ops->profile(s->be, 1, NULL);
+	if (opt.timing)
+		s->be->ops->timing(s->be, 1, NULL);
 	rc = skipper_engine_generate(s->engine, ids, (int)n_ids, &s->gen, on_token, &o, &st, &err);
 	size_t n = skipper_detok_flush(&o.dt, buf, sizeof buf);
 	if (o.stream)
@@ -289,10 +289,10 @@ int cmd_generate(int argc, char **argv)
 	report(&opt, s, &o, &st);
 	if ((rc = cli_stdout_check(o.write_errno)))
 		goto out;
-	if (opt.profile) {
-		struct skipper_backend_profile prof;
-		s->be->ops->profile(s->be, 0, &prof);
-		print_profile(stderr, &prof, &st);
+	if (opt.timing) {
+		struct skipper_backend_timing prof;
+		s->be->ops->timing(s->be, 0, &prof);
+		print_timing(stderr, &prof, &st);
 	}
 	rc = cli_interrupted ? EXIT_INTERRUPTED : EXIT_OK;
 out:

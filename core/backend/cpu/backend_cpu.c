@@ -338,7 +338,7 @@ void cpu_prof_switch(struct cpu_backend *be, int kind)
 }
 
 static const struct skipper_backend_ops cpu_ops = {
-	.profile = cpu_profile,
+	.timing = cpu_timing,
 	.identity = cpu_identity,
 	.set_head_subset = cpu_set_head_subset,
 	.name = "cpu",

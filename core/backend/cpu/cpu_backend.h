@@ -93,7 +93,7 @@ struct cpu_backend {
 	/* profile (--profile): the running category and when it started */
 	int prof_on, prof_cat, prof_multi;
 	double prof_t;
-	struct skipper_backend_profile prof;
+	struct skipper_backend_timing prof;
 
 	/* per thread, for the att_rows batch rows of one attention task: the
 	 * query heads of one K/V head ([att_rows][group][hd], f16-rounded), their
@@ -139,7 +139,7 @@ int cpu_time_sublayer(struct skipper_backend *base, int kind, int layer, int ctx
                       double *seconds, struct skipper_error *err);
 int cpu_set_head_subset(struct skipper_backend *base, const int32_t *ids, int n,
                         struct skipper_error *err);
-void cpu_profile(struct skipper_backend *base, int on, struct skipper_backend_profile *out);
+void cpu_timing(struct skipper_backend *base, int on, struct skipper_backend_timing *out);
 void cpu_identity(struct skipper_backend *base, char *buf, size_t n);
 
 /* The first element of sequence seq's cache (add cpu_kv_at). */

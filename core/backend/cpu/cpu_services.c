@@ -163,7 +163,7 @@ int cpu_set_head_subset(struct skipper_backend *base, const int32_t *ids, int n,
 	return 0;
 }
 
-void cpu_profile(struct skipper_backend *base, int on, struct skipper_backend_profile *out)
+void cpu_timing(struct skipper_backend *base, int on, struct skipper_backend_timing *out)
 {
 	struct cpu_backend *be = (struct cpu_backend *)base;
 	if (on && !be->prof_on) {
