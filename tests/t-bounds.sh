@@ -25,6 +25,10 @@ check() {
 	n=$((n + 1))
 	timeout 30 "$@" >"$t/out" 2>"$t/err" </dev/null
 	rc=$?
+	# BOUNDS_TABLE=FILE: each case's exit status and first line of stderr
+	# as a Markdown row (the issue's before/after table, from any build)
+	[ -n "${BOUNDS_TABLE:-}" ] && printf '| %s | %s | %s |\n' "$what" "$rc" \
+		"$(head -n 1 "$t/err" | sed "s|$t/||g; s/|/\\\\|/g" | cut -c1-160)" >>"$BOUNDS_TABLE"
 	if [ "$rc" = 124 ]; then
 		echo "not ok $n - $what: still running after 30 s"
 	elif [ "$rc" != "$want" ]; then
@@ -143,6 +147,24 @@ check "trusted_keys: a local tampered --profile is refused" 2 "does not verify w
 check "trusted_keys: a local signed --profile is used" 0 "" $gen --policy fixed --profile "$t/signed.ini" $keys
 check "trusted_keys: a key path to a missing file is reported" 2 "[hub] trusted_keys: key $t/nokey.pem" \
 	$gen --policy fixed --profile "$t/signed.ini" --set hub.trusted_keys="$t/nokey.pem"
+
+# --- lost output, partial files ---
+check "standard output on /dev/full: the text is lost, exit 1" 1 "standard output: No space left on device" \
+	sh -c "$gen >/dev/full"
+check "--json on /dev/full: exit 1" 1 "standard output: No space left on device" sh -c "$gen --json >/dev/full"
+check "standard output closed: exit 1" 1 "standard output: Bad file descriptor" sh -c "$gen >&-"
+printf '{"question_id": 1, "category": "writing", "turns": ["%s"]}\n' "$(printf 'a %.0s' $(seq 400))" >"$t/long.jsonl"
+check "bench --data whose prompt does not fit: exit 1" 1 "does not fit the context" \
+	"$sk" bench -m "$t/m.gguf" -t 1 --set model.backend=cpu --data "$t/long.jsonl" --policies none --out "$t/b1"
+n=$((n + 1))
+if ls "$t"/b1* >/dev/null 2>&1; then echo "not ok $n - ... and leaves $(ls "$t"/b1*)"; else
+	echo "ok $n - ... and leaves no OUT.jsonl behind"; fi
+printf '{"question_id": 1, "category": 7, "turns": ["hi"]}\n' >"$t/cat7.jsonl"
+check "bench --data with \"category\": 7: refused, naming the line" 2 'cat7.jsonl:1: "category" is a number, not a string' \
+	"$sk" bench -m "$t/m.gguf" -t 1 --set model.backend=cpu --data "$t/cat7.jsonl" --policies none --out "$t/b2"
+mkfifo "$t/fifo.jsonl"
+check "bench --data FIFO: refused without waiting for a writer" 2 "fifo.jsonl: prompt file: not a regular file" \
+	"$sk" bench -m "$t/m.gguf" -t 1 --set model.backend=cpu --data "$t/fifo.jsonl" --policies none --out "$t/b3"
 
 # --- policy names ---
 check "--policy ../../etc/passwd: said to be a path" 2 "policy '../../etc/passwd' is a path" \

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/error.h"
+#include "base/file.h"
 #include "base/text.h"
 #include "bench.h"
 #include "cli.h"
@@ -27,13 +29,15 @@ static char *str_field(json_t *o, const char *const *names)
 /* A JSONL line may be long (a summarisation prompt) but not endless:
  * /dev/zero must not be read until memory runs out. */
 #define PROMPT_LINE_MAX ((size_t)64 << 20)
+#define PROMPT_FILE_MAX (1LL << 32)
 
 int bench_load_prompts(const char *path, struct bench_prompt **out, int *n, char *errbuf, size_t errlen)
 {
 	static const char *const text_keys[] = { "prompt", "text", "instruction", NULL };
 	static const char *const id_keys[] = { "question_id", "id", NULL };
 	static const char *const cat_keys[] = { "category", NULL };
-	FILE *f = fopen(path, "r");
+	struct skipper_error ferr = { 0 };
+	FILE *f = skipper_open_regular(path, "r", PROMPT_FILE_MAX, "prompt file", &ferr);
 	struct bench_prompt *p = NULL;
 	char *line = NULL;
 	size_t cap = 0;
@@ -41,7 +45,7 @@ int bench_load_prompts(const char *path, struct bench_prompt **out, int *n, char
 	long len;
 
 	if (!f) {
-		snprintf(errbuf, errlen, "%s: %s", path, strerror(errno));
+		snprintf(errbuf, errlen, "%s", ferr.msg);
 		return -1;
 	}
 	while ((len = skipper_read_line(f, &line, &cap, PROMPT_LINE_MAX)) != -1) {
@@ -69,6 +73,16 @@ int bench_load_prompts(const char *path, struct bench_prompt **out, int *n, char
 			bp.text = str_field(o, text_keys);
 		bp.id = str_field(o, id_keys);
 		bp.category = str_field(o, cat_keys);
+		json_t *cat = json_object_get(o, "category");
+		if (cat && !json_is_string(cat) && !json_is_null(cat)) {
+			snprintf(errbuf, errlen, "%s:%d: \"category\" is %s, not a string", path, lineno,
+			         json_is_number(cat) ? "a number" : "not text");
+			json_decref(o);
+			free(bp.text);
+			free(bp.id);
+			free(bp.category);
+			goto fail;
+		}
 		json_decref(o);
 		if (!bp.text) {
 			snprintf(errbuf, errlen, "%s:%d: no prompt (expected \"turns\", \"prompt\", \"text\" or \"instruction\")",
