@@ -41,24 +41,36 @@ static int readable(const char *path, void *arg)
 	return access(path, R_OK) == 0;
 }
 
+/* "CACHE:$SKIPPER_DATA_PATH:DATADIR", the roots of per-model data, to
+ * split with strtok_r; malloc'ed (the caller frees it), NULL: no memory. */
+static char *data_roots(void)
+{
+	const char *env = getenv("SKIPPER_DATA_PATH");
+	char cache[4096], *roots;
+	size_t len;
+
+	if (skipper_cache_dir(cache, sizeof cache, ""))
+		cache[0] = 0;
+	len = strlen(cache) + (env ? strlen(env) : 0) + strlen(SKIPPER_DATADIR) + 3;
+	if ((roots = malloc(len)))
+		snprintf(roots, len, "%s:%s:%s", cache, env ? env : "", SKIPPER_DATADIR);
+	return roots;
+}
+
 /* The first ROOT/profiles/DIR/name that accept() takes, for ROOT = the
  * cache, each entry of $SKIPPER_DATA_PATH, the installed data, and DIR =
  * sha (when given), then the model file's name without .gguf. */
 static char *search_model_dirs(struct skipper_session *s, const char *name, const char *sha, accept_fn ok,
                                void *arg)
 {
-	const char *model = skipper_gguf_path(s->model->gguf), *env = getenv("SKIPPER_DATA_PATH");
+	const char *model = skipper_gguf_path(s->model->gguf);
 	const char *file = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
-	char stem[512], cache[4096], *roots, *path;
-	size_t sl = strlen(file), len;
+	char stem[512], *roots, *path;
+	size_t sl = strlen(file);
 
 	snprintf(stem, sizeof stem, "%.*s", (int)(sl > 5 && !strcmp(file + sl - 5, ".gguf") ? sl - 5 : sl), file);
-	if (skipper_cache_dir(cache, sizeof cache, ""))
-		cache[0] = 0;
-	len = strlen(cache) + (env ? strlen(env) : 0) + strlen(SKIPPER_DATADIR) + 3;
-	if (!(roots = malloc(len)))
+	if (!(roots = data_roots()))
 		return NULL;
-	snprintf(roots, len, "%s:%s:%s", cache, env ? env : "", SKIPPER_DATADIR);
 	for (char *save = NULL, *d = strtok_r(roots, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
 		const char *dirs[2] = { sha, stem };
 		for (int i = 0; i < 2; i++) {
@@ -113,16 +125,10 @@ static int dir_for_model(const char *dir, const char *sha)
  * model's data under another file name than the one it was shipped for. */
 static char *search_by_content(const char *name, const char *sha)
 {
-	const char *env = getenv("SKIPPER_DATA_PATH");
-	char cache[4096], *roots, *found = NULL;
-	size_t len;
+	char *roots, *found = NULL;
 
-	if (skipper_cache_dir(cache, sizeof cache, ""))
-		cache[0] = 0;
-	len = strlen(cache) + (env ? strlen(env) : 0) + strlen(SKIPPER_DATADIR) + 3;
-	if (!(roots = malloc(len)))
+	if (!(roots = data_roots()))
 		return NULL;
-	snprintf(roots, len, "%s:%s:%s", cache, env ? env : "", SKIPPER_DATADIR);
 	for (char *save = NULL, *r = strtok_r(roots, ":", &save); r && !found; r = strtok_r(NULL, ":", &save)) {
 		char *top, *dir, *path;
 		DIR *d;
