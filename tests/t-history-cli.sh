@@ -21,7 +21,7 @@ json() { "$py" -c 'import json, sys; d = json.load(open(sys.argv[1])); print(eva
 echo "1..9"
 
 gen() {
-	"$sk" generate -m "$model" -t 2 -n 48 --temperature 0 --policy lookup --set lookup.history="$t/h" \
+	"$sk" generate -m "$model" -t 2 -n 48 --temperature 0 --policy lookup --set lookup.history="$t/h" --set policy.guard=no \
 		-p "Write a short poem about the sea and the wind." "$@"
 }
 gen --json >"$t/1.json" 2>"$t/err"
