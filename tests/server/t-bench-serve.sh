@@ -23,5 +23,8 @@ grep -q "concurrency" "$T/err"; ok $? "naming the option: $(cat "$T/err")"
 "$PY" "$top_srcdir/scripts/bench-serve" --model "$MODEL" --skipper "$SKIPPER" --variant x=nokey --out "$T/x" 2>"$T/err"
 is $? 1 "a bad --variant is refused"
 grep -q "variant.*x=nokey" "$T/err"; ok $? "naming the option: $(cat "$T/err")"
+"$PY" "$top_srcdir/scripts/bench-serve" --model "$MODEL" --skipper "$SKIPPER" --llama-args fast=-x --out "$T/x" 2>"$T/err"
+is $? 1 "a bad --llama-args is refused"
+grep -q "llama-args.*fast=-x" "$T/err"; ok $? "naming it: $(cat "$T/err")"
 echo "1..$n"
 exit $failed
