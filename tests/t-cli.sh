@@ -20,7 +20,7 @@ check() { # description, expected exit code, expected stderr substring, command.
 		sed 's/^/#   /' "$t/err"
 	fi
 }
-echo "1..41"
+echo "1..42"
 printf '[model]\nthreads = 2\nbogus = 1\n' >"$t/a.ini"
 printf '[policy]\nname = fixed\n[fixed]\ndraft_lenght = 3\n' >"$t/b.ini"
 printf '[policy]\nname = nosuchpolicy\n' >"$t/c.ini"
@@ -97,7 +97,7 @@ check "keys that bound each other, with both places" 2 "$t/e.ini:2: [lookup] min
 	"$S" generate -c "$t/e.ini" -m /nonexistent.gguf -p hi
 check "a count option that is not a number" 2 "--warmup: expected a whole number, got '2x'" \
 	"$S" bench --data "$t/bad.jsonl" --warmup 2x
-check "calibrate takes --policy=NAME as its own option" 2 "$t/none.jsonl: No such file" \
+check "calibrate takes --policy=NAME as its own option" 2 "$t/none.jsonl: cannot open prompt file: No such file" \
 	"$S" calibrate --policy=bo-static --data "$t/none.jsonl" --out "$t/cal"
 check "... and checks --seed=N" 2 "--seed: expected a whole number, got '3x'" \
 	"$S" calibrate --policy=bo-static --data "$t/none.jsonl" --out "$t/cal" --seed=3x
@@ -118,8 +118,11 @@ check "a shape the kernels cannot run names the file and the rule" 1 "$t/e48.ggu
 n=$((n + 1))
 grep -q "multiples of 32" "$t/err" && echo "ok $n - ... and says what it needs" || echo "not ok $n - no rule"
 
-check "JSONL prompts are read by bounded lines (/dev/zero is refused, not read to the end of memory)" 2 \
-	"/dev/zero:1: NUL byte in line" "$S" bench --data /dev/zero -m /nonexistent.gguf
+check "a JSONL prompt file must be a regular file (/dev/zero is refused, not read to the end of memory)" 2 \
+	"/dev/zero: prompt file: not a regular file" "$S" bench --data /dev/zero -m /nonexistent.gguf
+printf '{"turns": ["a"]}\n\000\n' >"$t/nul.jsonl"
+check "... and is read by bounded lines (a NUL byte refused with its line)" 2 \
+	"nul.jsonl:2: NUL byte in line" "$S" bench --data "$t/nul.jsonl" -m /nonexistent.gguf
 check "a prompt file that is a directory says so (it read as an empty prompt)" 2 "$t: Is a directory" \
 	"$S" generate -m "$t/esc.gguf" -f "$t" -n 2
 check "a prompt file is read to a bound (/dev/zero is refused, not read to the end of memory)" 2 \
