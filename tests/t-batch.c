@@ -4,6 +4,7 @@
  * rows; requests queue past the sequences and are refused past the queue;
  * a cancelled request ends at the next pass; stop drains or cancels; the
  * metrics count what happened. */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,15 +299,53 @@ static void history_scopes(const char *model)
 	}
 }
 
+/* The cost curves measured so far in dir/costs made gentle (a pass of n
+ * rows costs 1 + (n - 1) / 20 steps): what the history tests check is
+ * which history a request may draft from, and a curve measured on a busy
+ * machine for a model whose passes take microseconds can say that no
+ * draft ever pays. */
+static void gentle_curves(const char *dir)
+{
+	char costs[600], file[900], line[256];
+	struct dirent *d;
+	DIR *dd;
+
+	snprintf(costs, sizeof costs, "%s/costs", dir);
+	if (!(dd = opendir(costs)))
+		BAIL("no cost curve was cached");
+	while ((d = readdir(dd))) {
+		FILE *in, *out;
+		char tmp[920];
+		if (!strstr(d->d_name, ".costs"))
+			continue;
+		snprintf(file, sizeof file, "%s/%s", costs, d->d_name);
+		snprintf(tmp, sizeof tmp, "%s.new", file);
+		if (!(in = fopen(file, "r")) || !(out = fopen(tmp, "w")))
+			BAIL("cannot rewrite a cost curve");
+		while (fgets(line, sizeof line, in)) {
+			int n;
+			if (sscanf(line, "verify %d", &n) == 1)
+				fprintf(out, "verify %d %.6f\n", n, 1.0 + (n - 1) / 20.0);
+			else
+				fputs(line, out);
+		}
+		fclose(in);
+		if (fclose(out) || rename(tmp, file))
+			BAIL("cannot rewrite a cost curve");
+	}
+	closedir(dd);
+}
+
 int main(void)
 {
-	char path[] = "/tmp/t-batch-XXXXXX";
+	char path[] = "/tmp/t-batch-XXXXXX", cache[] = "/tmp/t-batch-cache-XXXXXX";
 	struct skipper_test_model_opts o;
 	int fd = mkstemp(path);
 
-	if (fd < 0)
+	if (fd < 0 || !mkdtemp(cache))
 		BAIL("mkstemp");
 	close(fd);
+	setenv("SKIPPER_CACHE_DIR", cache, 1);
 	skipper_test_model_defaults(&o);
 	o.n_layer = 2;
 	o.seed = 5;
@@ -317,7 +356,14 @@ int main(void)
 	together(path, "policy.name=none");
 	together(path, "policy.name=lookup");
 	limits(path);
+	gentle_curves(cache);
 	history_scopes(path);
 	unlink(path);
+	{
+		char cmd[100];
+		snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache);
+		if (system(cmd) != 0)
+			diag("cannot remove %s", cache);
+	}
 	return tap_done();
 }

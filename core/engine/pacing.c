@@ -123,7 +123,9 @@ void engine_account_round(struct skipper_engine *e, struct round_ctx *r, int dra
  * dearer than that, and the scale follows. */
 double engine_verify_cost(const struct skipper_engine *e, int n)
 {
-	double scale = (e->pace.row_seen + ROW_PRIOR) / (e->pace.row_model + ROW_PRIOR);
+	/* without the guard nothing timed steers drafting: the curve alone,
+	 * so that a run on a loaded machine drafts as it would on a quiet one */
+	double scale = e->pace.no_guard ? 1.0 : (e->pace.row_seen + ROW_PRIOR) / (e->pace.row_model + ROW_PRIOR);
 	return 1.0 + scale * (engine_curve(e, n) - 1.0);
 }
 
