@@ -18,6 +18,16 @@ void skipper_hex(const unsigned char *bytes, size_t n, char *hex)
 	hex[2 * n] = '\0';
 }
 
+int skipper_sha256(const void *a, size_t na, const void *b, size_t nb, unsigned char md[32])
+{
+	EVP_MD_CTX *x = EVP_MD_CTX_new();
+	unsigned len = 0;
+	int ok = x && EVP_DigestInit_ex(x, EVP_sha256(), NULL) && EVP_DigestUpdate(x, a, na) &&
+	         (!nb || EVP_DigestUpdate(x, b, nb)) && EVP_DigestFinal_ex(x, md, &len) && len == 32;
+	EVP_MD_CTX_free(x);
+	return ok ? 0 : -1;
+}
+
 int skipper_hash_fd(EVP_MD_CTX *ctx, EVP_MD_CTX *ctx2, int fd, long long limit, struct skipper_error *err)
 {
 	/* 1 MiB reads: a model is gigabytes, read() streams it without

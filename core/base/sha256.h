@@ -13,6 +13,10 @@
 /* Lowercase hex of n bytes into hex (2n + 1 bytes). */
 void skipper_hex(const unsigned char *bytes, size_t n, char *hex);
 
+/* SHA-256 of a[0..na) followed by b[0..nb) (b may be NULL with nb 0)
+ * into md. -1 when OpenSSL fails. */
+int skipper_sha256(const void *a, size_t na, const void *b, size_t nb, unsigned char md[32]);
+
 /* Feed up to limit bytes (< 0: to the end) read from fd into ctx (and
  * ctx2 unless NULL). err says "read: why"; callers prefix the file. */
 int skipper_hash_fd(EVP_MD_CTX *ctx, EVP_MD_CTX *ctx2, int fd, long long limit, struct skipper_error *err);

@@ -7,11 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include "base/atomic.h"
 #include "base/error.h"
 #include "base/file.h"
+#include "base/sha256.h"
 #include "history.h"
 
 /* Earlier occurrences examined per proposal at most, the most recent
@@ -180,15 +179,6 @@ struct file_header {
 	uint64_t n;         /* tokens */
 };
 
-static int digest(const void *a, size_t na, const void *b, size_t nb, unsigned char md[32])
-{
-	EVP_MD_CTX *x = EVP_MD_CTX_new();
-	unsigned len = 0;
-	int ok = x && EVP_DigestInit_ex(x, EVP_sha256(), NULL) && EVP_DigestUpdate(x, a, na) &&
-	         EVP_DigestUpdate(x, b, nb) && EVP_DigestFinal_ex(x, md, &len) && len == 32;
-	EVP_MD_CTX_free(x);
-	return ok ? 0 : -1;
-}
 
 int skipper_history_save(struct skipper_history *h, const char *path, struct skipper_error *err)
 {
@@ -205,7 +195,7 @@ int skipper_history_save(struct skipper_history *h, const char *path, struct ski
 	f = skipper_atomic_file(a);
 	pthread_mutex_lock(&h->mu);
 	hd.n = h->n;
-	if (digest(&hd, sizeof hd, h->tok, sizeof *h->tok * h->n, md))
+	if (skipper_sha256(&hd, sizeof hd, h->tok, sizeof *h->tok * h->n, md))
 		rc = skipper_fail(err, SKIPPER_ERR_INTERNAL, "%s: cannot compute its SHA-256", path);
 	else {
 		fwrite(&hd, sizeof hd, 1, f);
@@ -249,7 +239,7 @@ int skipper_history_load(struct skipper_history *h, const char *path, size_t max
 	else if (!(tok = malloc(sizeof *tok * (hd.n ? hd.n : 1))))
 		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory (%s)", path);
 	else if (fread(tok, sizeof *tok, hd.n, f) != hd.n || fread(md, sizeof md, 1, f) != 1 ||
-	         digest(&hd, sizeof hd, tok, sizeof *tok * hd.n, want) || memcmp(md, want, sizeof md))
+	         skipper_sha256(&hd, sizeof hd, tok, sizeof *tok * hd.n, want) || memcmp(md, want, sizeof md))
 		rc = skipper_fail(err, SKIPPER_ERR_CHECKSUM, "%s: its SHA-256 does not match its content (damaged)", path);
 	/* a sound file may still come from elsewhere: every id must be the model's */
 	for (size_t i = 0; !rc && i < hd.n; i++)

@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
 #include "base/sha256.h"
 
 #include "internal.h"
@@ -262,8 +260,7 @@ static int submit(struct api_call *ac, struct server *srv, const int32_t *ids, s
 	 * kept in memory longer than its request */
 	if (ac->req.user) {
 		unsigned char md[32];
-		unsigned int md_len = 0;
-		if (!EVP_Digest(ac->req.user, ac->req.user_len, md, &md_len, EVP_sha256(), NULL))
+		if (skipper_sha256(ac->req.user, ac->req.user_len, NULL, 0, md))
 			return oa_fail(e, 500, "server_error", NULL, NULL, "cannot hash \"user\"");
 		skipper_hex(md, 32, user_key);
 		br.history_key = user_key;
