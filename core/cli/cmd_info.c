@@ -1,4 +1,4 @@
-/* skipper info: what a model file is. */
+/* skipper info: what a model file (or checkpoint directory) is. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +23,7 @@ int cmd_info(int argc, char **argv)
 		if (r)
 			continue;
 		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			printf("usage: skipper info [-c FILE] [--set SECTION.KEY=VALUE]... [MODEL.gguf]\n"
+			printf("usage: skipper info [-c FILE] [--set SECTION.KEY=VALUE]... [MODEL.gguf | CHECKPOINT-DIR]\n"
 			       "Without MODEL the configured model ([model] path or hub, else the default model).\n");
 			cli_common_free(&c);
 			return EXIT_OK;
@@ -44,7 +44,8 @@ int cmd_info(int argc, char **argv)
 		skipper_config_free(cfg);
 		return cli_fail(&err, rc);
 	}
-	rc = skipper_model_load(path, &m, &err);
+	struct skipper_model_opts mo = { skipper_model_quantize_type(skipper_config_get(cfg, "model", "quantize")) };
+	rc = skipper_model_load_opts(path, &mo, &m, &err);
 	if (rc) {
 		fprintf(stderr, "skipper: %s\n", err.msg);
 		rc = EXIT_FAILURE_GENERIC;
@@ -54,7 +55,7 @@ int cmd_info(int argc, char **argv)
 		rc = EXIT_OK;
 		/* the vocabulary is part of the file: what generate would refuse
 		 * there, info refuses too */
-		if (skipper_tokenizer_from_gguf(m->gguf, &tok, &err)) {
+		if (skipper_tokenizer_for_model(m, &tok, &err)) {
 			fprintf(stderr, "skipper: %s\n", err.msg);
 			rc = EXIT_FAILURE_GENERIC;
 		}
@@ -66,6 +67,6 @@ int cmd_info(int argc, char **argv)
 	return rc;
 usage:
 	cli_common_free(&c);
-	fprintf(stderr, "usage: skipper info [-c FILE] [--set SECTION.KEY=VALUE]... [MODEL.gguf]\n");
+	fprintf(stderr, "usage: skipper info [-c FILE] [--set SECTION.KEY=VALUE]... [MODEL.gguf | CHECKPOINT-DIR]\n");
 	return EXIT_USAGE;
 }

@@ -8,6 +8,7 @@ const struct skipper_config_key skipper_config_keys[] = {
 	{ "model", "path", "", SKIPPER_KEY_STRING, NULL },
 	{ "model", "hub", "", SKIPPER_KEY_STRING, NULL },
 	{ "model", "backend", "auto", SKIPPER_KEY_ENUM, "auto,cpu,cuda" },
+	{ "model", "quantize", "none", SKIPPER_KEY_ENUM, "none,f16,bf16,q8_0,q4_0,q4_1,q5_0,q5_1,q4_k,q5_k,q6_k" },
 	{ "model", "threads", "0", SKIPPER_KEY_INT, NULL, 0, 1024 },
 	{ "model", "ctx", "4096", SKIPPER_KEY_INT, NULL, 16, 1 << 20 },
 

@@ -1,36 +1,45 @@
-/* Model loading from GGUF for the Llama family (llama, qwen2, qwen3):
- * hyper-parameters from ARCH.* keys, every weight checked for presence,
- * shape and type, RoPE layout and scaling resolved here so backends see one
- * convention (see model.h). */
+/* Model loading for the Llama family (llama, qwen2, qwen3) from GGUF
+ * (hyper-parameters from ARCH.* keys) or a Hugging Face checkpoint
+ * (hf_model.c); every weight checked for presence, shape and type, RoPE
+ * layout and scaling resolved here so backends see one convention (see
+ * model.h). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/error.h"
 #include "base/sha256.h"
-#include "model.h"
+#include "model_impl.h"
 #include "quant.h"
 
 /* What distinguishes the architectures we load. The llama.cpp converter
  * permutes llama's Q/K rows into interleaved RoPE pairs; qwen2/qwen3 keep
- * the Hugging Face (NeoX) halves. */
-static const struct arch_info {
-	const char *name;
-	int id, rope_style, qkv_bias, qk_norm;
-} archs[] = {
+ * the Hugging Face (NeoX) halves, as every Hugging Face checkpoint does. */
+static const struct arch_info archs[] = {
 	{ "llama", SKIPPER_ARCH_LLAMA, SKIPPER_ROPE_PAIRS, 0, 0 },
 	{ "qwen2", SKIPPER_ARCH_QWEN2, SKIPPER_ROPE_HALVES, 1, 0 },
 	{ "qwen3", SKIPPER_ARCH_QWEN3, SKIPPER_ROPE_HALVES, 0, 1 },
 };
 
-struct loader {
-	const struct arch_info *arch;
-	struct skipper_model *m;
-	const struct skipper_gguf *g;
-	const char *path;
-	struct skipper_error *err;
-};
+const struct arch_info *model_arch(const char *name, size_t len)
+{
+	for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+		if (len == strlen(archs[i].name) && !memcmp(name, archs[i].name, len))
+			return &archs[i];
+	return NULL;
+}
+
+static const struct skipper_gguf_tensor *gguf_find(const void *g, const char *name)
+{
+	return skipper_gguf_find_tensor(g, name);
+}
+
+static const struct skipper_gguf_tensor *gguf_at(const void *g, int64_t i)
+{
+	return skipper_gguf_tensor(g, i);
+}
 
 /* Required unsigned hyper-parameter "llama.<key>"; missing or odd -> error. */
 static int hp_int(struct loader *L, const char *key, int required, int def, int *out)
@@ -38,7 +47,7 @@ static int hp_int(struct loader *L, const char *key, int required, int def, int 
 	char full[128];
 	uint32_t v;
 	snprintf(full, sizeof full, "%s.%s", L->m->view.arch, key);
-	int rc = skipper_gguf_get_u32(L->g, full, &v);
+	int rc = skipper_gguf_get_u32(L->m->gguf, full, &v);
 	if (rc == SKIPPER_ERR_NOT_FOUND && !required) {
 		*out = def;
 		return SKIPPER_OK;
@@ -56,7 +65,7 @@ static int hp_float(struct loader *L, const char *key, float def, float *out)
 {
 	char full[128];
 	snprintf(full, sizeof full, "%s.%s", L->m->view.arch, key);
-	int rc = skipper_gguf_get_f32(L->g, full, out);
+	int rc = skipper_gguf_get_f32(L->m->gguf, full, out);
 	if (rc == SKIPPER_ERR_NOT_FOUND) {
 		*out = def;
 		return SKIPPER_OK;
@@ -66,12 +75,22 @@ static int hp_float(struct loader *L, const char *key, float def, float *out)
 	return SKIPPER_OK;
 }
 
-static void dims_str(char *buf, size_t cap, int n, const int64_t *ne)
+/* A shape as the model's format writes it: GGUF's "ne0 x ne1", or a
+ * checkpoint's row-major "ne1, ne0". */
+static void dims_str(const struct loader *L, char *buf, size_t cap, int n, const int64_t *ne)
 {
 	size_t k = 0;
 	buf[0] = '\0';
-	for (int d = 0; d < n && k < cap; d++)
-		k += (size_t)snprintf(buf + k, cap - k, d ? " x %" PRId64 : "%" PRId64, ne[d]);
+	for (int i = 0; i < n && k < cap; i++) {
+		int d = L->src.hf_name ? n - 1 - i : i;
+		k += (size_t)snprintf(buf + k, cap - k, !i ? "%" PRId64 : L->src.hf_name ? ", %" PRId64 : " x %" PRId64, ne[d]);
+	}
+}
+
+/* A tensor's name as the model's files have it. */
+static const char *shown(const struct loader *L, const char *name, char *buf, size_t cap)
+{
+	return L->src.hf_name ? L->src.hf_name(name, buf, cap) : name;
 }
 
 /* Bind a weight view: tensor NAME must exist with exactly the given dims
@@ -79,21 +98,22 @@ static void dims_str(char *buf, size_t cap, int n, const int64_t *ne)
 static int bind(struct loader *L, struct skipper_weight *w, const char *name, int n_dims, int64_t ne0, int64_t ne1,
                 int want_f32, int optional)
 {
-	const struct skipper_gguf_tensor *t = skipper_gguf_find_tensor(L->g, name);
+	const struct skipper_gguf_tensor *t = L->src.find(L->src.ctx, name);
 	int64_t want[2] = { ne0, ne1 };
-	char a[96], b[96];
+	char a[96], b[96], nb[128];
 
 	memset(w, 0, sizeof *w);
+	name = shown(L, name, nb, sizeof nb);
 	if (!t) {
 		if (optional)
 			return SKIPPER_ERR_NOT_FOUND;
-		dims_str(b, sizeof b, n_dims, want);
+		dims_str(L, b, sizeof b, n_dims, want);
 		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: missing tensor '%s' (expected shape [%s])", L->path, name, b);
 	}
 	int same = t->n_dims == n_dims && t->ne[0] == ne0 && (n_dims == 1 || t->ne[1] == ne1);
 	if (!same) {
-		dims_str(a, sizeof a, t->n_dims, t->ne);
-		dims_str(b, sizeof b, n_dims, want);
+		dims_str(L, a, sizeof a, t->n_dims, t->ne);
+		dims_str(L, b, sizeof b, n_dims, want);
 		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: tensor '%s' has shape [%s], expected [%s]", L->path, name, a, b);
 	}
 	if (want_f32 && t->type != SKIPPER_F32)
@@ -141,10 +161,13 @@ static float *llama3_factors(const struct skipper_hparams *hp)
 	return f;
 }
 
-static int load_hparams(struct loader *L)
+/* GGUF's ARCH.* keys into the hyper-parameters, defaults where a key may
+ * be absent; model_check_hparams() judges them. */
+static int gguf_hparams(struct loader *L)
 {
 	struct skipper_hparams *hp = &L->m->view.hp;
-	int rc, key_len;
+	const char *arch = L->m->view.arch;
+	int rc;
 
 	if ((rc = hp_int(L, "block_count", 1, 0, &hp->n_layer)) || (rc = hp_int(L, "embedding_length", 1, 0, &hp->n_embd)) ||
 	    (rc = hp_int(L, "feed_forward_length", 1, 0, &hp->n_ff)) ||
@@ -153,50 +176,24 @@ static int load_hparams(struct loader *L)
 	    (rc = hp_int(L, "context_length", 0, 2048, &hp->n_ctx_train)) ||
 	    (rc = hp_int(L, "vocab_size", 0, 0, &hp->n_vocab)))
 		return rc;
-	/* a context of no token would make every later size zero (the KV
-	 * cache, the default context): the file is broken, say which key */
-	if (hp->n_ctx_train < 1)
-		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: metadata key %s.context_length = %d: a model's "
-		                    "context holds at least one token", L->path, L->m->view.arch, hp->n_ctx_train);
-	if (hp->n_layer < 1 || hp->n_layer > 1024 || hp->n_embd < 1 || hp->n_ff < 1 || hp->n_head < 1 ||
-	    hp->n_head_kv < 1 || hp->n_embd % hp->n_head || hp->n_head % hp->n_head_kv)
-		return skipper_fail(L->err, SKIPPER_ERR_FORMAT,
-		                    "%s: inconsistent hyper-parameters: %d layers, embd %d, ff %d, %d heads, %d kv heads",
-		                    L->path, hp->n_layer, hp->n_embd, hp->n_ff, hp->n_head, hp->n_head_kv);
-	if ((rc = hp_int(L, "attention.key_length", 0, hp->n_embd / hp->n_head, &key_len)))
-		return rc;
-	hp->head_dim = key_len;
-	if (hp->head_dim < 2 || hp->head_dim % 2 || (int64_t)hp->head_dim * hp->n_head > (1 << 20))
-		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: head dimension %d is not a positive even number",
-		                    L->path, hp->head_dim);
-	if ((rc = hp_int(L, "rope.dimension_count", 0, hp->head_dim, &hp->rope_dim)))
-		return rc;
-	if (hp->rope_dim < 2 || hp->rope_dim > hp->head_dim || hp->rope_dim % 2)
-		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: %s.rope.dimension_count = %d must be even and <= head dim %d",
-		                    L->path, L->m->view.arch, hp->rope_dim, hp->head_dim);
-	if ((rc = hp_float(L, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->rms_eps)) ||
+	if ((rc = hp_int(L, "attention.key_length", 0, hp->n_head ? hp->n_embd / hp->n_head : 0, &hp->head_dim)) ||
+	    (rc = hp_int(L, "rope.dimension_count", 0, hp->head_dim, &hp->rope_dim)) ||
+	    (rc = hp_float(L, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->rms_eps)) ||
 	    (rc = hp_float(L, "rope.freq_base", 10000.0f, &hp->rope_theta)))
 		return rc;
-	if (hp->rms_eps <= 0 || hp->rope_theta <= 0)
-		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: rms epsilon %g and rope base %g must be positive",
-		                    L->path, hp->rms_eps, hp->rope_theta);
 	hp->rope_style = L->arch->rope_style;
 
 	/* RoPE scaling: explicit keys, or the older llama.rope.scale_linear */
 	char key[128];
 	struct skipper_gguf_str s;
 	hp->rope_scaling = SKIPPER_ROPE_SCALING_NONE;
-	hp->rope_factor = 1.0f;
-	hp->rope_low_freq_factor = 1.0f;
-	hp->rope_high_freq_factor = 4.0f;
 	if ((rc = hp_int(L, "rope.scaling.original_context_length", 0, hp->n_ctx_train, &hp->rope_orig_ctx)) ||
 	    (rc = hp_float(L, "rope.scaling.factor", 1.0f, &hp->rope_factor)) ||
 	    (rc = hp_float(L, "rope.scaling.low_freq_factor", 1.0f, &hp->rope_low_freq_factor)) ||
 	    (rc = hp_float(L, "rope.scaling.high_freq_factor", 4.0f, &hp->rope_high_freq_factor)))
 		return rc;
-
-	snprintf(key, sizeof key, "%s.rope.scaling.type", L->m->view.arch);
-	rc = skipper_gguf_get_str(L->g, key, &s);
+	snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+	rc = skipper_gguf_get_str(L->m->gguf, key, &s);
 	if (rc == SKIPPER_OK) {
 		if (s.len == 4 && !memcmp(s.ptr, "none", 4))
 			;
@@ -218,9 +215,39 @@ static int load_hparams(struct loader *L)
 			hp->rope_factor = lin;
 		}
 	}
+	/* Llama-3.1 files carry the per-frequency factors as a tensor */
+	if (skipper_gguf_find_tensor(L->m->gguf, "rope_freqs.weight") && hp->rope_scaling == SKIPPER_ROPE_SCALING_NONE)
+		hp->rope_scaling = SKIPPER_ROPE_SCALING_LLAMA3;
+	return SKIPPER_OK;
+}
+
+int model_check_hparams(struct loader *L)
+{
+	struct skipper_hparams *hp = &L->m->view.hp;
+
+	/* a context of no token would make every later size zero (the KV
+	 * cache, the default context): the file is broken, say so */
+	if (hp->n_ctx_train < 1)
+		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: training context length %d: a model's "
+		                    "context holds at least one token", L->path, hp->n_ctx_train);
+	if (hp->n_layer < 1 || hp->n_layer > 1024 || hp->n_embd < 1 || hp->n_ff < 1 || hp->n_head < 1 ||
+	    hp->n_head_kv < 1 || hp->n_embd % hp->n_head || hp->n_head % hp->n_head_kv)
+		return skipper_fail(L->err, SKIPPER_ERR_FORMAT,
+		                    "%s: inconsistent hyper-parameters: %d layers, embd %d, ff %d, %d heads, %d kv heads",
+		                    L->path, hp->n_layer, hp->n_embd, hp->n_ff, hp->n_head, hp->n_head_kv);
+	if (hp->head_dim < 2 || hp->head_dim % 2 || (int64_t)hp->head_dim * hp->n_head > (1 << 20))
+		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: head dimension %d is not a positive even number",
+		                    L->path, hp->head_dim);
+	if (hp->rope_dim < 2 || hp->rope_dim > hp->head_dim || hp->rope_dim % 2)
+		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: rotary dimensions %d: must be even and <= head dim %d",
+		                    L->path, hp->rope_dim, hp->head_dim);
+	if (!(hp->rms_eps > 0) || !(hp->rope_theta > 0) || !isfinite(hp->rms_eps) || !isfinite(hp->rope_theta))
+		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: rms epsilon %g and rope base %g must be positive",
+		                    L->path, hp->rms_eps, hp->rope_theta);
 	if (hp->rope_scaling != SKIPPER_ROPE_SCALING_NONE &&
-	    (hp->rope_factor <= 0 || hp->rope_orig_ctx <= 0 || hp->rope_low_freq_factor <= 0 ||
-	     hp->rope_high_freq_factor <= hp->rope_low_freq_factor))
+	    (!(hp->rope_factor > 0) || hp->rope_orig_ctx <= 0 || !(hp->rope_low_freq_factor > 0) ||
+	     !(hp->rope_high_freq_factor > hp->rope_low_freq_factor) || !isfinite(hp->rope_factor) ||
+	     !isfinite(hp->rope_high_freq_factor)))
 		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: bad rope scaling parameters (factor %g, original context %d, low %g, high %g)",
 		                    L->path, hp->rope_factor, hp->rope_orig_ctx, hp->rope_low_freq_factor, hp->rope_high_freq_factor);
 	return SKIPPER_OK;
@@ -238,7 +265,7 @@ static int bind_extras(struct loader *L, int i, struct skipper_layer *l)
 		{ &l->bv, "attn_v.bias", KV, L->arch->qkv_bias },     { &l->q_norm, "attn_q_norm.weight", hp->head_dim, L->arch->qk_norm },
 		{ &l->k_norm, "attn_k_norm.weight", hp->head_dim, L->arch->qk_norm },
 	};
-	char name[96];
+	char name[96], nb[128];
 	int rc;
 
 	for (size_t k = 0; k < sizeof x / sizeof x[0]; k++) {
@@ -246,26 +273,25 @@ static int bind_extras(struct loader *L, int i, struct skipper_layer *l)
 		if (x[k].want) {
 			if ((rc = bind(L, x[k].w, name, 1, x[k].ne0, 1, 1, 0)))
 				return rc;
-		} else if (skipper_gguf_find_tensor(L->g, name)) {
+		} else if (L->src.find(L->src.ctx, name)) {
 			return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: tensor '%s' does not belong to architecture %s",
-			                    L->path, name, L->arch->name);
+			                    L->path, shown(L, name, nb, sizeof nb), L->arch->name);
 		}
 	}
 	return SKIPPER_OK;
 }
 
-static int load_tensors(struct loader *L)
+int model_bind_tensors(struct loader *L)
 {
 	struct skipper_model_view *v = &L->m->view;
 	struct skipper_hparams *hp = &v->hp;
-	const struct skipper_gguf_tensor *te = skipper_gguf_find_tensor(L->g, "token_embd.weight");
+	const struct skipper_gguf_tensor *te = L->src.find(L->src.ctx, "token_embd.weight");
 	int64_t E = hp->n_embd, Q = (int64_t)hp->n_head * hp->head_dim, KV = (int64_t)hp->n_head_kv * hp->head_dim;
 	char name[96];
 	int rc;
 
 	if (!te)
-		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: missing tensor 'token_embd.weight' (expected shape [%d x n_vocab])",
-		                    L->path, hp->n_embd);
+		return bind(L, &v->tok_embd, "token_embd.weight", 2, E, hp->n_vocab, 0, 0);
 	if (hp->n_vocab == 0) {
 		if (te->n_dims != 2 || te->ne[1] > INT32_MAX)
 			return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: tensor 'token_embd.weight' must be 2-dimensional", L->path);
@@ -304,22 +330,19 @@ static int load_tensors(struct loader *L)
 	}
 
 	/* Llama-3.1 files carry the per-frequency factors as a tensor */
-	const struct skipper_gguf_tensor *rf = skipper_gguf_find_tensor(L->g, "rope_freqs.weight");
-	if (rf) {
+	if (L->src.find(L->src.ctx, "rope_freqs.weight")) {
 		struct skipper_weight w;
 		if ((rc = bind(L, &w, "rope_freqs.weight", 1, hp->rope_dim / 2, 1, 1, 0)))
 			return rc;
 		v->rope_freqs = w.data;
-		if (hp->rope_scaling == SKIPPER_ROPE_SCALING_NONE)
-			hp->rope_scaling = SKIPPER_ROPE_SCALING_LLAMA3;
 	} else if (hp->rope_scaling == SKIPPER_ROPE_SCALING_LLAMA3) {
 		if (!(L->m->rope_freqs_buf = llama3_factors(hp)))
 			return skipper_fail(L->err, SKIPPER_ERR_NOMEM, "%s: out of memory", L->path);
 		v->rope_freqs = L->m->rope_freqs_buf;
 	}
 
-	for (int64_t i = 0; i < skipper_gguf_n_tensors(L->g); i++) {
-		const struct skipper_gguf_tensor *t = skipper_gguf_tensor(L->g, i);
+	for (int64_t i = 0; i < L->src.n; i++) {
+		const struct skipper_gguf_tensor *t = L->src.at(L->src.ctx, i);
 		L->m->n_params += (uint64_t)t->ne[0] * (uint64_t)t->ne[1] * (uint64_t)t->ne[2] * (uint64_t)t->ne[3];
 		v->weight_bytes += t->nbytes;
 	}
@@ -329,37 +352,36 @@ static int load_tensors(struct loader *L)
 /* The view's release hook: the view is the model's first member. */
 static void release_pages(const struct skipper_model_view *v, const void *data, uint64_t bytes)
 {
-	skipper_gguf_release(((const struct skipper_model *)v)->gguf, data, bytes);
+	const struct skipper_model *m = (const struct skipper_model *)v;
+	if (m->gguf)
+		skipper_gguf_release(m->gguf, data, bytes);
+	else
+		model_release_hf(m->hf, data, bytes);
 }
 
-int skipper_model_load(const char *path, struct skipper_model **out, struct skipper_error *err)
+struct tensor_src model_tensors(const struct skipper_model *m)
 {
-	struct skipper_model *m;
+	if (m->hf)
+		return model_hf_tensors(m->hf);
+	return (struct tensor_src){ m->gguf, gguf_find, gguf_at, skipper_gguf_n_tensors(m->gguf), NULL };
+}
+
+static int load_gguf(struct skipper_model *m, const char *path, struct skipper_error *err)
+{
 	struct skipper_gguf_str s;
 	int rc;
 
-	*out = NULL;
-	if (!(m = calloc(1, sizeof *m)))
-		return skipper_fail(err, SKIPPER_ERR_NOMEM, "%s: out of memory", path);
 	if ((rc = skipper_gguf_open(path, &m->gguf, err)))
-		goto fail;
-
-	struct loader L = { NULL, m, m->gguf, path, err };
+		return rc;
+	struct loader L = { NULL, m, model_tensors(m), path, err };
 	rc = skipper_gguf_get_str(m->gguf, "general.architecture", &s);
-	if (rc) {
-		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: %s general.architecture", path,
-		                  rc == SKIPPER_ERR_NOT_FOUND ? "missing metadata key" : "non-string metadata key");
-		goto fail;
-	}
-	for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
-		if (s.len == strlen(archs[i].name) && !memcmp(s.ptr, archs[i].name, s.len))
-			L.arch = &archs[i];
-	if (!L.arch) {
-		rc = skipper_fail(err, SKIPPER_ERR_UNSUPPORTED,
-		                  "%s: architecture \"%.*s\" is not supported (llama, qwen2 and qwen3 are)", path,
-		                  (int)(s.len > 32 ? 32 : s.len), s.ptr);
-		goto fail;
-	}
+	if (rc)
+		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: %s general.architecture", path,
+		                    rc == SKIPPER_ERR_NOT_FOUND ? "missing metadata key" : "non-string metadata key");
+	if (!(L.arch = model_arch(s.ptr, s.len)))
+		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED,
+		                    "%s: architecture \"%.*s\" is not supported (llama, qwen2 and qwen3 are)", path,
+		                    (int)(s.len > 32 ? 32 : s.len), s.ptr);
 	snprintf(m->view.arch, sizeof m->view.arch, "%s", L.arch->name);
 	m->view.arch_id = L.arch->id;
 
@@ -372,15 +394,40 @@ int skipper_model_load(const char *path, struct skipper_model **out, struct skip
 		const char *base = strrchr(path, '/');
 		snprintf(m->view.name, sizeof m->view.name, "%s", base ? base + 1 : path);
 	}
-	if ((rc = load_hparams(&L)) || (rc = load_tensors(&L)))
-		goto fail;
+	if ((rc = gguf_hparams(&L)) || (rc = model_check_hparams(&L)) || (rc = model_bind_tensors(&L)))
+		return rc;
 	m->view.path = skipper_gguf_path(m->gguf);
+	return SKIPPER_OK;
+}
+
+int skipper_model_load_opts(const char *path, const struct skipper_model_opts *o, struct skipper_model **out,
+                            struct skipper_error *err)
+{
+	struct skipper_model *m;
+	struct stat st;
+	int rc;
+
+	*out = NULL;
+	if (!(m = calloc(1, sizeof *m)))
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "%s: out of memory", path);
+	m->quantized = -1;
+	/* a directory is a Hugging Face checkpoint; anything else is opened
+	 * as GGUF, which says what is wrong with it */
+	rc = stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? model_load_hf(m, path, err) : load_gguf(m, path, err);
+	if (rc == SKIPPER_OK && o && o->quantize >= 0)
+		rc = model_quantize(m, o->quantize, err);
+	if (rc) {
+		skipper_model_free(m);
+		return rc;
+	}
 	m->view.release = release_pages;
 	*out = m;
 	return SKIPPER_OK;
-fail:
-	skipper_model_free(m);
-	return rc;
+}
+
+int skipper_model_load(const char *path, struct skipper_model **out, struct skipper_error *err)
+{
+	return skipper_model_load_opts(path, NULL, out, err);
 }
 
 void skipper_model_free(struct skipper_model *m)
@@ -389,27 +436,70 @@ void skipper_model_free(struct skipper_model *m)
 		return;
 	free(m->view.layers);
 	free(m->rope_freqs_buf);
+	for (int i = 0; i < m->n_owned; i++)
+		free(m->owned[i]);
+	free(m->owned);
 	skipper_gguf_close(m->gguf);
+	model_free_hf(m->hf);
 	free(m);
 }
 
 int skipper_model_sha256(struct skipper_model *m, char out[65], struct skipper_error *err)
 {
-	const char *path = skipper_gguf_path(m->gguf);
-	if (m->sha256[0]) {
-		memcpy(out, m->sha256, 65);
-		return SKIPPER_OK;
-	}
-	/* the file rather than the mapping: the bytes on disk are what a
-	 * profile and `sha256sum` refer to, and read() streams without
-	 * faulting the whole model into this process */
-	int rc = skipper_sha256_file(path, m->sha256, err);
-	if (rc) {
-		m->sha256[0] = '\0';
-		return rc;
+	if (!m->sha256[0]) {
+		/* the file rather than the mapping: the bytes on disk are what a
+		 * profile and `sha256sum` refer to, and read() streams without
+		 * faulting the whole model into this process */
+		int rc = m->gguf ? skipper_sha256_file(skipper_gguf_path(m->gguf), m->sha256, err)
+		                 : model_hf_sha256(m->hf, m->sha256, err);
+		if (rc) {
+			m->sha256[0] = '\0';
+			return rc;
+		}
+		if (m->quantized >= 0) {
+			/* other weights than the files hold: another model to a
+			 * profile, with a hash of its own */
+			const char *q = skipper_dtype_name(m->quantized);
+			unsigned char md[32];
+			if (skipper_sha256(m->sha256, 64, q, strlen(q), md)) {
+				m->sha256[0] = '\0';
+				return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+			}
+			skipper_hex(md, 32, m->sha256);
+		}
 	}
 	memcpy(out, m->sha256, 65);
 	return SKIPPER_OK;
+}
+
+const char *skipper_model_path(const struct skipper_model *m)
+{
+	return m->view.path;
+}
+
+void skipper_model_stem(const struct skipper_model *m, char *buf, size_t cap)
+{
+	const char *path = m->view.path, *file = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	size_t n = strlen(file), k = 0;
+
+	if (m->gguf) {
+		snprintf(buf, cap, "%.*s", (int)(n > 5 && !strcmp(file + n - 5, ".gguf") ? n - 5 : n), file);
+		return;
+	}
+	/* a checkpoint: its name, ORG/NAME as the hub cache writes it */
+	for (const char *c = m->view.name; *c && k + 3 < cap; c++)
+		if (*c == '/') {
+			buf[k++] = '-';
+			buf[k++] = '-';
+		} else {
+			buf[k++] = *c;
+		}
+	buf[k] = '\0';
+}
+
+uint64_t skipper_model_file_size(const struct skipper_model *m)
+{
+	return m->gguf ? skipper_gguf_file_size(m->gguf) : model_hf_size(m->hf);
 }
 
 static void print_gstr(FILE *f, const struct skipper_gguf *g, const char *key, const char *def)
@@ -446,7 +536,10 @@ void skipper_model_print_info(const struct skipper_model *m, FILE *f)
 	uint64_t count;
 	uint32_t id;
 
-	fprintf(f, "file:            %s (GGUF v%u)\n", skipper_gguf_path(g), skipper_gguf_version(g));
+	if (g)
+		fprintf(f, "file:            %s (GGUF v%u)\n", skipper_gguf_path(g), skipper_gguf_version(g));
+	else
+		fprintf(f, "checkpoint:      %s (Hugging Face, safetensors)\n", v->path);
 	fprintf(f, "architecture:    %s%s\n", v->arch,
 	        v->arch_id == SKIPPER_ARCH_QWEN2   ? " (Q/K/V biases)"
 	        : v->arch_id == SKIPPER_ARCH_QWEN3 ? " (per-head Q/K norms)"
@@ -468,33 +561,43 @@ void skipper_model_print_info(const struct skipper_model *m, FILE *f)
 	fprintf(f, "\n");
 	fprintf(f, "tied embeddings: %s\n", v->tied_embeddings ? "yes" : "no");
 
-	/* histogram over the types the loader accepts */
+	/* histogram over the types the loader accepts, as the files hold them */
 	static const int types[] = { SKIPPER_F32,  SKIPPER_F16,  SKIPPER_BF16, SKIPPER_Q8_0, SKIPPER_Q4_0, SKIPPER_Q4_1,
 		                     SKIPPER_Q5_0, SKIPPER_Q5_1, SKIPPER_Q4_K, SKIPPER_Q5_K, SKIPPER_Q6_K };
+	struct tensor_src src = model_tensors(m);
 	fprintf(f, "tensor types:   ");
 	for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
 		int n = 0;
-		for (int64_t i = 0; i < skipper_gguf_n_tensors(g); i++)
-			n += skipper_gguf_tensor(g, i)->type == types[k];
+		for (int64_t i = 0; i < src.n; i++)
+			n += src.at(src.ctx, i)->type == types[k];
 		if (n)
 			fprintf(f, " %s x%d", skipper_dtype_name(types[k]), n);
 	}
-	fprintf(f, " (%lld tensors)\n", (long long)skipper_gguf_n_tensors(g));
-
-	fprintf(f, "tokenizer:       ");
-	print_gstr(f, g, "tokenizer.ggml.model", "(none)");
-	fprintf(f, ", pre ");
-	print_gstr(f, g, "tokenizer.ggml.pre", "(none)");
-	if (skipper_gguf_get_arr(g, "tokenizer.ggml.tokens", NULL, &count) == SKIPPER_OK)
-		fprintf(f, ", %llu tokens", (unsigned long long)count);
-	if (skipper_gguf_get_u32(g, "tokenizer.ggml.bos_token_id", &id) == SKIPPER_OK)
-		fprintf(f, ", bos %u", id);
-	if (skipper_gguf_get_u32(g, "tokenizer.ggml.eos_token_id", &id) == SKIPPER_OK)
-		fprintf(f, ", eos %u", id);
-	fprintf(f, "\n");
-	fprintf(f, "chat template:   %s\n", skipper_gguf_find_key(g, "tokenizer.chat_template") >= 0 ? "yes" : "no");
+	fprintf(f, " (%lld tensors)\n", (long long)src.n);
+	if (m->quantized >= 0)
+		fprintf(f, "quantized:       to %s at load, in %.1f s\n", skipper_dtype_name(m->quantized), m->quantize_seconds);
+	if (!g) {
+		char *tj = skipper_model_hf_file(m, "tokenizer.json"), *tc = skipper_model_hf_file(m, "tokenizer_config.json");
+		fprintf(f, "tokenizer:       %s%s\n", tj ? "tokenizer.json" : "(none: tokenizer.json is missing)",
+		        tc ? " + tokenizer_config.json" : "");
+		free(tj);
+		free(tc);
+	} else {
+		fprintf(f, "tokenizer:       ");
+		print_gstr(f, g, "tokenizer.ggml.model", "(none)");
+		fprintf(f, ", pre ");
+		print_gstr(f, g, "tokenizer.ggml.pre", "(none)");
+		if (skipper_gguf_get_arr(g, "tokenizer.ggml.tokens", NULL, &count) == SKIPPER_OK)
+			fprintf(f, ", %llu tokens", (unsigned long long)count);
+		if (skipper_gguf_get_u32(g, "tokenizer.ggml.bos_token_id", &id) == SKIPPER_OK)
+			fprintf(f, ", bos %u", id);
+		if (skipper_gguf_get_u32(g, "tokenizer.ggml.eos_token_id", &id) == SKIPPER_OK)
+			fprintf(f, ", eos %u", id);
+		fprintf(f, "\n");
+		fprintf(f, "chat template:   %s\n", skipper_gguf_find_key(g, "tokenizer.chat_template") >= 0 ? "yes" : "no");
+	}
 	human(a, sizeof a, (double)m->n_params, "");
-	human(b, sizeof b, (double)skipper_gguf_file_size(g), "B");
+	human(b, sizeof b, (double)skipper_model_file_size(m), "B");
 	fprintf(f, "parameters:      %s (%llu)\n", a, (unsigned long long)m->n_params);
-	fprintf(f, "file size:       %s (%llu bytes)\n", b, (unsigned long long)skipper_gguf_file_size(g));
+	fprintf(f, "file size:       %s (%llu bytes)\n", b, (unsigned long long)skipper_model_file_size(m));
 }

@@ -10,6 +10,29 @@
 /* a*b+c stays two roundings, as in GGML and numpy */
 #pragma GCC optimize("fp-contract=off")
 
+/* fmaxf, fminf and roundf/lroundf (halves away from zero), inline:
+ * libm's are calls, and quantising a model at load makes billions of
+ * them. Same results for every input the quantisers see (NaN ignored as
+ * fmaxf does; v - (int)v is exact for |v| < 2^31). */
+static float maxf(float a, float b) { return b > a || a != a ? b : a; }
+static float minf(float a, float b) { return b < a || a != a ? b : a; }
+static int round_away(float v)
+{
+	if (!(v > -2e9f && v < 2e9f))
+		return v > 0 ? 2000000000 : v < 0 ? -2000000000 : 0;
+	int i = (int)v;
+	float f = v - (float)i;
+	return i + (f >= 0.5f) - (f <= -0.5f);
+}
+
+/* 1/d, or 0 where that is not a finite number (d 0 or subnormal): a row
+ * of tiny values then quantizes to zeros rather than to 0 * inf. */
+static float inverse(float d)
+{
+	float r = d != 0 ? 1.0f / d : 0.0f;
+	return isfinite(r) ? r : 0.0f;
+}
+
 const char *skipper_dtype_name(int type)
 {
 	switch (type) {
@@ -202,7 +225,7 @@ void skipper_dequant_row(int type, const void *src, float *dst, int64_t n)
 		return;
 	case SKIPPER_BF16:
 		for (int64_t i = 0; i < n; i++)
-			dst[i] = skipper_bf16_to_f32(ld16(p + 2 * i));
+			dst[i] = u2f((uint32_t)ld16(p + 2 * i) << 16);
 		return;
 	case SKIPPER_Q8_0:
 		for (int64_t b = 0; b < n / SKIPPER_QK; b++, p += sizeof(struct skipper_block_q8_0)) {
@@ -255,6 +278,15 @@ int64_t skipper_dtype_find_nonfinite(int type, const void *data, int64_t n)
 	size_t bb = skipper_dtype_block_bytes(type);
 	int64_t nb = skipper_dtype_block(type) ? n / skipper_dtype_block(type) : 0;
 
+	/* the float types one element at a time, out of the switch: a BF16
+	 * checkpoint is billions of them */
+	if (type == SKIPPER_BF16 || type == SKIPPER_F16) {
+		uint16_t mask = type == SKIPPER_BF16 ? 0x7f80 : 0x7c00;
+		for (int64_t b = 0; b < nb; b++)
+			if ((ld16(p + 2 * b) & mask) == mask)
+				return b;
+		return -1;
+	}
 	for (int64_t b = 0; b < nb; b++, p += bb) {
 		int good;
 		switch (type) {
@@ -291,8 +323,8 @@ static void quantize_q5(const float *src, uint8_t *p, int has_min, int64_t nb)
 		const float *x = src + b * SKIPPER_QK;
 		float lo = x[0], hi = x[0], big = 0, d, off;
 		for (int j = 0; j < SKIPPER_QK; j++) {
-			lo = fminf(lo, x[j]);
-			hi = fmaxf(hi, x[j]);
+			lo = minf(lo, x[j]);
+			hi = maxf(hi, x[j]);
 			if (fabsf(x[j]) > fabsf(big))
 				big = x[j];
 		}
@@ -305,7 +337,7 @@ static void quantize_q5(const float *src, uint8_t *p, int has_min, int64_t nb)
 			off = 16.5f;
 			lo = 0.0f;
 		}
-		float id = d != 0 ? 1.0f / d : 0.0f;
+		float id = inverse(d);
 		uint8_t *qh = p + (has_min ? 4 : 2), *qs = qh + 4;
 		uint32_t h = 0;
 		st16(p, skipper_f32_to_fp16(d));
@@ -331,13 +363,13 @@ static void quantize_q45_K(const float *src, uint8_t *p, int five, int64_t nb)
 		for (int j = 0; j < 8; j++) {
 			float lo = 0, hi = src[32 * j]; /* the min is never above 0: x = d*q - m, m >= 0 */
 			for (int l = 0; l < 32; l++) {
-				lo = fminf(lo, src[32 * j + l]);
-				hi = fmaxf(hi, src[32 * j + l]);
+				lo = minf(lo, src[32 * j + l]);
+				hi = maxf(hi, src[32 * j + l]);
 			}
 			scale[j] = (hi - lo) / (float)qmax;
 			min[j] = -lo;
-			smax = fmaxf(smax, scale[j]);
-			mmax = fmaxf(mmax, min[j]);
+			smax = maxf(smax, scale[j]);
+			mmax = maxf(mmax, min[j]);
 		}
 		float d = skipper_fp16_to_f32(skipper_f32_to_fp16(smax / 63.0f));
 		float dmin = skipper_fp16_to_f32(skipper_f32_to_fp16(mmax / 63.0f));
@@ -345,8 +377,8 @@ static void quantize_q45_K(const float *src, uint8_t *p, int five, int64_t nb)
 		st16(p + 2, skipper_f32_to_fp16(dmin));
 		memset(scales, 0, 12);
 		for (int j = 0; j < 8; j++) {
-			sc[j] = (uint8_t)clampi(d > 0 ? (int)lroundf(scale[j] / d) : 0, 0, 63);
-			m[j] = (uint8_t)clampi(dmin > 0 ? (int)lroundf(min[j] / dmin) : 0, 0, 63);
+			sc[j] = (uint8_t)clampi(d > 0 ? round_away(scale[j] / d) : 0, 0, 63);
+			m[j] = (uint8_t)clampi(dmin > 0 ? round_away(min[j] / dmin) : 0, 0, 63);
 			if (j < 4) {
 				scales[j] |= sc[j];
 				scales[j + 4] |= m[j];
@@ -359,9 +391,9 @@ static void quantize_q45_K(const float *src, uint8_t *p, int five, int64_t nb)
 		if (five)
 			memset(qh, 0, SKIPPER_QK_K / 8);
 		for (int j = 0; j < 8; j++) {
-			float d1 = d * sc[j], m1 = dmin * m[j], id = d1 > 0 ? 1.0f / d1 : 0.0f;
+			float d1 = d * sc[j], m1 = dmin * m[j], id = d1 > 0 ? inverse(d1) : 0.0f;
 			for (int l = 0; l < 32; l++) {
-				int q = clampi((int)lroundf((src[32 * j + l] + m1) * id), 0, qmax);
+				int q = clampi(round_away((src[32 * j + l] + m1) * id), 0, qmax);
 				uint8_t *byte = &qs[32 * (j / 2) + l];
 				*byte = (uint8_t)(j & 1 ? (*byte & 0x0f) | (q & 0xf) << 4 : (*byte & 0xf0) | (q & 0xf));
 				if (five)
@@ -392,11 +424,11 @@ static void quantize_q6_K(const float *src, uint8_t *p, int64_t nb)
 		st16(p + 208, skipper_f32_to_fp16(d));
 		memset(ql, 0, 128 + 64);
 		for (int j = 0; j < 16; j++) {
-			sc[j] = (int8_t)clampi(d != 0 ? (int)lroundf(scale[j] / d) : 0, -128, 127);
-			float d1 = d * sc[j], id = d1 != 0 ? 1.0f / d1 : 0.0f;
+			sc[j] = (int8_t)clampi(d != 0 ? round_away(scale[j] / d) : 0, -128, 127);
+			float d1 = d * sc[j], id = inverse(d1);
 			for (int l = 0; l < 16; l++) {
 				int e = 16 * j + l, h = e / 128, k = (e % 128) / 32, i = e % 32;
-				int q = clampi((int)lroundf(src[e] * id) + 32, 0, 63);
+				int q = clampi(round_away(src[e] * id) + 32, 0, 63);
 				ql[64 * h + i + 32 * (k & 1)] |= (uint8_t)((q & 0xf) << (k >= 2 ? 4 : 0));
 				qh[32 * h + i] |= (uint8_t)((q >> 4) << (2 * k));
 			}
@@ -419,13 +451,13 @@ size_t skipper_quantize_row(int type, const float *src, void *dst, int64_t n)
 	case SKIPPER_Q8_0:
 		for (int64_t b = 0; b < n / SKIPPER_QK; b++, p += sizeof(struct skipper_block_q8_0)) {
 			const float *x = src + b * SKIPPER_QK;
-			float amax = 0;
+			float amax = 0; /* never NaN: the compare is fmaxf's result, and vectorises */
 			for (int j = 0; j < SKIPPER_QK; j++)
-				amax = fmaxf(amax, fabsf(x[j]));
-			float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+				amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+			float d = amax / 127.0f, id = inverse(d);
 			st16(p, skipper_f32_to_fp16(d));
 			for (int j = 0; j < SKIPPER_QK; j++)
-				p[2 + j] = (uint8_t)(int8_t)clampi((int)roundf(x[j] * id), -127, 127);
+				p[2 + j] = (uint8_t)(int8_t)clampi(round_away(x[j] * id), -127, 127);
 		}
 		break;
 	case SKIPPER_Q4_0:
@@ -437,7 +469,7 @@ size_t skipper_quantize_row(int type, const float *src, void *dst, int64_t n)
 			for (int j = 0; j < SKIPPER_QK; j++)
 				if (fabsf(x[j]) > fabsf(big))
 					big = x[j];
-			float d = big / -8.0f, id = d != 0 ? 1.0f / d : 0.0f;
+			float d = big / -8.0f, id = inverse(d);
 			st16(p, skipper_f32_to_fp16(d));
 			for (int j = 0; j < SKIPPER_QK / 2; j++) {
 				int lo = clampi((int)floorf(x[j] * id + 8.5f), 0, 15);
@@ -451,10 +483,10 @@ size_t skipper_quantize_row(int type, const float *src, void *dst, int64_t n)
 			const float *x = src + b * SKIPPER_QK;
 			float lo = x[0], hi = x[0];
 			for (int j = 1; j < SKIPPER_QK; j++) {
-				lo = fminf(lo, x[j]);
-				hi = fmaxf(hi, x[j]);
+				lo = minf(lo, x[j]);
+				hi = maxf(hi, x[j]);
 			}
-			float d = (hi - lo) / 15.0f, id = d != 0 ? 1.0f / d : 0.0f;
+			float d = (hi - lo) / 15.0f, id = inverse(d);
 			st16(p, skipper_f32_to_fp16(d));
 			st16(p + 2, skipper_f32_to_fp16(lo));
 			for (int j = 0; j < SKIPPER_QK / 2; j++) {

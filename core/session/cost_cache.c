@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "model/quant.h"
 #include "session.h"
 
 /* Bump when a kernel's speed or the way curves are timed changes within a
@@ -23,11 +24,10 @@
 
 char *session_cost_cache(struct skipper_session *s, int draft_head)
 {
-	const char *model = skipper_gguf_path(s->model->gguf);
-	const char *file = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
-	char dir[4096], what[8192], backend[4096], *path;
+	char file[512], dir[4096], what[8192], backend[4096], *path;
 	uint64_t h = 1469598103934665603ull;
 
+	skipper_model_stem(s->model, file, sizeof file);
 	if (skipper_cache_dir(dir, sizeof dir, "costs"))
 		return NULL;
 	if (mkdir(dir, 0777) && errno == ENOENT) {
@@ -41,9 +41,11 @@ char *session_cost_cache(struct skipper_session *s, int draft_head)
 		return NULL;
 	skipper_backend_identity(s->be, backend, sizeof backend);
 	/* the version too: a new release's kernels cost differently */
-	snprintf(what, sizeof what, "%s|%llu|%s|%s|%ld|%s|%d|head %d", file,
-	         (unsigned long long)skipper_gguf_file_size(s->model->gguf), s->be->ops->name, backend,
-	         (long)s->be->n_ctx, PACKAGE_VERSION, COST_CURVE_REVISION, draft_head);
+	snprintf(what, sizeof what, "%s|%llu|%s|%s|%ld|%s|%d|head %d%s%s", file,
+	         (unsigned long long)skipper_model_file_size(s->model), s->be->ops->name, backend,
+	         (long)s->be->n_ctx, PACKAGE_VERSION, COST_CURVE_REVISION, draft_head,
+	         s->model->quantized >= 0 ? "|quantize " : "",
+	         s->model->quantized >= 0 ? skipper_dtype_name(s->model->quantized) : "");
 	/* the draft head in the name too: settings that alternate keep a curve each */
 	for (const char *c = what; *c; c++)
 		h = (h ^ (uint8_t)*c) * 1099511628211ull;

@@ -59,16 +59,13 @@ static char *data_roots(void)
 
 /* The first ROOT/profiles/DIR/name that accept() takes, for ROOT = the
  * cache, each entry of $SKIPPER_DATA_PATH, the installed data, and DIR =
- * sha (when given), then the model file's name without .gguf. */
+ * sha (when given), then the model's stem (skipper_model_stem). */
 static char *search_model_dirs(struct skipper_session *s, const char *name, const char *sha, accept_fn ok,
                                void *arg)
 {
-	const char *model = skipper_gguf_path(s->model->gguf);
-	const char *file = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
 	char stem[512], *roots, *path;
-	size_t sl = strlen(file);
 
-	snprintf(stem, sizeof stem, "%.*s", (int)(sl > 5 && !strcmp(file + sl - 5, ".gguf") ? sl - 5 : sl), file);
+	skipper_model_stem(s->model, stem, sizeof stem);
 	if (!(roots = data_roots()))
 		return NULL;
 	for (char *save = NULL, *d = strtok_r(roots, ":", &save); d; d = strtok_r(NULL, ":", &save)) {

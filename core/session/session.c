@@ -2,6 +2,7 @@
  * template, backend and the configured policy's engine, in the order that
  * fails fastest. */
 #define _GNU_SOURCE /* asprintf */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,8 +11,10 @@
 #include <unistd.h>
 
 #include "backend/backend.h"
+#include "model/quant.h"
 #include "base/error.h"
 #include "build-config.h"
+#include "hub/hub.h"
 #include "session.h"
 
 void session_log(const struct skipper_session *s, int level, const char *fmt, ...)
@@ -56,33 +59,91 @@ static int known_model_path(const char *name, const char *file, char **path, str
 	return SKIPPER_OK;
 }
 
-/* [model] hub = ORG/REPO:FILE.gguf[@REVISION]. */
+/* The files of a Hugging Face checkpoint that loading reads: the
+ * configuration, the tokenizer's, the chat template's and the weights at
+ * the top of the repository (not its onnx/, original/, ... copies). */
+static int checkpoint_file(const char *name)
+{
+	static const char *const json[] = { "config.json", "generation_config.json", "tokenizer.json",
+		                            "tokenizer_config.json", "chat_template.jinja", "model.safetensors.index.json" };
+	size_t n = strlen(name);
+	if (strchr(name, '/'))
+		return 0;
+	for (size_t i = 0; i < sizeof json / sizeof json[0]; i++)
+		if (strcmp(name, json[i]) == 0)
+			return 1;
+	return n > 12 && strcmp(name + n - 12, ".safetensors") == 0;
+}
+
+/* The snapshot directory: where config.json landed. */
+static void got_checkpoint_file(void *arg, const char *file, const char *path, int downloaded)
+{
+	char **dir = arg;
+	(void)downloaded;
+	if (strcmp(file, "config.json") == 0 && !*dir && (*dir = strdup(path)))
+		*strrchr(*dir, '/') = '\0';
+}
+
+/* [model] hub = ORG/REPO:FILE.gguf[@REVISION] (one file), or
+ * ORG/REPO[@REVISION] (a Hugging Face checkpoint: its directory in the
+ * snapshot). */
 static int hub_model_path(const struct skipper_config *cfg, const char *spec, const struct skipper_session_hooks *hooks,
                           char **path, struct skipper_error *err)
 {
-	char *copy = strdup(spec), *colon, *at, *rev = NULL;
+	char *copy = strdup(spec), *colon, *at, *rev = NULL, *slash;
 	struct session_hub h;
 	int rc;
 
+	*path = NULL;
 	if (!copy)
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 	colon = strchr(copy, ':');
-	if (!colon || !colon[1]) {
-		free(copy);
-		return skipper_fail(err, SKIPPER_ERR_CONFIG, "[model] hub = %s: expected ORG/REPO:FILE.gguf[@REVISION]",
-		                    spec);
-	}
-	*colon = '\0';
-	if ((at = strrchr(colon + 1, '@'))) {
+	if ((at = strrchr(colon ? colon + 1 : copy, '@'))) {
 		*at = '\0';
 		rev = at + 1;
 	}
+	if (colon)
+		*colon = '\0';
+	slash = strchr(copy, '/');
+	if ((colon && !colon[1]) || !slash || slash == copy || !slash[1] || strchr(slash + 1, '/') || (rev && !*rev)) {
+		free(copy);
+		return skipper_fail(err, SKIPPER_ERR_CONFIG,
+		                    "[model] hub = %s: expected ORG/REPO[@REVISION] (a checkpoint) or "
+		                    "ORG/REPO:FILE.gguf[@REVISION]", spec);
+	}
 	rc = session_hub_open(&h, cfg, 0, hooks, err);
-	if (rc == SKIPPER_OK)
+	if (rc == SKIPPER_OK && colon) {
 		rc = session_hub_pull_one(&h, copy, rev, colon + 1, path, err);
+	} else if (rc == SKIPPER_OK) {
+		struct skipper_hub_request req = { .repo = copy, .revision = rev, .filter = checkpoint_file };
+		rc = skipper_hub_pull(h.hub, &req, got_checkpoint_file, path, err);
+		if (rc == SKIPPER_OK && !*path)
+			rc = skipper_fail(err, SKIPPER_ERR_NOT_FOUND, "%s has no config.json: not a Hugging Face checkpoint "
+			                  "(for a GGUF file in it: [model] hub = %s:FILE.gguf)", copy, copy);
+		if (rc) {
+			free(*path);
+			*path = NULL;
+		}
+	}
 	session_hub_close(&h);
 	free(copy);
 	return rc;
+}
+
+/* ORG/NAME as a hub repository id: two names of the characters the hub
+ * allows, nothing else (a relative path of two parts that does not exist
+ * reads the same: it is looked up on the hub, whose error names it). */
+static int repo_id(const char *p)
+{
+	const char *slash = strchr(p, '/');
+	size_t n = strlen(p);
+	if (!slash || slash == p || !slash[1] || strchr(slash + 1, '/') || p[0] == '.' ||
+	    (n > 5 && strcmp(p + n - 5, ".gguf") == 0))
+		return 0;
+	for (const char *c = p; *c && *c != '@'; c++)
+		if (!(isalnum((unsigned char)*c) || strchr("-_./", *c)))
+			return 0;
+	return 1;
 }
 
 int skipper_session_model_path(const struct skipper_config *cfg, const struct skipper_session_hooks *hooks,
@@ -97,6 +158,12 @@ int skipper_session_model_path(const struct skipper_config *cfg, const struct sk
 		for (size_t i = 0; i < sizeof known_models / sizeof known_models[0]; i++)
 			if (strcmp(p, known_models[i].name) == 0 && access(p, F_OK) != 0)
 				return known_model_path(p, known_models[i].file, path, err);
+		if (access(p, F_OK) != 0 && repo_id(p)) {
+			int rc = hub_model_path(cfg, p, hooks, path, err);
+			if (rc)
+				skipper_fail_prefix(err, "model %s: no such file or directory here; from the hub", p);
+			return rc;
+		}
 		return (*path = strdup(p)) ? SKIPPER_OK : skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 	}
 	if (hub && *hub)
@@ -137,11 +204,11 @@ static int chat_setup(struct skipper_session *s, struct skipper_error *err)
 	const char *sys = skipper_config_get(s->cfg, "generate", "system");
 
 	if (strcmp(name, "auto") == 0) {
-		struct skipper_gguf_str j = { 0 };
-		skipper_gguf_get_str(s->model->gguf, "tokenizer.chat_template", &j);
-		s->chat_template = j.ptr ? skipper_chat_template_detect(j.ptr, j.len) : SKIPPER_CHAT_NONE;
-		if (j.ptr)
-			s->system = skipper_chat_default_system(j.ptr, j.len);
+		char *j = skipper_model_chat_template(s->model);
+		s->chat_template = j ? skipper_chat_template_detect(j, strlen(j)) : SKIPPER_CHAT_NONE;
+		if (j)
+			s->system = skipper_chat_default_system(j, strlen(j));
+		free(j);
 	} else {
 		s->chat_template = skipper_chat_template_by_name(name);
 	}
@@ -174,7 +241,7 @@ static void fill_info(struct skipper_session *s)
 {
 	struct skipper_session_info *i = &s->info;
 	i->model = s->model->view.name;
-	i->model_path = skipper_gguf_path(s->model->gguf);
+	i->model_path = skipper_model_path(s->model);
 	i->arch = s->model->view.arch;
 	i->backend = s->be->ops->name;
 	i->device = s->be->device;
@@ -190,6 +257,7 @@ int skipper_session_open_opts(const struct skipper_config *cfg, const struct ski
 {
 	struct skipper_session *s = calloc(1, sizeof *s);
 	struct skipper_backend_opts bo = { 0 };
+	struct skipper_model_opts mo = { -1 };
 	char *path = NULL;
 	int rc;
 
@@ -204,15 +272,19 @@ int skipper_session_open_opts(const struct skipper_config *cfg, const struct ski
 	if ((rc = skipper_config_check(cfg, err)) || (rc = skipper_config_copy(cfg, &s->cfg, err)) ||
 	    (rc = gen_params(s->cfg, &s->gen, err)) || (rc = backend_opts(s->cfg, &bo, err)))
 		goto fail;
+	mo.quantize = skipper_model_quantize_type(skipper_config_get(s->cfg, "model", "quantize"));
 	if ((rc = skipper_session_model_path(s->cfg, &s->hooks, &path, err)) ||
-	    (rc = skipper_model_load(path, &s->model, err)))
+	    (rc = skipper_model_load_opts(path, &mo, &s->model, err)))
 		goto fail;
+	if (s->model->quantized >= 0)
+		session_log(s, SKIPPER_LOG_INFO, "%s: weights quantized to %s at load in %.1f s", skipper_model_path(s->model),
+		            skipper_dtype_name(s->model->quantized), s->model->quantize_seconds);
 	if (bo.n_ctx > s->model->view.hp.n_ctx_train && s->model->view.hp.n_ctx_train > 0)
 		bo.n_ctx = s->model->view.hp.n_ctx_train;
-	if ((rc = skipper_tokenizer_from_gguf(s->model->gguf, &s->tok, err)) || (rc = chat_setup(s, err)))
+	if ((rc = skipper_tokenizer_for_model(s->model, &s->tok, err)) || (rc = chat_setup(s, err)))
 		goto fail;
 	if ((rc = skipper_backend_create(&s->model->view, &bo, &s->be, err))) {
-		skipper_fail_prefix(err, "%s", skipper_gguf_path(s->model->gguf));
+		skipper_fail_prefix(err, "%s", skipper_model_path(s->model));
 		goto fail;
 	}
 	if ((rc = session_history_open(s, err)) || (rc = skipper_session_engine(s, s->cfg, &s->engine, err)))

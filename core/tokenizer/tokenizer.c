@@ -231,6 +231,11 @@ static int add_eog(struct skipper_tokenizer *t, int32_t id)
 	return 0;
 }
 
+int skipper_tokenizer_add_eog(struct skipper_tokenizer *t, int32_t id)
+{
+	return add_eog(t, id) ? SKIPPER_ERR_NOMEM : SKIPPER_OK;
+}
+
 /* End-of-generation markers of common chat formats. Like llama.cpp, such
  * tokens are treated as control tokens even when the file says otherwise,
  * so they never print and always stop generation. */

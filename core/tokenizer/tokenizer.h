@@ -11,6 +11,8 @@
 
 #include "model/gguf.h"
 
+struct skipper_model;
+
 struct skipper_tokenizer; /* opaque */
 
 /* Build from tokenizer.ggml.* keys. *out owned by the caller. */
@@ -131,6 +133,26 @@ int skipper_tokenizer_token_type(const struct skipper_tokenizer *t, int32_t id);
  * *out owned by the caller. */
 int skipper_tokenizer_from_hf(const char *tokenizer_json, const char *config_json, struct skipper_tokenizer **out,
                               struct skipper_error *err);
+/* One more id that ends generation (a checkpoint's generation_config.json
+ * may name several); an id outside the vocabulary is ignored. */
+int skipper_tokenizer_add_eog(struct skipper_tokenizer *t, int32_t id);
+
+/* The tokenizer of a loaded model: its GGUF metadata, or a checkpoint's
+ * tokenizer.json + tokenizer_config.json (+ generation_config.json's
+ * end ids). *out owned by the caller. Errors name the file. */
+int skipper_tokenizer_for_model(const struct skipper_model *m, struct skipper_tokenizer **out,
+                                struct skipper_error *err);
+/* The model's chat template text (GGUF tokenizer.chat_template; a
+ * checkpoint's tokenizer_config.json chat_template, else its
+ * chat_template.jinja), or NULL when it has none. malloc'ed, owned by the
+ * caller. */
+char *skipper_model_chat_template(const struct skipper_model *m);
+
+/* The same with at least min_vocab ids: a model's embedding may have more
+ * rows than its tokenizer has tokens (Qwen2.5: 151936 for 151665); the
+ * ids between are unused tokens that decode to nothing. */
+int skipper_tokenizer_from_hf_vocab(const char *tokenizer_json, const char *config_json, int32_t min_vocab,
+                                    struct skipper_tokenizer **out, struct skipper_error *err);
 /* chat_template of a tokenizer_config.json (the "default" one when there
  * are several), or NULL. malloc'ed, owned by the caller. */
 char *skipper_hf_chat_template(const char *config_json);

@@ -75,6 +75,12 @@ static int is_byte_piece(const char *s)
 int skipper_tokenizer_from_hf(const char *tokenizer_json, const char *config_json, struct skipper_tokenizer **out,
                               struct skipper_error *err)
 {
+	return skipper_tokenizer_from_hf_vocab(tokenizer_json, config_json, 0, out, err);
+}
+
+int skipper_tokenizer_from_hf_vocab(const char *tokenizer_json, const char *config_json, int32_t min_vocab,
+                                    struct skipper_tokenizer **out, struct skipper_error *err)
+{
 	json_error_t je;
 	json_t *root = NULL, *cfg = NULL;
 	const char **tokens = NULL;
@@ -111,6 +117,8 @@ int skipper_tokenizer_from_hf(const char *tokenizer_json, const char *config_jso
 	json_array_foreach(added, i, v)
 		if (json_integer_value(json_object_get(v, "id")) + 1 > n_vocab)
 			n_vocab = json_integer_value(json_object_get(v, "id")) + 1;
+	if (n_vocab > 0 && min_vocab > n_vocab)
+		n_vocab = min_vocab; /* rows of the embedding no token uses (padding to a round size) */
 	if (n_vocab <= 0 || n_vocab > (1 << 24)) {
 		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: bad vocabulary size %lld", tokenizer_json,
 		                  (long long)n_vocab);
@@ -130,9 +138,9 @@ int skipper_tokenizer_from_hf(const char *tokenizer_json, const char *config_jso
 		tokens[id] = key;
 	}
 	for (int64_t k = 0; k < n_vocab; k++) {
+		types[k] = tokens[k] ? SKIPPER_TOKEN_NORMAL : SKIPPER_TOKEN_UNUSED;
 		if (!tokens[k])
-			tokens[k] = ""; /* holes: never produced */
-		types[k] = SKIPPER_TOKEN_NORMAL;
+			tokens[k] = ""; /* holes: never produced by encoding, nothing when decoded */
 	}
 	json_array_foreach(added, i, v) {
 		json_int_t id = json_integer_value(json_object_get(v, "id"));

@@ -130,6 +130,42 @@ else
 	for i in 1 2 3 4 5 6; do n=$((n + 1)); echo "ok $n # SKIP no test-model generator"; done
 fi
 
+# [model] hub = ORG/NAME and -m ORG/NAME: a Hugging Face checkpoint, only the
+# files a model needs (not README.md, not the onnx/ copy), checked, and read
+# from the snapshot (needs the generator and python3 with numpy and gguf).
+if [ -x "$top_builddir/tests/gen-model" ] && "${PYTHON3:-python3}" -c "import numpy, gguf" 2>/dev/null &&
+	"$top_builddir/tests/gen-model" --out "$T/ck.gguf" --arch qwen2 >/dev/null 2>&1 &&
+	"${PYTHON3:-python3}" "${top_srcdir:-.}/tests/gguf-to-hf.py" "$T/ck.gguf" "$T/ck" --dtype bf16 --shards 2; then
+	c=5555555555555555555555555555555555555555
+	mkdir -p "$T/tree/team/ckpt/resolve/$c/onnx" "$T/tree/api/models/team/ckpt/revision"
+	echo "a model card" > "$T/ck/README.md"
+	mkdir -p "$T/ck/onnx" && echo "not needed" > "$T/ck/onnx/model.onnx"
+	sib=
+	for f in $(cd "$T/ck" && find . -type f | sed 's|^\./||' | sort); do
+		cp "$T/ck/$f" "$T/tree/team/ckpt/resolve/$c/$f"
+		sz=$(wc -c < "$T/ck/$f" | tr -d ' ') sum=$(sha256sum "$T/ck/$f" | cut -d' ' -f1)
+		sib="$sib${sib:+,}{\"rfilename\":\"$f\",\"size\":$sz,\"lfs\":{\"sha256\":\"$sum\",\"size\":$sz}}"
+	done
+	printf '{"sha":"%s","siblings":[%s]}' "$c" "$sib" > "$T/tree/api/models/team/ckpt/revision/main"
+	"$SKIPPER" info --set model.hub=team/ckpt >"$T/info" 2>"$T/err"; ok $? "[model] hub = ORG/NAME pulls a checkpoint: $(head -c 300 "$T/err")"
+	grep -q "checkpoint: *$T/cache/models--team--ckpt/snapshots/$c " "$T/info" && grep -q "name: *team/ckpt" "$T/info"
+	ok $? "and reads it from the snapshot, named after the repository"
+	snap="$T/cache/models--team--ckpt/snapshots/$c"
+	[ -f "$snap/model.safetensors.index.json" ] && [ -f "$snap/tokenizer.json" ] && [ ! -e "$snap/README.md" ] &&
+		[ ! -e "$snap/onnx" ]; ok $? "only the files a model needs: $(ls "$snap" | tr '\n' ' ')"
+	SKIPPER_CACHE_DIR="$T/sk" "$SKIPPER" generate -m team/ckpt --set model.threads=1 -p "hi" -n 4 >"$T/a" 2>"$T/err"
+	ok $? "-m ORG/NAME generates from the hub's checkpoint: $(head -c 300 "$T/err")"
+	SKIPPER_CACHE_DIR="$T/sk" "$SKIPPER" generate -m "$T/ck" --set model.threads=1 -p "hi" -n 4 >"$T/b" 2>/dev/null
+	cmp -s "$T/a" "$T/b"; ok $? "the same text as from the local directory"
+	HF_HUB_OFFLINE=1 SKIPPER_CACHE_DIR="$T/sk" "$SKIPPER" generate -m team/ckpt --set model.threads=1 -p "hi" -n 4 \
+		>/dev/null 2>&1; ok $? "offline, from the cache"
+	printf '{"sha":"%s","siblings":[{"rfilename":"README.md","size":13}]}' "$c" > "$T/tree/api/models/team/ckpt/revision/v0"
+	"$SKIPPER" info --set model.hub=team/ckpt@v0 >/dev/null 2>"$T/err"; r=$?
+	[ $r = 1 ] && grep -q "not a Hugging Face checkpoint" "$T/err"; ok $? "a repository without config.json: exit $r, $(cat "$T/err")"
+else
+	for i in 1 2 3 4 5 6 7; do n=$((n + 1)); echo "ok $n # SKIP no test-model generator or python3 with numpy and gguf"; done
+fi
+
 # Faults a hub can serve, each a clear error with nothing stored.
 # listed_repo REPO FILE SIZE-IN-LISTING EXTRA-JSON: serve FILE (from $T/src) under a fixed commit
 listed_repo() {
