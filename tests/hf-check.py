@@ -140,6 +140,24 @@ for name, opts in VARIANTS.items():
         else:
             ok(dq == 0.0, f"{name}: F32 checkpoint quantised to {q} at load = {q} GGUF, bitwise (max |diff| {dq:.2e})")
 
+    # skipper convert: back to GGUF in llama.cpp's layout; as stored, the
+    # generator's own file's logits; quantised, the generator's quantised file's
+    for q, want in (("none", G), ("q8_0", None)):
+        out = os.path.join(work, f"{name}-converted-{q}.gguf")
+        r = run(SKIPPER, "convert", "--type", q, d32, out)
+        Lc, why = logits(out, toks) if r.returncode == 0 else (None, r.stderr.decode())
+        ref_l = want if want is not None else logits(gen(name + "-q8_0", "--dtype", "q8_0", *opts), toks)[0]
+        ok(Lc is not None and float(np.abs(Lc - ref_l).max()) == 0.0,
+           f"{name}: skipper convert --type {q}: the logits of the generator's {q} GGUF, bitwise", why)
+    rd = gguf.GGUFReader(os.path.join(work, f"{name}-converted-none.gguf"))
+    og = gguf.GGUFReader(g32)
+    tok = lambda rr: [bytes(rr.fields["tokenizer.ggml.tokens"].parts[i]) for i in rr.fields["tokenizer.ggml.tokens"].data]  # noqa: E731
+    names = lambda rr: sorted(t.name for t in rr.tensors if t.name != "rope_freqs.weight")  # noqa: E731
+    ok(names(rd) == names(og) and tok(rd) == tok(og) and
+       bytes(rd.fields["tokenizer.ggml.pre"].parts[-1]).decode() in ("gpt-2", "qwen2"),
+       f"{name}: gguf-py reads the converted file: the generator's {len(names(og))} tensors (llama3 factors as "
+       "rope_freqs.weight, as llama.cpp's converter writes them), the same vocabulary")
+
     # the CLI: tokenizer.json, the chat template, the policies
     rc1, t_hf, e1 = generate(d32, "-n", "24", "--policy", "none", "-p", PROMPT)
     rc2, t_gg, e2 = generate(g32, "-n", "24", "--policy", "none", "-p", PROMPT)
@@ -153,6 +171,18 @@ for name, opts in VARIANTS.items():
         rc, t, e = generate(d32, "-n", "24", "--policy", pol, "-p", PROMPT)
         rc0, t0, _ = generate(d32, "-n", "24", "--policy", "none", "-p", PROMPT)
         ok(rc == 0 and t == t0, f"{name}: policy {pol} on the checkpoint: the output of plain decoding", e)
+
+# skipper convert refuses what it cannot do, leaving nothing behind
+r = run(SKIPPER, "convert", os.path.join(work, "llama.gguf"), os.path.join(tmp, "x.gguf"))
+ok(r.returncode == 2 and b"GGUF file already" in r.stderr and not os.path.exists(os.path.join(tmp, "x.gguf")),
+   "skipper convert of a GGUF file: exit 2, says so", r.stderr.decode())
+r = run(SKIPPER, "convert", os.path.join(work, "llama"), tmp)
+ok(r.returncode == 2 and b"is a directory" in r.stderr, "skipper convert to a directory: exit 2", r.stderr.decode())
+r = run(SKIPPER, "convert", os.path.join(work, "llama"), "/nonexistent-dir/x.gguf")
+ok(r.returncode == 1 and b"/nonexistent-dir/x.gguf" in r.stderr, "skipper convert into a missing directory: exit 1, "
+   "naming the file", r.stderr.decode())
+r = run(SKIPPER, "convert", "--type", "q3_k", os.path.join(work, "llama"), os.path.join(tmp, "x.gguf"))
+ok(r.returncode == 2 and b"q3_k" in r.stderr, "skipper convert --type q3_k: exit 2", r.stderr.decode())
 
 # skip profiles are keyed to a checkpoint by the hash of its files: one made
 # for it is found by its name; one made for the GGUF it came from is not used
@@ -226,6 +256,14 @@ if smollm2 and os.path.exists(smollm2):
        f"{e}\nskipper:      {text[:120]!r}\ntransformers: {sure[:120]!r}")
     rc1, t1, e1 = generate(sm, "-n", "48", "--policy", "lookup", "-p", "Write a Python function that checks whether a number is prime.")
     ok(rc1 == 0 and t1 == text, "SmolLM2 checkpoint: lookup's output is plain decoding's", e1)
+    conv = os.path.join(work, "smollm2-converted.gguf")
+    r = run(SKIPPER, "convert", sm, conv)
+    rc2, t2, e2 = generate(conv, "-n", "48", "--policy", "none", "-p", "Write a Python function that checks whether a number is prime.")
+    # Q/K rows permuted into pairs: another summation order, so the same
+    # reply up to transformers' first near tie
+    ok(r.returncode == 0 and rc2 == 0 and len(sure) > 10 and t2.startswith(sure),
+       "SmolLM2 checkpoint converted to GGUF (chat template, tokenizer, permuted Q/K): transformers' reply up to "
+       "its first near tie", r.stderr.decode() + e2 + f"\nconverted: {t2[:120]!r}")
 else:
     print("# SmolLM2 not in the cache: its checks are skipped")
 

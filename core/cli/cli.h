@@ -108,6 +108,7 @@ json_t *cli_stats_json(const struct skipper_run_stats *st);
 
 int cmd_generate(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_policies(int argc, char **argv);

@@ -16,6 +16,7 @@ static const struct {
 	{ "calibrate", cmd_calibrate, "search a policy's skip sets offline and write its profile" },
 	{ "vocab", cmd_vocab, "rank a model's vocabulary over a corpus, for [generate] draft_vocab" },
 	{ "info", cmd_info, "describe a model file" },
+	{ "convert", cmd_convert, "write a Hugging Face checkpoint as a GGUF file (optionally quantised)" },
 	{ "policies", cmd_policies, "list installed policy plugins" },
 	{ "pull", cmd_pull, "download model or profile files from a Hugging Face-compatible hub" },
 	{ "profile", cmd_profile, "skip profiles: pull, show, verify, sign, keygen, publish" },

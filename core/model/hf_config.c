@@ -115,8 +115,10 @@ int model_hf_config(struct loader *L, json_t *cfg)
 	if ((rc = get_float(L, json_object_get(cfg, "rope_theta") || !json_is_object(rp) ? cfg : rp, "rope_theta",
 	                    10000.0f, &hp->rope_theta)))
 		return rc;
-	if (hp->n_vocab < 1)
-		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: vocab_size = %d", L->path, hp->n_vocab);
+	if (hp->n_vocab < 1 || hp->n_ctx_train < 1)
+		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: %s = %d: must be at least 1", L->path,
+		                    hp->n_vocab < 1 ? "vocab_size" : "max_position_embeddings",
+		                    hp->n_vocab < 1 ? hp->n_vocab : hp->n_ctx_train);
 	hp->rope_dim = hp->head_dim;
 	hp->rope_style = SKIPPER_ROPE_HALVES; /* checkpoints rotate halves; only the GGUF converter permutes */
 

@@ -176,6 +176,11 @@ static int gguf_hparams(struct loader *L)
 	    (rc = hp_int(L, "context_length", 0, 2048, &hp->n_ctx_train)) ||
 	    (rc = hp_int(L, "vocab_size", 0, 0, &hp->n_vocab)))
 		return rc;
+	/* a context of no token would make every later size zero (the KV
+	 * cache, the default context): the file is broken, say which key */
+	if (hp->n_ctx_train < 1)
+		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: metadata key %s.context_length = %d: a model's "
+		                    "context holds at least one token", L->path, arch, hp->n_ctx_train);
 	if ((rc = hp_int(L, "attention.key_length", 0, hp->n_head ? hp->n_embd / hp->n_head : 0, &hp->head_dim)) ||
 	    (rc = hp_int(L, "rope.dimension_count", 0, hp->head_dim, &hp->rope_dim)) ||
 	    (rc = hp_float(L, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->rms_eps)) ||
@@ -225,11 +230,6 @@ int model_check_hparams(struct loader *L)
 {
 	struct skipper_hparams *hp = &L->m->view.hp;
 
-	/* a context of no token would make every later size zero (the KV
-	 * cache, the default context): the file is broken, say so */
-	if (hp->n_ctx_train < 1)
-		return skipper_fail(L->err, SKIPPER_ERR_FORMAT, "%s: training context length %d: a model's "
-		                    "context holds at least one token", L->path, hp->n_ctx_train);
 	if (hp->n_layer < 1 || hp->n_layer > 1024 || hp->n_embd < 1 || hp->n_ff < 1 || hp->n_head < 1 ||
 	    hp->n_head_kv < 1 || hp->n_embd % hp->n_head || hp->n_head % hp->n_head_kv)
 		return skipper_fail(L->err, SKIPPER_ERR_FORMAT,

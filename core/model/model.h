@@ -70,6 +70,14 @@ int skipper_model_hf_eos(const struct skipper_model *m, int32_t *ids, int max);
  * skipper_dtype, "none" as -1; -2 for any other name. */
 int skipper_model_quantize_type(const char *name);
 
+/* The model as a GGUF file at path (written atomically), in llama.cpp's
+ * conventions so that it loads there too: its hyper-parameters, names
+ * and weights as loaded (after [model] quantize), added to o after the
+ * metadata the caller put there (the tokenizer's). */
+struct skipper_gguf_out;
+int skipper_model_write_gguf(const struct skipper_model *m, struct skipper_gguf_out *o, const char *path,
+                             struct skipper_error *err);
+
 /* SHA-256 of the model file as 64 lowercase hex chars + NUL (computed on first
  * call and cached); for a checkpoint, of its files' names and hashes; with
  * quantize, of that and the type. Used to bind skip profiles to a model. */

@@ -1,6 +1,6 @@
 /* safetensors files of F32 matrices beside skip profiles: written
- * atomically (core/base/atomic.h), read with every header field
- * checked against the file. */
+ * atomically (core/base/atomic.h), read through the model loader's
+ * reader (core/model/safetensors.c). */
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -13,6 +13,8 @@
 #include "base/atomic.h"
 #include "base/error.h"
 #include "base/file.h"
+#include "model/quant.h"
+#include "model/safetensors.h"
 #include "tensor_file.h"
 
 static int little_endian(void)
@@ -79,118 +81,53 @@ out:
 	return rc;
 }
 
-/* Tensor name's bytes [begin, end) shared with no other tensor of the
- * header: overlapping ranges are a corrupt (or forged) file whose data
- * would be read shifted. */
-static int check_disjoint(json_t *hdr, const char *name, uint64_t begin, uint64_t end, const char *path,
-                          struct skipper_error *err)
-{
-	const char *other;
-	json_t *t;
-
-	json_object_foreach(hdr, other, t) {
-		json_t *offs = json_object_get(t, "data_offsets");
-		if (!strcmp(other, name) || !json_is_array(offs) || json_array_size(offs) != 2)
-			continue;
-		uint64_t b = (uint64_t)json_integer_value(json_array_get(offs, 0)),
-		         e = (uint64_t)json_integer_value(json_array_get(offs, 1));
-		if (b < end && begin < e)
-			return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: tensors '%s' and '%s' overlap", path, name, other);
-	}
-	return SKIPPER_OK;
-}
-
 int skipper_tensor_read(const char *path, const char *name, float *out, size_t capacity, int *rows, int *cols,
                         struct skipper_error *err)
 {
-	FILE *fp = skipper_open_regular(path, "rb", 0, "tensor file", err);
-	unsigned char len8[8];
-	uint64_t hlen = 0, begin, end;
-	long size;
-	char *text = NULL;
-	json_t *hdr = NULL, *t, *shape, *offs;
-	json_error_t jerr;
-	int rc = SKIPPER_OK;
-	int64_t r, c;
+	struct skipper_safetensors *st;
+	const struct skipper_gguf_tensor *t = NULL;
+	int rc;
 
 	*rows = *cols = 0;
-	if (!fp) /* NOT_FOUND is kept for a missing tensor */
-		return err ? (err->status = SKIPPER_ERR_IO) : SKIPPER_ERR_IO;
-	if (!little_endian()) {
-		rc = skipper_fail(err, SKIPPER_ERR_UNSUPPORTED, "%s: safetensors needs a little-endian host", path);
-		goto out;
-	}
-	if (fseek(fp, 0, SEEK_END) != 0 || (size = ftell(fp)) < 0 || fseek(fp, 0, SEEK_SET) != 0 ||
-	    fread(len8, 1, 8, fp) != 8) {
-		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: not a safetensors file (too short)", path);
-		goto out;
-	}
-	for (int b = 0; b < 8; b++)
-		hlen |= (uint64_t)len8[b] << (8 * b);
-	if (hlen == 0 || hlen > (uint64_t)size - 8 || hlen > (100u << 20)) {
-		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: header length %llu does not fit the file", path,
-		                  (unsigned long long)hlen);
-		goto out;
-	}
-	if (!(text = malloc(hlen))) {
-		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
-		goto out;
-	}
-	if (fread(text, 1, hlen, fp) != hlen || !(hdr = json_loadb(text, hlen, 0, &jerr)) || !json_is_object(hdr)) {
-		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: bad safetensors header", path);
-		goto out;
-	}
-	if (!(t = json_object_get(hdr, name))) {
+	if (!little_endian())
+		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED, "%s: safetensors needs a little-endian host", path);
+	/* the model loader's reader: every header field checked against the
+	 * file, no two tensors sharing bytes */
+	if ((rc = skipper_safetensors_open(path, &st, err)))
+		/* NOT_FOUND is kept for a missing tensor */
+		return rc == SKIPPER_ERR_NOT_FOUND && err ? (err->status = SKIPPER_ERR_IO) : rc;
+	for (int64_t i = 0; i < skipper_safetensors_n_tensors(st) && !t; i++)
+		if (strcmp(skipper_safetensors_tensor(st, i)->name.ptr, name) == 0)
+			t = skipper_safetensors_tensor(st, i);
+	if (!t) {
 		rc = skipper_fail(err, SKIPPER_ERR_NOT_FOUND, "%s: no tensor '%s'", path, name);
 		goto out;
 	}
-	shape = json_object_get(t, "shape");
-	offs = json_object_get(t, "data_offsets");
-	if (!json_is_string(json_object_get(t, "dtype")) || strcmp(json_string_value(json_object_get(t, "dtype")), "F32") ||
-	    !json_is_array(shape) || json_array_size(shape) < 1 || json_array_size(shape) > 2 || !json_is_array(offs) ||
-	    json_array_size(offs) != 2 || !json_is_integer(json_array_get(offs, 0)) ||
-	    !json_is_integer(json_array_get(offs, 1))) {
+	if (t->type != SKIPPER_F32 || t->n_dims > 2 || t->ne[0] > INT32_MAX || t->ne[1] > INT32_MAX) {
 		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: tensor '%s': expected F32 with a 1-D or 2-D shape", path,
 		                  name);
 		goto out;
 	}
-	r = json_array_size(shape) == 2 ? json_integer_value(json_array_get(shape, 0)) : 1;
-	c = json_integer_value(json_array_get(shape, json_array_size(shape) - 1));
-	begin = (uint64_t)json_integer_value(json_array_get(offs, 0));
-	end = (uint64_t)json_integer_value(json_array_get(offs, 1));
-	if (r <= 0 || c <= 0 || r > INT32_MAX || c > INT32_MAX || end < begin ||
-	    end - begin != (uint64_t)r * (uint64_t)c * sizeof(float) || end > (uint64_t)size - 8 - hlen) {
-		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: tensor '%s': shape and offsets disagree with the file",
-		                  path, name);
-		goto out;
-	}
-	if ((rc = check_disjoint(hdr, name, begin, end, path, err)))
-		goto out;
-	*rows = (int)r;
-	*cols = (int)c;
+	*rows = (int)t->ne[1]; /* 1 for a 1-D tensor */
+	*cols = (int)t->ne[0];
+	size_t n = (size_t)*rows * (size_t)*cols;
 	if (!out)
 		goto out;
-	if (capacity < (size_t)r * (size_t)c) {
-		rc = skipper_fail(err, SKIPPER_ERR_RANGE, "%s: tensor '%s' has %lld floats, buffer holds %zu", path, name,
-		                  (long long)(r * c), capacity);
+	if (capacity < n) {
+		rc = skipper_fail(err, SKIPPER_ERR_RANGE, "%s: tensor '%s' has %zu floats, buffer holds %zu", path, name, n,
+		                  capacity);
 		goto out;
 	}
-	if (fseek(fp, (long)(8 + hlen + begin), SEEK_SET) != 0 ||
-	    fread(out, sizeof(float), (size_t)r * (size_t)c, fp) != (size_t)r * (size_t)c) {
-		rc = skipper_fail(err, SKIPPER_ERR_IO, "%s: read error", path);
-		goto out;
-	}
+	memcpy(out, t->data, n * sizeof *out);
 	/* what these files hold (anchors, labels) is never NaN or infinite:
 	 * such a value would only turn every comparison made with it false */
-	for (size_t i = 0; i < (size_t)r * (size_t)c; i++)
+	for (size_t i = 0; i < n; i++)
 		if (!isfinite(out[i])) {
 			rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: tensor '%s': row %zu holds %g", path, name,
-			                  i / (size_t)c, (double)out[i]);
+			                  i / (size_t)*cols, (double)out[i]);
 			break;
 		}
 out:
-	json_decref(hdr);
-	free(text);
-	fclose(fp);
+	skipper_safetensors_close(st);
 	return rc;
 }

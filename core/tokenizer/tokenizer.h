@@ -153,6 +153,12 @@ char *skipper_model_chat_template(const struct skipper_model *m);
  * ids between are unused tokens that decode to nothing. */
 int skipper_tokenizer_from_hf_vocab(const char *tokenizer_json, const char *config_json, int32_t min_vocab,
                                     struct skipper_tokenizer **out, struct skipper_error *err);
+/* The spec a tokenizer.json (+ tokenizer_config.json) describes, handed
+ * to fn while it is valid (skipper convert writes it into GGUF metadata):
+ * fn's result is the result. */
+int skipper_hf_tokenizer_spec(const char *tokenizer_json, const char *config_json, int32_t min_vocab,
+                              int (*fn)(const struct skipper_tokenizer_spec *sp, void *arg, struct skipper_error *err),
+                              void *arg, struct skipper_error *err);
 /* chat_template of a tokenizer_config.json (the "default" one when there
  * are several), or NULL. malloc'ed, owned by the caller. */
 char *skipper_hf_chat_template(const char *config_json);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/file.h"
 #include "tokenizer.h"
 
 struct pipe_info { int bytelevel, bytelevel_regex, digits_single, metaspace, split_llama3, split_qwen2, split_other; };
@@ -78,10 +79,38 @@ int skipper_tokenizer_from_hf(const char *tokenizer_json, const char *config_jso
 	return skipper_tokenizer_from_hf_vocab(tokenizer_json, config_json, 0, out, err);
 }
 
+static int make_tokenizer(const struct skipper_tokenizer_spec *sp, void *out, struct skipper_error *err)
+{
+	return skipper_tokenizer_from_arrays(sp, out, err);
+}
+
 int skipper_tokenizer_from_hf_vocab(const char *tokenizer_json, const char *config_json, int32_t min_vocab,
                                     struct skipper_tokenizer **out, struct skipper_error *err)
 {
+	*out = NULL;
+	return skipper_hf_tokenizer_spec(tokenizer_json, config_json, min_vocab, make_tokenizer, out, err);
+}
+
+/* A JSON file of at most 256 MiB (tokenizer.json of a 150K vocabulary is
+ * ~7 MB), a regular file: a FIFO is refused rather than waited on. */
+static json_t *load_json(const char *path, struct skipper_error *err)
+{
+	const void *data;
+	size_t len;
 	json_error_t je;
+	if (skipper_map_file(path, (uint64_t)256 << 20, NULL, &data, &len, err))
+		return NULL;
+	json_t *j = json_loadb(data, len, 0, &je);
+	skipper_unmap_file(data, len);
+	if (!j)
+		skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: %s", path, je.line, je.text);
+	return j;
+}
+
+int skipper_hf_tokenizer_spec(const char *tokenizer_json, const char *config_json, int32_t min_vocab,
+                              int (*fn)(const struct skipper_tokenizer_spec *sp, void *arg, struct skipper_error *err),
+                              void *arg, struct skipper_error *err)
+{
 	json_t *root = NULL, *cfg = NULL;
 	const char **tokens = NULL;
 	char **merge_buf = NULL;
@@ -90,11 +119,10 @@ int skipper_tokenizer_from_hf_vocab(const char *tokenizer_json, const char *conf
 	size_t n_merges = 0;
 	int rc;
 
-	*out = NULL;
-	if (!(root = json_load_file(tokenizer_json, 0, &je)))
-		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: %s", tokenizer_json, je.line, je.text);
-	if (config_json && !(cfg = json_load_file(config_json, 0, &je))) {
-		rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: %s", config_json, je.line, je.text);
+	if (!(root = load_json(tokenizer_json, err)))
+		return err->status;
+	if (config_json && !(cfg = load_json(config_json, err))) {
+		rc = err->status;
 		goto out;
 	}
 	json_t *model = json_object_get(root, "model");
@@ -267,7 +295,7 @@ int skipper_tokenizer_from_hf_vocab(const char *tokenizer_json, const char *conf
 	if (json_is_boolean(ae))
 		sp.add_eos = json_is_true(ae);
 
-	rc = skipper_tokenizer_from_arrays(&sp, out, err);
+	rc = fn(&sp, arg, err);
 	if (rc)
 		skipper_fail_prefix(err, "%s", tokenizer_json);
 	goto out;
@@ -288,8 +316,8 @@ out:
 
 char *skipper_hf_chat_template(const char *config_json)
 {
-	json_error_t je;
-	json_t *cfg = json_load_file(config_json, 0, &je);
+	struct skipper_error err = { 0 };
+	json_t *cfg = load_json(config_json, &err);
 	if (!cfg)
 		return NULL;
 	json_t *t = json_object_get(cfg, "chat_template");
