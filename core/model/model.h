@@ -1,8 +1,9 @@
 /* core/model/ -- model files. The GGUF reader (gguf.c, bounds-checked over a
  * read-only mmap), the safetensors reader (safetensors.c) and Hugging Face
  * checkpoints (hf_model.c, hf_config.c), tensor types and their block
- * layouts (quant.c), quantise on load (model_quantize.c), and architectures
- * (model.c): hyper-parameters and weight views into the mappings.
+ * layouts (quant.c), quantise on load (model_quantize.c), architectures
+ * (model.c): hyper-parameters and weight views into the mappings, and a
+ * model written back as GGUF (model_write.c over gguf_write.c).
  * Nothing here computes. May include: core/skipper/, error.h, and
  * core/backend/backend_abi.h for the types it fills (that header includes
  * nothing of ours but skipper/status.h). Called by the tokenizer
