@@ -30,20 +30,16 @@ struct skipper_hf {
 	int64_t n;
 };
 
-/* Limits on the JSON files beside the weights: far above any real one. */
-#define HF_JSON_MAX ((uint64_t)64 << 20)
-
-json_t *model_hf_read_json(const char *path, int optional, struct skipper_error *err)
+json_t *skipper_hf_json_file(const char *path, struct skipper_error *err)
 {
 	const void *data;
 	size_t len;
 	json_error_t je;
 
-	if (optional && access(path, F_OK) != 0)
+	/* far above any real one: a 150K-token tokenizer.json is ~7 MB */
+	if (skipper_map_file(path, (uint64_t)256 << 20, NULL, &data, &len, err))
 		return NULL;
-	if (skipper_map_file(path, HF_JSON_MAX, NULL, &data, &len, err))
-		return NULL;
-	json_t *j = json_loadb(data, len, JSON_REJECT_DUPLICATES, &je);
+	json_t *j = json_loadb(data, len, 0, &je);
 	skipper_unmap_file(data, len);
 	if (!j)
 		skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: line %d, column %d: %s", path, je.line, je.column, je.text);
@@ -194,7 +190,7 @@ static int open_weights(struct skipper_hf *hf, struct skipper_error *err)
 		free(path);
 		return rc;
 	}
-	json_t *idx = model_hf_read_json(path, 0, err), *map = idx ? json_object_get(idx, "weight_map") : NULL, *v;
+	json_t *idx = skipper_hf_json_file(path, err), *map = idx ? json_object_get(idx, "weight_map") : NULL, *v;
 	const char *tensor;
 	if (!idx) {
 		free(path);
@@ -338,7 +334,7 @@ int model_load_hf(struct skipper_model *m, const char *dir, struct skipper_error
 		goto out;
 	}
 	struct loader L = { NULL, m, model_hf_tensors(m->hf), cfg_path, err };
-	if (!(cfg = model_hf_read_json(cfg_path, 0, err))) {
+	if (!(cfg = skipper_hf_json_file(cfg_path, err))) {
 		rc = err->status;
 		goto out;
 	}
@@ -451,7 +447,7 @@ int skipper_model_hf_eos(const struct skipper_model *m, int32_t *ids, int max)
 {
 	char *path = skipper_model_hf_file(m, "generation_config.json");
 	struct skipper_error err = { 0 };
-	json_t *g = path ? model_hf_read_json(path, 1, &err) : NULL, *e = g ? json_object_get(g, "eos_token_id") : NULL;
+	json_t *g = path ? skipper_hf_json_file(path, &err) : NULL, *e = g ? json_object_get(g, "eos_token_id") : NULL;
 	int n = 0;
 
 	free(path);

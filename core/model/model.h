@@ -62,6 +62,11 @@ void skipper_model_stem(const struct skipper_model *m, char *buf, size_t cap);
  * the tokenizer's or the chat template's files), else NULL. malloc'ed,
  * owned by the caller. NULL for a GGUF model. */
 char *skipper_model_hf_file(const struct skipper_model *m, const char *name);
+/* A JSON object file of a checkpoint (config.json, tokenizer.json, ...):
+ * a regular file of at most 256 MiB; NULL with err naming the file and,
+ * for bad JSON, the line and column. The caller json_decref()s it. */
+struct json_t;
+struct json_t *skipper_hf_json_file(const char *path, struct skipper_error *err);
 /* A Hugging Face checkpoint's end-of-generation ids from
  * generation_config.json (eos_token_id, a number or a list): up to max
  * into ids, their count; 0 when there is none. */

@@ -47,9 +47,6 @@ int model_check_hparams(struct loader *L);
  * for norms and biases, type F32 checked. */
 int model_bind_tensors(struct loader *L);
 
-/* The JSON object in path (at most 64 MiB), or NULL with err set; with
- * optional, NULL and err untouched when there is no such file. */
-json_t *model_hf_read_json(const char *path, int optional, struct skipper_error *err);
 /* config.json into L->arch, m->view.arch and m->view.hp (hf_config.c). */
 int model_hf_config(struct loader *L, json_t *cfg);
 

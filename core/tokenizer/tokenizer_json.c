@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "base/file.h"
+#include "model/model.h"
 #include "tokenizer.h"
 
 struct pipe_info { int bytelevel, bytelevel_regex, digits_single, metaspace, split_llama3, split_qwen2, split_other; };
@@ -91,22 +91,6 @@ int skipper_tokenizer_from_hf_vocab(const char *tokenizer_json, const char *conf
 	return skipper_hf_tokenizer_spec(tokenizer_json, config_json, min_vocab, make_tokenizer, out, err);
 }
 
-/* A JSON file of at most 256 MiB (tokenizer.json of a 150K vocabulary is
- * ~7 MB), a regular file: a FIFO is refused rather than waited on. */
-static json_t *load_json(const char *path, struct skipper_error *err)
-{
-	const void *data;
-	size_t len;
-	json_error_t je;
-	if (skipper_map_file(path, (uint64_t)256 << 20, NULL, &data, &len, err))
-		return NULL;
-	json_t *j = json_loadb(data, len, 0, &je);
-	skipper_unmap_file(data, len);
-	if (!j)
-		skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: %s", path, je.line, je.text);
-	return j;
-}
-
 int skipper_hf_tokenizer_spec(const char *tokenizer_json, const char *config_json, int32_t min_vocab,
                               int (*fn)(const struct skipper_tokenizer_spec *sp, void *arg, struct skipper_error *err),
                               void *arg, struct skipper_error *err)
@@ -119,9 +103,9 @@ int skipper_hf_tokenizer_spec(const char *tokenizer_json, const char *config_jso
 	size_t n_merges = 0;
 	int rc;
 
-	if (!(root = load_json(tokenizer_json, err)))
+	if (!(root = skipper_hf_json_file(tokenizer_json, err)))
 		return err->status;
-	if (config_json && !(cfg = load_json(config_json, err))) {
+	if (config_json && !(cfg = skipper_hf_json_file(config_json, err))) {
 		rc = err->status;
 		goto out;
 	}
@@ -317,7 +301,7 @@ out:
 char *skipper_hf_chat_template(const char *config_json)
 {
 	struct skipper_error err = { 0 };
-	json_t *cfg = load_json(config_json, &err);
+	json_t *cfg = skipper_hf_json_file(config_json, &err);
 	if (!cfg)
 		return NULL;
 	json_t *t = json_object_get(cfg, "chat_template");
