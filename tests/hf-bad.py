@@ -240,6 +240,15 @@ case("a tokenizer with more tokens than the embedding has rows", d, "tokenizer.j
 d = checkpoint("badtok", weights=good, files={"tokenizer.json": '{"model": {"type": "Unigram"}}'}, tokenizer=False)
 case("a Unigram tokenizer.json", d, "tokenizer.json", cmd="generate")
 
+# a chat template skipper does not know: a warning naming the way out, the
+# prompt raw; --template takes over
+d = checkpoint("tmpl", weights=good, files={"tokenizer_config.json": json.dumps({"chat_template": "{{ messages }}"})})
+r = subprocess.run([skipper, "generate", "-m", d, "-n", "4", "-p", "hi"], capture_output=True)
+ok(r.returncode == 0 and b"chat template is none skipper knows" in r.stderr and b"--template" in r.stderr,
+   "an unknown chat template: a warning naming --template, and the prompt raw", r.stderr.decode())
+r = subprocess.run([skipper, "generate", "-m", d, "-n", "4", "--template", "chatml", "-p", "hi"], capture_output=True)
+ok(r.returncode == 0 and b"chat template" not in r.stderr, "--template chatml: no warning", r.stderr.decode())
+
 shutil.rmtree(tmp, ignore_errors=True)
 print(f"1..{n}")
 sys.exit(1 if failed else 0)

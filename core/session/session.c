@@ -206,6 +206,11 @@ static int chat_setup(struct skipper_session *s, struct skipper_error *err)
 	if (strcmp(name, "auto") == 0) {
 		char *j = skipper_model_chat_template(s->model);
 		s->chat_template = j ? skipper_chat_template_detect(j, strlen(j)) : SKIPPER_CHAT_NONE;
+		if (j && s->chat_template == SKIPPER_CHAT_NONE)
+			session_log(s, SKIPPER_LOG_WARN,
+			            "warning: %s: the model's chat template is none skipper knows (chatml, llama2, llama3, "
+			            "mistral, zephyr): prompts go in as raw text; name one with [generate] chat_template "
+			            "(--template)", skipper_model_path(s->model));
 		if (j)
 			s->system = skipper_chat_default_system(j, strlen(j));
 		free(j);
