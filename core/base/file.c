@@ -121,3 +121,17 @@ long skipper_read_line(FILE *f, char **buf, size_t *cap, size_t max)
 	(*buf)[n] = '\0';
 	return (long)n;
 }
+
+void skipper_release_mapped(const void *base, uint64_t size, const void *p, uint64_t n)
+{
+	uintptr_t a = (uintptr_t)p, b = (uintptr_t)base;
+	long page = sysconf(_SC_PAGESIZE);
+	if (!base || page <= 0 || a < b || a - b > size || n > size - (a - b))
+		return;
+	uintptr_t lo = (a + (uintptr_t)page - 1) / (uintptr_t)page * (uintptr_t)page;
+	uintptr_t hi = (a + n) / (uintptr_t)page * (uintptr_t)page;
+	/* PROT_READ and MAP_PRIVATE: never written, so dropped pages refault
+	 * from the file */
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}

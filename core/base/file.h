@@ -32,6 +32,12 @@ int skipper_map_file(const char *path, uint64_t max_bytes, const char *what, con
                      struct skipper_error *err);
 void skipper_unmap_file(const void *data, size_t len);
 
+/* The whole pages of [p, p + n) leave the resident set when that range is
+ * inside [base, base + size), a read-only private file mapping (this
+ * one's, or a model reader's): read again, they come back from the file.
+ * A range outside it (a copy in memory) is left alone. */
+void skipper_release_mapped(const void *base, uint64_t size, const void *p, uint64_t n);
+
 /* One line with its newline into *buf, grown as needed (*cap its size; the
  * caller frees it): its length, SKIPPER_LINE_EOF at the end of the file (or
  * a read error: ferror), SKIPPER_LINE_LONG if longer than max - 1 bytes,

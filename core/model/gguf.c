@@ -514,16 +514,8 @@ int skipper_gguf_open(const char *path, struct skipper_gguf **out, struct skippe
 
 void skipper_gguf_release(const struct skipper_gguf *g, const void *p, uint64_t n)
 {
-	uintptr_t a = (uintptr_t)p, base = g ? (uintptr_t)g->base : 0;
-	long page = sysconf(_SC_PAGESIZE);
-	if (!g || page <= 0 || a < base || a - base > g->size || n > g->size - (a - base))
-		return;
-	uintptr_t lo = (a + (uintptr_t)page - 1) / (uintptr_t)page * (uintptr_t)page;
-	uintptr_t hi = (a + n) / (uintptr_t)page * (uintptr_t)page;
-	/* PROT_READ and MAP_PRIVATE: never written, so dropped pages refault
-	 * from the file */
-	if (hi > lo)
-		madvise((void *)lo, hi - lo, MADV_DONTNEED);
+	if (g)
+		skipper_release_mapped(g->base, g->size, p, n);
 }
 
 void skipper_gguf_close(struct skipper_gguf *g)

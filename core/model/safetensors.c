@@ -4,8 +4,6 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "base/error.h"
 #include "base/file.h"
@@ -211,12 +209,6 @@ const struct skipper_gguf_tensor *skipper_safetensors_tensor(const struct skippe
 
 void skipper_safetensors_release(const struct skipper_safetensors *s, const void *p, uint64_t n)
 {
-	uintptr_t a = (uintptr_t)p, base = s && s->mapped ? (uintptr_t)s->base : 0;
-	long page = sysconf(_SC_PAGESIZE);
-	if (!base || page <= 0 || a < base || a - base > s->size || n > s->size - (a - base))
-		return;
-	uintptr_t lo = (a + (uintptr_t)page - 1) / (uintptr_t)page * (uintptr_t)page;
-	uintptr_t hi = (a + n) / (uintptr_t)page * (uintptr_t)page;
-	if (hi > lo) /* read-only private mapping: dropped pages refault from the file */
-		madvise((void *)lo, hi - lo, MADV_DONTNEED);
+	if (s && s->mapped)
+		skipper_release_mapped(s->base, s->size, p, n);
 }
