@@ -22,8 +22,10 @@
 
 struct skipper_hf {
 	char *dir;
-	struct skipper_safetensors **files;
-	char **file_names;               /* as the index names them (or "model.safetensors") */
+	struct shard {
+		char *name;                  /* as the index names it (or "model.safetensors") */
+		struct skipper_safetensors *st;
+	} *files;
 	int n_files;
 	struct skipper_gguf_tensor *t;   /* every tensor the model uses, GGUF-named */
 	char **names;                    /* their owned names */
@@ -141,32 +143,36 @@ static int shard_name_ok(const char *f)
 	return n > 12 && n < 256 && f[0] != '.' && !strchr(f, '/') && !strcmp(f + n - 12, ".safetensors");
 }
 
+static struct shard *find_file(const struct skipper_hf *hf, const char *name)
+{
+	for (int i = 0; i < hf->n_files; i++)
+		if (strcmp(hf->files[i].name, name) == 0)
+			return &hf->files[i];
+	return NULL;
+}
+
 static int open_file(struct skipper_hf *hf, const char *name, struct skipper_error *err)
 {
+	struct shard *f;
 	char *path;
-	for (int i = 0; i < hf->n_files; i++)
-		if (strcmp(hf->file_names[i], name) == 0)
-			return SKIPPER_OK;
+	int rc;
+
+	if (find_file(hf, name))
+		return SKIPPER_OK;
+	if (!(f = realloc(hf->files, sizeof *f * (size_t)(hf->n_files + 1))))
+		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	hf->files = f;
+	f += hf->n_files;
 	if (asprintf(&path, "%s/%s", hf->dir, name) < 0)
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
-	void *f = realloc(hf->files, sizeof *hf->files * (size_t)(hf->n_files + 1));
-	void *fn = f ? realloc(hf->file_names, sizeof *hf->file_names * (size_t)(hf->n_files + 1)) : NULL;
-	if (f)
-		hf->files = f;
-	if (fn)
-		hf->file_names = fn;
-	if (!f || !fn || !(hf->file_names[hf->n_files] = strdup(name))) {
-		free(path);
-		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
-	}
-	int rc = skipper_safetensors_open(path, &hf->files[hf->n_files], err);
+	if (!(f->name = strdup(name)))
+		rc = skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
+	else if ((rc = skipper_safetensors_open(path, &f->st, err)))
+		free(f->name);
+	else
+		hf->n_files++;
 	free(path);
-	if (rc) {
-		free(hf->file_names[hf->n_files]);
-		return rc;
-	}
-	hf->n_files++;
-	return SKIPPER_OK;
+	return rc;
 }
 
 /* The weight files: the index's shards (each tensor it names checked to be
@@ -212,12 +218,9 @@ static int open_weights(struct skipper_hf *hf, struct skipper_error *err)
 			goto out;
 	}
 	json_object_foreach(map, tensor, v) {
-		const struct skipper_safetensors *st = NULL;
+		const struct skipper_safetensors *st = find_file(hf, json_string_value(v))->st; /* opened above */
 		int found = 0;
-		for (int i = 0; i < hf->n_files; i++)
-			if (strcmp(hf->file_names[i], json_string_value(v)) == 0)
-				st = hf->files[i];
-		for (int64_t i = 0; st && !found && i < skipper_safetensors_n_tensors(st); i++)
+		for (int64_t i = 0; !found && i < skipper_safetensors_n_tensors(st); i++)
 			found = strcmp(skipper_safetensors_tensor(st, i)->name.ptr, tensor) == 0;
 		if (!found) {
 			rc = skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: tensor '%.64s' is not in %s, where the index puts it",
@@ -263,12 +266,12 @@ static int collect(struct skipper_model *m, struct skipper_error *err)
 	int rc;
 
 	for (int i = 0; i < hf->n_files; i++)
-		total += skipper_safetensors_n_tensors(hf->files[i]);
+		total += skipper_safetensors_n_tensors(hf->files[i].st);
 	if (!(hf->t = calloc((size_t)(total ? total : 1), sizeof *hf->t)) ||
 	    !(hf->names = calloc((size_t)(total ? total : 1), sizeof *hf->names)))
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 	for (int i = 0; i < hf->n_files; i++) {
-		const struct skipper_safetensors *st = hf->files[i];
+		const struct skipper_safetensors *st = hf->files[i].st;
 		for (int64_t k = 0; k < skipper_safetensors_n_tensors(st); k++) {
 			const struct skipper_gguf_tensor *src = skipper_safetensors_tensor(st, k);
 			int kind = gguf_name(src->name.ptr, m->view.hp.n_layer, name, sizeof name);
@@ -363,15 +366,14 @@ void model_free_hf(struct skipper_hf *hf)
 	if (!hf)
 		return;
 	for (int i = 0; i < hf->n_files; i++) {
-		skipper_safetensors_close(hf->files[i]);
-		free(hf->file_names[i]);
+		skipper_safetensors_close(hf->files[i].st);
+		free(hf->files[i].name);
 	}
 	for (int64_t i = 0; i < hf->n; i++)
 		free(hf->names[i]);
 	free(hf->names);
 	free(hf->t);
 	free(hf->files);
-	free(hf->file_names);
 	free(hf->dir);
 	free(hf);
 }
@@ -379,14 +381,14 @@ void model_free_hf(struct skipper_hf *hf)
 void model_release_hf(const struct skipper_hf *hf, const void *p, uint64_t n)
 {
 	for (int i = 0; hf && i < hf->n_files; i++)
-		skipper_safetensors_release(hf->files[i], p, n);
+		skipper_safetensors_release(hf->files[i].st, p, n);
 }
 
 uint64_t model_hf_size(const struct skipper_hf *hf)
 {
 	uint64_t n = 0;
 	for (int i = 0; i < hf->n_files; i++)
-		n += skipper_safetensors_size(hf->files[i]);
+		n += skipper_safetensors_size(hf->files[i].st);
 	return n;
 }
 
@@ -406,7 +408,8 @@ int model_hf_sha256(const struct skipper_hf *hf, char out[65], struct skipper_er
 	if (!sorted)
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 	sorted[0] = "config.json";
-	memcpy(sorted + 1, hf->file_names, sizeof *sorted * (size_t)hf->n_files);
+	for (int i = 0; i < hf->n_files; i++)
+		sorted[i + 1] = hf->files[i].name;
 	qsort(sorted + 1, (size_t)hf->n_files, sizeof *sorted, by_name);
 	for (int i = 0; i <= hf->n_files && !rc; i++) {
 		if (asprintf(&path, "%s/%s", hf->dir, sorted[i]) < 0)
