@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+from tap import done, ok, skip
+
 try:
     import numpy as np
     import gguf
@@ -17,18 +19,7 @@ except Exception as e:  # noqa: BLE001 - any import problem means: skip
 tool, gen, tmp = sys.argv[1:4]
 # the real models to check, "LABEL=PATH" each (skipped when not there)
 real = [a.split("=", 1) for a in sys.argv[4:]]
-n = 0
-failed = 0
 
-
-def ok(cond, what, detail=""):
-    global n, failed
-    n += 1
-    print(f"{'' if cond else 'not '}ok {n} - {what}")
-    if not cond:
-        failed += 1
-        if detail:
-            print("# " + detail)
 
 
 T = gguf.GGMLQuantizationType
@@ -238,8 +229,7 @@ if record_dir:
 # Real files: one tensor of every type each holds, dequantised by both.
 for label, path in real:
     if not os.path.exists(path):
-        print(f"ok {n + 1} # SKIP {label} not found ({path})")
-        n += 1
+        skip(f"{label} not found ({path})")
         continue
     r = gguf.GGUFReader(path)
     types = {}
@@ -254,5 +244,4 @@ for label, path in real:
         same = ours.size == ref.size and np.array_equal(ours, ref)
         ok(same, f"{label} {tt.name} ({T(t).name}): dequantisation equals gguf-py's")
 
-print(f"1..{n}")
-sys.exit(1 if failed else 0)
+done()

@@ -12,19 +12,12 @@ import struct
 import subprocess
 import sys
 
+from tap import done, ok
+
 skipper, tmp = sys.argv[1:3]
-n = failed = 0
 H, FF, HEADS, KV, LAYERS, VOCAB = 64, 128, 4, 2, 2, 300
 HD = H // HEADS
 
-
-def ok(cond, what, detail=""):
-    global n, failed
-    n += 1
-    print(f"{'' if cond else 'not '}ok {n} - {what}")
-    if not cond:
-        failed += 1
-        print("# " + detail.replace("\n", "\n# "))
 
 
 def f32(count, value=0.01):
@@ -250,5 +243,4 @@ r = subprocess.run([skipper, "generate", "-m", d, "-n", "4", "--template", "chat
 ok(r.returncode == 0 and b"chat template" not in r.stderr, "--template chatml: no warning", r.stderr.decode())
 
 shutil.rmtree(tmp, ignore_errors=True)
-print(f"1..{n}")
-sys.exit(1 if failed else 0)
+done()

@@ -26,6 +26,8 @@ import os
 import subprocess
 import sys
 
+from tap import done, ok
+
 try:
     import numpy as np
     import gguf  # noqa: F401 - gguf-to-hf.py needs it
@@ -38,19 +40,8 @@ smollm2 = sys.argv[4] if len(sys.argv) > 4 else ""
 keep = os.environ.get("HF_CHECK_KEEP")
 work = keep or tmp
 SKIPPER = os.path.join(build, "skipper")
-n = failed = 0
 NEAR_TIE = 0.05
 
-
-def ok(cond, what, detail=""):
-    global n, failed
-    n += 1
-    print(f"{'' if cond else 'not '}ok {n} - {what}")
-    if not cond:
-        failed += 1
-        if detail:
-            print("# " + str(detail).replace("\n", "\n# "))
-    return cond
 
 
 def run(*args, env=None):
@@ -267,5 +258,4 @@ if smollm2 and os.path.exists(smollm2):
 else:
     print("# SmolLM2 not in the cache: its checks are skipped")
 
-print(f"1..{n}")
-sys.exit(1 if failed else 0)
+done()
