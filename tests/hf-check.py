@@ -214,13 +214,18 @@ for q in ("q4_k", "q5_k", "q6_k"):
     Gq, _ = logits(gq, toks)
     ok(Lq is not None and float(np.abs(Lq - Gq).max()) == 0.0,
        f"F32 checkpoint quantised to {q} at load = {q} GGUF, bitwise", why)
-g = gen("qwen3-narrow", "--arch", "qwen3", "--embd", "96", "--ff", "192", "--heads", "3", "--kv-heads", "1", "--dtype", "f32")
-d = convert(g, os.path.join(work, "qwen3-narrow"), "--dtype", "bf16")
+NARROW = ["--arch", "qwen3", "--embd", "96", "--ff", "192", "--heads", "3", "--kv-heads", "1"]
+g = gen("qwen3-narrow", *NARROW, "--dtype", "f32")
+d = convert(g, os.path.join(work, "qwen3-narrow"), "--dtype", "f32")
 r = run(SKIPPER, "info", "--set", "model.quantize=q4_k", d)
 ok(r.returncode == 0 and b"quantized:       to Q4_K" in r.stdout,
    "rows of 96 quantised to q4_k fall back as llama.cpp does, and run", r.stderr.decode())
 Lf, why = logits(d, toks, "q4_k")
 ok(Lf is not None and np.isfinite(Lf).all(), "and its logits are finite", why)
+# every row here (96, 192) falls back to Q5_0: the generator's Q5_0 file, bitwise
+G5, _ = logits(gen("qwen3-narrow-q5_0", *NARROW, "--dtype", "q5_0"), toks)
+ok(Lf is not None and float(np.abs(Lf - G5).max()) == 0.0, "q4_k on rows of 96 and 192 is Q5_0: the Q5_0 GGUF's "
+   "logits, bitwise", why)
 
 if smollm2 and os.path.exists(smollm2):
     sm = convert(smollm2, os.path.join(work, "smollm2-bf16"), "--dtype", "bf16", "--shards", "3")
