@@ -239,16 +239,10 @@ out:
 static int to_f32(struct skipper_model *m, struct skipper_gguf_tensor *t, struct skipper_error *err)
 {
 	float *f;
-	void **o;
 	if (t->type == SKIPPER_F32 || t->n_dims != 1)
 		return SKIPPER_OK;
-	if (!(f = malloc((size_t)t->ne[0] * sizeof *f)) ||
-	    !(o = realloc(m->owned, sizeof *m->owned * (size_t)(m->n_owned + 1)))) {
-		free(f);
+	if (!(f = model_alloc(m, (size_t)t->ne[0] * sizeof *f)))
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
-	}
-	m->owned = o;
-	m->owned[m->n_owned++] = f;
 	skipper_dequant_row(t->type, t->data, f, t->ne[0]);
 	t->type = SKIPPER_F32;
 	t->data = f;

@@ -359,6 +359,17 @@ static void release_pages(const struct skipper_model_view *v, const void *data, 
 		model_release_hf(m->hf, data, bytes);
 }
 
+void *model_alloc(struct skipper_model *m, size_t bytes)
+{
+	void **o = realloc(m->owned, sizeof *m->owned * (size_t)(m->n_owned + 1));
+	void *p = o ? malloc(bytes ? bytes : 1) : NULL;
+	if (o)
+		m->owned = o;
+	if (p)
+		m->owned[m->n_owned++] = p;
+	return p;
+}
+
 struct tensor_src model_tensors(const struct skipper_model *m)
 {
 	if (m->hf)

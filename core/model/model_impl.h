@@ -28,6 +28,10 @@ struct tensor_src {
 	const char *(*hf_name)(const char *gguf_name, char *buf, size_t cap);
 };
 
+/* bytes of storage for weights converted at load, owned (and freed) by m;
+ * NULL when out of memory. */
+void *model_alloc(struct skipper_model *m, size_t bytes);
+
 /* The tensors of a loaded model, GGUF-named (norms of a checkpoint as f32). */
 struct tensor_src model_tensors(const struct skipper_model *m);
 struct tensor_src model_hf_tensors(const struct skipper_hf *hf);

@@ -66,19 +66,15 @@ static int convert(struct skipper_model *m, struct skipper_weight *w, int q, con
 {
 	int type = row_type(q, w->ne0);
 	size_t row = skipper_dtype_row_bytes(type, w->ne0);
-	void **o = realloc(m->owned, sizeof *m->owned * (size_t)(m->n_owned + 1));
-	void *dst = o ? malloc(row * (size_t)w->ne1) : NULL;
+	void *dst = model_alloc(m, row * (size_t)w->ne1);
 	long nt = sysconf(_SC_NPROCESSORS_ONLN);
 	struct job jobs[64];
 	pthread_t tid[64];
 	int failed = 0;
 
-	if (o)
-		m->owned = o;
 	if (!dst)
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "%s: no memory to quantize a %lld x %lld matrix",
 		                    m->view.path, (long long)w->ne0, (long long)w->ne1);
-	m->owned[m->n_owned++] = dst;
 	nt = nt < 1 ? 1 : nt > 64 ? 64 : nt;
 	if (nt > w->ne1)
 		nt = w->ne1;
