@@ -148,6 +148,7 @@ static void cuda_destroy(struct skipper_backend *base)
 		cudaEventDestroy(be->ev1);
 	if (be->st)
 		cudaStreamDestroy(be->st);
+	free(be->base.kv_rec);
 	free(be);
 }
 
@@ -232,6 +233,10 @@ static int cuda_create(const struct skipper_model_view *m, const struct skipper_
 	*out = NULL;
 	if (!m || !o || o->n_ctx <= 0)
 		return cuda_failf(err, SKIPPER_ERR_ARG, "cuda backend: n_ctx must be positive");
+	if (o->kv_type != SKIPPER_KV_F16)
+		return cuda_failf(err, SKIPPER_ERR_UNSUPPORTED,
+		                  "cuda backend: its K/V cache is f16 only: [model] kv_type = q8_0 runs on the CPU "
+		                  "(backend = cpu)");
 	if ((rc = cuda_check_model(m, err)) || (rc = cuda_probe(o->device, err)))
 		return rc;
 	CU_TRY(cudaSetDevice(o->device), "cudaSetDevice");
@@ -243,6 +248,7 @@ static int cuda_create(const struct skipper_model_view *m, const struct skipper_
 	be->base.ops = &cuda_ops;
 	be->base.model = m;
 	be->base.n_ctx = o->n_ctx;
+	be->base.kv_type = SKIPPER_KV_F16;
 	be->base.n_seq = 1; /* no set_sequences: one request at a time */
 	be->dev = o->device;
 	snprintf(be->device_name, sizeof be->device_name, "%.200s (device %d, sm_%d%d)", prop.name,

@@ -437,7 +437,7 @@ def server_run(path):
 # --------------------------------------------------------------- the chart
 
 
-def svg_chart(path, groups, series, values):
+def svg_chart(path, groups, series, values, title="Decode speedup vs skipper none (greedy; higher is faster)"):
     """Grouped bars: values[s][g] = speedup of series s in group g."""
     colors = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
               "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#1b9e77", "#d95f02"]
@@ -445,7 +445,6 @@ def svg_chart(path, groups, series, values):
     step = next(s for s in (0.1, 0.25, 0.5, 1, 2, 5, 10, 20) if top / s <= 10)
     bw = 9
     gw = len(series) * bw + 14
-    title = "Decode speedup vs skipper none (greedy; higher is faster)"
     left, right, ph, ptop = 60, 40 + 7 * max(len(x) for x in series), 320, 30
     w, h = max(left + gw * len(groups) + right, left + 8 * len(title)), ptop + ph + 110
     y = lambda v: ptop + ph - v / top * ph

@@ -284,35 +284,45 @@ static void test_q8k(const char *isa, const struct cpu_kernels *kt)
 
 static uint16_t f16(float x) { return cpu_f32_to_f16(x); }
 
-/* Attention over NKEY keys for NQ queries of head size d (8 is a masked
- * tail on AVX-512, 64 and 128 its register paths, 72 both). */
+/* Attention over NKEY keys for NQ queries of head size d in cache layout
+ * ct (f16: 8 is a masked tail on AVX-512, 64 and 128 its register paths,
+ * 72 both; q8_0: 32 and 96 through memory after the register path). */
 #define NQ 7
 #define NKEY 150
-static void test_attn(const char *isa, const struct cpu_kernels *kt, int d)
+static void test_attn(const char *isa, const struct cpu_kernels *kt, int ct, int d)
 {
-	int ks = d + 16; /* keys are rows of a wider cache */
+	size_t ks = cpu_kv_row_bytes(ct, d) + 16; /* keys are rows of a wider cache */
 	float *q = malloc(sizeof(float) * NQ * d), *s = malloc(sizeof(float) * NQ * NKEY);
 	float *s1 = malloc(sizeof(float) * NQ * NKEY), *o = calloc((size_t)NQ * d, sizeof(float));
 	float *o1 = calloc((size_t)NQ * d, sizeof(float)), *p = malloc(sizeof(float) * NQ * NKEY);
-	uint16_t *k = malloc(sizeof(uint16_t) * NKEY * ks), *v = malloc(sizeof(uint16_t) * NKEY * ks);
+	uint8_t *k = malloc(NKEY * ks), *v = malloc(NKEY * ks);
+	const char *cn = ct == CPU_KV_F16 ? "f16" : "q8_0";
 	double err_s = 0, err_o = 0, err_e = 0;
 	int same = 1;
 
 	for (int i = 0; i < NQ * d; i++)
 		q[i] = cpu_f16_to_f32(f16(frand()));
-	for (int i = 0; i < NKEY * ks; i++) {
-		k[i] = f16(frand());
-		v[i] = f16(frand());
+	for (size_t i = 0; i < NKEY * ks; i += 2) {
+		uint16_t h[2] = { f16(frand()), f16(frand()) };
+		memcpy(k + i, &h[0], 2);
+		memcpy(v + i, &h[1], 2);
 	}
-	kt->attn_scores(q, NQ, k, NKEY, ks, d, 0.125f, s, NKEY);
+	if (ct == CPU_KV_Q8_0) /* random values, scales of f16 values */
+		for (int j = 0; j < NKEY; j++)
+			for (int b = 0; b < d / 32; b++) {
+				uint16_t h[2] = { f16(0.01f * frand()), f16(0.01f * frand()) };
+				memcpy(k + j * ks + d + 2 * b, &h[0], 2);
+				memcpy(v + j * ks + d + 2 * b, &h[1], 2);
+			}
+	kt->attn_scores[ct](q, NQ, k, NKEY, ks, d, 0.125f, s, NKEY);
 	for (int i = 0; i < NQ; i++)
 		for (int j = 0; j < NKEY; j++) {
 			double ref = 0;
 			for (int e = 0; e < d; e++)
-				ref += (double)q[i * d + e] * cpu_f16_to_f32(k[j * ks + e]);
+				ref += (double)q[i * d + e] * cpu_kv_elem(k + j * ks, ct, d, e);
 			err_s = fmax(err_s, fabs(s[i * NKEY + j] - ref * 0.125));
 			/* one query, one key per call */
-			kt->attn_scores(q + i * d, 1, k + j * ks, 1, ks, d, 0.125f, s1 + i * NKEY + j, NKEY);
+			kt->attn_scores[ct](q + i * d, 1, k + j * ks, 1, ks, d, 0.125f, s1 + i * NKEY + j, NKEY);
 		}
 	same &= !memcmp(s, s1, sizeof(float) * NQ * NKEY);
 	for (int i = 0; i < NQ * NKEY; i++)
@@ -326,24 +336,25 @@ static void test_attn(const char *isa, const struct cpu_kernels *kt, int d)
 	err_e = fmax(err_e, fabs(sum - ref_sum) / ref_sum);
 	for (int i = 0; i < NQ * NKEY; i++)
 		p[i] = frand();
-	kt->attn_values(o, NQ, p, NKEY, v, NKEY, ks, d);
+	kt->attn_values[ct](o, NQ, p, NKEY, v, NKEY, ks, d);
 	for (int i = 0; i < NQ; i++) { /* one query at a time, keys split 1 + 37 + rest */
 		int cut[] = { 0, 1, 38, NKEY };
 		for (int c = 0; c < 3; c++)
-			kt->attn_values(o1 + i * d, 1, p + i * NKEY + cut[c], NKEY, v + cut[c] * ks, cut[c + 1] - cut[c], ks,
-			                d);
+			kt->attn_values[ct](o1 + i * d, 1, p + i * NKEY + cut[c], NKEY, v + cut[c] * ks, cut[c + 1] - cut[c],
+			                    ks, d);
 		for (int e = 0; e < d; e++) {
 			double ref = 0;
 			for (int j = 0; j < NKEY; j++)
-				ref += (double)p[i * NKEY + j] * cpu_f16_to_f32(v[j * ks + e]);
+				ref += (double)p[i * NKEY + j] * cpu_kv_elem(v + j * ks, ct, d, e);
 			err_o = fmax(err_o, fabs(o[i * d + e] - ref));
 		}
 	}
 	same &= !memcmp(o, o1, sizeof(float) * NQ * d);
 	ok(err_s < 1e-4 && err_o < 1e-3 && err_e < 1e-6,
-	   "%s: attention, head size %d: scores, exp and value sums as in double (%.1e, %.1e, %.1e)", isa, d, err_s,
-	   err_e, err_o);
-	ok(same, "%s: attention, head size %d: the same bits for any number of queries and split of the keys", isa, d);
+	   "%s: attention, %s cache, head size %d: scores, exp and value sums as in double (%.1e, %.1e, %.1e)", isa, cn,
+	   d, err_s, err_e, err_o);
+	ok(same, "%s: attention, %s cache, head size %d: the same bits for any number of queries and split of the keys",
+	   isa, cn, d);
 	free(q), free(s), free(s1), free(o), free(o1), free(p), free(k), free(v);
 }
 
@@ -402,7 +413,7 @@ int main(void)
 	for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
 		const struct cpu_kernels *kt = cpu_kernels_for(isas[i]);
 		if (!kt) {
-			tap_skip(3 + 2 * (int)(sizeof types / sizeof types[0]) + 8, "this CPU has no such instruction set");
+			tap_skip(3 + 2 * (int)(sizeof types / sizeof types[0]) + 16, "this CPU has no such instruction set");
 			diag("%s: not supported by this CPU", isas[i]);
 			continue;
 		}
@@ -412,8 +423,10 @@ int main(void)
 		for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
 			test_type(isas[i], kt, types[t]);
 		test_extremes(isas[i], kt);
-		for (int h = 0; h < 4; h++)
-			test_attn(isas[i], kt, (int[]){ 8, 64, 72, 128 }[h]);
+		for (int h = 0; h < 4; h++) {
+			test_attn(isas[i], kt, CPU_KV_F16, (int[]){ 8, 64, 72, 128 }[h]);
+			test_attn(isas[i], kt, CPU_KV_Q8_0, (int[]){ 32, 64, 96, 128 }[h]);
+		}
 	}
 	return tap_done();
 }

@@ -4,6 +4,8 @@
  * tests/ref/logits-ref.py. SKIPs when the model file is absent.
  *   t-parity                               SmolLM2-135M Q4_1, tests/data/logits-smollm2.json
  *   t-parity MODEL.gguf REF.json LOGIT_TOL another model (tests/t-parity-qwen.sh)
+ *   t-parity MODEL.gguf REF.json LOGIT_TOL q8_0   with a q8_0 K/V cache, against
+ *                                          llama.cpp's with -ctk/-ctv q8_0 (tests/t-kv-q8.sh)
  *
  * Tolerance, measured rather than assumed. SmolLM2's residual stream has
  * outlier dimensions (|h| ~ 2600 against typical values ~1), and both
@@ -38,9 +40,10 @@
 int main(int argc, char **argv)
 {
 	char buf[4096], ref_path[4096];
-	const char *path = argc == 4 ? argv[1] : skipper_test_smollm2_path(buf, sizeof buf);
+	const char *path = argc >= 4 ? argv[1] : skipper_test_smollm2_path(buf, sizeof buf);
 	const char *srcdir = getenv("top_srcdir");
-	double logit_tol = argc == 4 ? atof(argv[3]) : LOGIT_TOL;
+	double logit_tol = argc >= 4 ? atof(argv[3]) : LOGIT_TOL;
+	int kv_type = argc == 5 && !strcmp(argv[4], "q8_0") ? SKIPPER_KV_Q8_0 : SKIPPER_KV_F16;
 	struct skipper_error err = { 0 };
 	struct skipper_model *m;
 	struct skipper_backend *be;
@@ -52,7 +55,7 @@ int main(int argc, char **argv)
 		tap_skip_all(ref_path);
 	}
 	fclose(f);
-	if (argc == 4)
+	if (argc >= 4)
 		snprintf(ref_path, sizeof ref_path, "%s", argv[2]);
 	else
 		snprintf(ref_path, sizeof ref_path, "%s/tests/data/logits-smollm2.json", srcdir ? srcdir : ".");
@@ -65,7 +68,7 @@ int main(int argc, char **argv)
 		printf("Bail out! %s\n", err.msg);
 		return 1;
 	}
-	struct skipper_backend_opts o = { .n_ctx = 512, .n_threads = 2 };
+	struct skipper_backend_opts o = { .n_ctx = 512, .n_threads = 2, .kv_type = kv_type };
 	if (skipper_backend_cpu_create(&m->view, &o, &be, &err)) {
 		printf("Bail out! %s\n", err.msg);
 		return 1;

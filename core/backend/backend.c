@@ -113,3 +113,14 @@ int skipper_backend_create(const struct skipper_model_view *m, const struct skip
 	}
 	return skipper_backend_cpu_create(m, o, out, err);
 }
+
+uint64_t skipper_backend_kv_bytes(const struct skipper_hparams *hp, int n_ctx, int kv_type)
+{
+	uint64_t row = kv_type == SKIPPER_KV_Q8_0 ? (uint64_t)hp->head_dim / 32 * 34 : (uint64_t)hp->head_dim * 2;
+	return 2 * (uint64_t)hp->n_layer * (uint64_t)hp->n_head_kv * row * (uint64_t)n_ctx;
+}
+
+const char *skipper_kv_type_name(int kv_type)
+{
+	return kv_type == SKIPPER_KV_Q8_0 ? "q8_0" : "f16";
+}

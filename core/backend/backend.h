@@ -27,6 +27,15 @@
 int skipper_backend_create(const struct skipper_model_view *m, const struct skipper_backend_opts *o,
                            struct skipper_backend **out, struct skipper_error *err);
 
+/* Bytes of one sequence's K/V cache (keys and values) at n_ctx tokens in
+ * the layout kv_type names (enum skipper_kv_type), as both backends and
+ * llama.cpp store them: f16 2 bytes an element, q8_0 34 bytes a block of
+ * 32. */
+uint64_t skipper_backend_kv_bytes(const struct skipper_hparams *hp, int n_ctx, int kv_type);
+
+/* "f16", "q8_0". */
+const char *skipper_kv_type_name(int kv_type);
+
 /* CPU backend. *out owned by the caller: out->ops->destroy(out). */
 int skipper_backend_cpu_create(const struct skipper_model_view *m, const struct skipper_backend_opts *o,
                                struct skipper_backend **out, struct skipper_error *err);
@@ -51,6 +60,17 @@ int skipper_backend_time_sublayer(struct skipper_backend *be, int kind, int laye
 /* Room for n KV sequences (n >= 1): SKIPPER_ERR_UNSUPPORTED, saying so,
  * where the backend decodes one sequence at a time. */
 int skipper_backend_set_sequences(struct skipper_backend *be, int n, struct skipper_error *err);
+/* The prefix record, for reusing a prompt's cache: after a request the
+ * engine notes that sequence seq's first n slots hold the K/V of
+ * tokens[0..n) (kv_note; SKIPPER_ERR_NOMEM, or n out of range); every
+ * call above that writes a slot forgets what the record said from that
+ * slot on (forward, kv_move, sublayer; time_sublayer and set_sequences
+ * forget everything), so kv_prefix, the number of leading tokens[0..n)
+ * whose K/V the sequence holds at their positions, is never more than the
+ * cache holds. */
+int skipper_backend_kv_note(struct skipper_backend *be, int seq, const int32_t *tokens, int n,
+                            struct skipper_error *err);
+int skipper_backend_kv_prefix(const struct skipper_backend *be, int seq, const int32_t *tokens, int n);
 /* The backend's identity (skipper_backend_ops.identity) into buf. */
 void skipper_backend_identity(struct skipper_backend *be, char *buf, size_t n);
 /* SKIPPER_ERR_UNSUPPORTED where the backend has no head subset. */

@@ -312,6 +312,11 @@ struct skipper_backend {
 	const struct skipper_model_view *model;
 	int n_ctx;           /* KV slots of each sequence */
 	int n_seq;           /* KV sequences (1 from create; set_sequences) */
+	int kv_type;         /* enum skipper_kv_type of the K/V cache */
+	/* what the core knows the sequences' caches hold (backend_check.c:
+	 * skipper_backend_kv_note); NULL until it notes something; one
+	 * malloc'ed block that the backend's destroy frees */
+	void *kv_rec;
 	const char *device;  /* the device in words ("NVIDIA H100 ..."), NULL on the CPU */
 };
 
@@ -321,8 +326,15 @@ enum skipper_backend_kind {
 	SKIPPER_BACKEND_CUDA = 2
 };
 
+/* How the K/V cache stores keys and values ([model] kv_type). */
+enum skipper_kv_type {
+	SKIPPER_KV_F16 = 0,  /* IEEE half */
+	SKIPPER_KV_Q8_0 = 1  /* llama.cpp's q8_0: 32 int8 values and one f16 scale per block */
+};
+
 struct skipper_backend_opts {
 	int n_ctx;       /* KV slots */
+	int kv_type;     /* enum skipper_kv_type */
 	int n_threads;   /* CPU: 0 = number of online CPUs */
 	int kind;        /* enum skipper_backend_kind */
 	int device;      /* CUDA device ordinal */
@@ -332,7 +344,7 @@ struct skipper_backend_opts {
 
 /* Bumped whenever anything above changes layout; the loader also compares
  * the skipper version string, so this is a second line of defence. */
-#define SKIPPER_BACKEND_MODULE_ABI 4
+#define SKIPPER_BACKEND_MODULE_ABI 5
 #define SKIPPER_BACKEND_MODULE_ENTRY "skipper_backend_module_init"
 
 struct skipper_backend_module {

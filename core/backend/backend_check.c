@@ -5,6 +5,8 @@
 #include "build-config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "backend.h"
 #include "base/error.h"
@@ -95,11 +97,83 @@ static int check_forward(const struct skipper_backend *be, const struct skipper_
 	return 0;
 }
 
+/* The prefix record (kv_rec): per sequence the number of leading slots
+ * known, then each sequence's tokens (n_ctx a sequence). */
+struct kv_record {
+	int n_seq, n_ctx;
+	int known[];
+};
+
+static int32_t *rec_tokens(struct kv_record *r, int seq)
+{
+	return (int32_t *)(void *)(r->known + r->n_seq) + (size_t)seq * (size_t)r->n_ctx;
+}
+
+static void kv_forget_all(struct skipper_backend *be)
+{
+	free(be->kv_rec);
+	be->kv_rec = NULL;
+}
+
+/* The record, if it is for the backend's sequences as they are now (a
+ * caller that resized them behind this file's back loses it). */
+static struct kv_record *record(struct skipper_backend *be)
+{
+	struct kv_record *r = be->kv_rec;
+	if (r && (r->n_seq != be->n_seq || r->n_ctx != be->n_ctx)) {
+		kv_forget_all(be);
+		r = NULL;
+	}
+	return r;
+}
+
+/* Slots from `from` on no longer hold what was noted. */
+static void kv_forget(struct skipper_backend *be, int seq, int from)
+{
+	struct kv_record *r = record(be);
+	if (r && seq >= 0 && seq < r->n_seq && r->known[seq] > from)
+		r->known[seq] = from > 0 ? from : 0;
+}
+
+int skipper_backend_kv_note(struct skipper_backend *be, int seq, const int32_t *tokens, int n,
+                            struct skipper_error *err)
+{
+	struct kv_record *r = record(be);
+	if (seq < 0 || seq >= be->n_seq || n < 0 || n > be->n_ctx || (n && !tokens))
+		return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: kv_note of %d tokens in sequence %d", be->ops->name,
+		                    n, seq);
+	if (!r) {
+		size_t sz = sizeof *r + (size_t)be->n_seq * sizeof(int) + (size_t)be->n_seq * be->n_ctx * sizeof(int32_t);
+		if (!(r = calloc(1, sz)))
+			return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory (prefix record)");
+		r->n_seq = be->n_seq;
+		r->n_ctx = be->n_ctx;
+		be->kv_rec = r;
+	}
+	memcpy(rec_tokens(r, seq), tokens, (size_t)n * sizeof *tokens);
+	r->known[seq] = n;
+	return 0;
+}
+
+int skipper_backend_kv_prefix(const struct skipper_backend *be, int seq, const int32_t *tokens, int n)
+{
+	struct kv_record *r = be->kv_rec;
+	int k = 0;
+	if (!r || r->n_seq != be->n_seq || r->n_ctx != be->n_ctx || seq < 0 || seq >= r->n_seq)
+		return 0;
+	const int32_t *t = rec_tokens(r, seq);
+	while (k < n && k < r->known[seq] && t[k] == tokens[k])
+		k++;
+	return k;
+}
+
 int skipper_backend_forward(struct skipper_backend *be, const struct skipper_forward *fw, struct skipper_error *err)
 {
 	int rc = check_forward(be, fw, err);
 	if (rc)
 		return rc;
+	for (int i = 0; fw->kv_write && i < (fw->n_seg ? fw->n_seg : 1); i++)
+		kv_forget(be, fw->n_seg ? fw->seg[i].seq : fw->seq, fw->n_seg ? fw->seg[i].n_past : fw->n_past);
 	if (fw->n_seg)
 		return be->ops->forward(be, fw, err);
 	/* a batch of one sequence is its one segment */
@@ -131,6 +205,8 @@ int skipper_backend_kv_move(struct skipper_backend *be, int seq, const int32_t *
 		if (src[i] < 0 || src[i] >= be->n_ctx || dst[i] < 0 || dst[i] >= be->n_ctx)
 			return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: kv_move %d -> %d out of range", be->ops->name,
 			                    src[i], dst[i]);
+	for (int i = 0; i < n; i++)
+		kv_forget(be, seq, dst[i]);
 	return be->ops->kv_move(be, seq, src, dst, n, err);
 }
 
@@ -157,6 +233,7 @@ int skipper_backend_sublayer(struct skipper_backend *be, int seq, int kind, int 
 	for (int i = 0; pos && i < n; i++)
 		if (pos[i] < 0)
 			return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: negative position", be->ops->name);
+	kv_forget(be, seq, n_past);
 	return be->ops->sublayer(be, seq, kind, layer, n, states, pos, n_past, err);
 }
 
@@ -176,6 +253,7 @@ int skipper_backend_time_sublayer(struct skipper_backend *be, int kind, int laye
 		return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: time_sublayer bad arguments", be->ops->name);
 	if (ctx_len > be->n_ctx - 1)
 		ctx_len = be->n_ctx - 1;
+	kv_forget_all(be);
 	return be->ops->time_sublayer(be, kind, layer, ctx_len, seconds, err);
 }
 
@@ -213,5 +291,6 @@ int skipper_backend_set_sequences(struct skipper_backend *be, int n, struct skip
 	if (!be->ops->set_sequences)
 		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED,
 		                    "the %s backend decodes one sequence at a time (asked for %d together)", be->ops->name, n);
+	kv_forget_all(be);
 	return be->ops->set_sequences(be, n, err);
 }

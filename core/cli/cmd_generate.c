@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "base/error.h"
@@ -14,8 +15,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: skipper generate [-c FILE] [--set SECTION.KEY=VALUE]... [-m MODEL] [-n N]\n"
-	        "                        [--policy NAME] [--profile FILE] [-t N] [--ctx N] [--seed N]\n"
-	        "                        [--temperature T] [--template NAME] [--stats] [--json]\n"
+	        "                        [--policy NAME] [--profile FILE] [-t N] [--ctx N] [--kv-type T]\n"
+	        "                        [--seed N] [--temperature T] [--template NAME] [--stats] [--json]\n"
 	        "                        [-p PROMPT | -f FILE]\n"
 	        "Without -p or -f the prompt is read from standard input.\n");
 }
@@ -81,6 +82,9 @@ void cli_print_stats(FILE *f, const struct skipper_run_stats *st)
 	        st->tokens_per_s, st->rounds, st->drafted, st->accepted, st->lookup_drafted, st->lookup_accepted,
 	        st->ngram_drafted, st->ngram_accepted, st->history_drafted, st->history_accepted, st->alpha,
 	        st->mean_accepted, st->backoffs);
+	if (st->n_reused)
+		fprintf(f, "prompt reused      %d tokens (their K/V left by the previous request: [generate] prefix_cache)\n",
+		        st->n_reused);
 	if (st->draft_head)
 		fprintf(f, "draft head         %d most frequent tokens ([generate] draft_vocab)\n", st->draft_head);
 	else
@@ -90,7 +94,7 @@ void cli_print_stats(FILE *f, const struct skipper_run_stats *st)
 json_t *cli_stats_json(const struct skipper_run_stats *st)
 {
 	return json_pack("{s:i, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, "
-	                 "s:i, s:i}",
+	                 "s:i, s:i, s:i}",
 	                 "prompt_tokens", st->n_prompt, "generated_tokens", st->n_generated, "seconds", st->t_total,
 	                 "prefill_seconds", st->t_prefill, "draft_seconds", st->t_draft, "verify_seconds", st->t_verify,
 	                 "policy_seconds", st->t_policy, "tokens_per_s", st->tokens_per_s, "verify_passes", st->rounds,
@@ -98,7 +102,7 @@ json_t *cli_stats_json(const struct skipper_run_stats *st)
 	                 "lookup_accepted", st->lookup_accepted, "ngram_drafted", st->ngram_drafted,
 	                 "ngram_accepted", st->ngram_accepted, "history_drafted", st->history_drafted,
 	                 "history_accepted", st->history_accepted, "alpha", st->alpha, "mean_accepted", st->mean_accepted,
-	                 "drafting_paused", st->backoffs, "draft_head", st->draft_head);
+	                 "drafting_paused", st->backoffs, "draft_head", st->draft_head, "prompt_reused", st->n_reused);
 }
 
 struct gen_opts {
@@ -225,6 +229,11 @@ static void report(const struct gen_opts *opt, struct skipper_session *s, const 
 		cli_print_stats(stderr, st);
 		fprintf(stderr, "backend            %s%s%s%s\n", s->be->ops->name, s->be->device ? " (" : "",
 		        s->be->device ? s->be->device : "", s->be->device ? ")" : "");
+		fprintf(stderr, "K/V cache          %d tokens, %s, %.1f MiB\n", s->be->n_ctx, skipper_kv_type_name(s->be->kv_type),
+		        skipper_backend_kv_bytes(&s->be->model->hp, s->be->n_ctx, s->be->kv_type) / 1048576.0);
+		struct rusage ru;
+		if (getrusage(RUSAGE_SELF, &ru) == 0) /* kilobytes on Linux */
+			fprintf(stderr, "peak memory        %.1f MiB\n", ru.ru_maxrss / 1024.0);
 	}
 }
 

@@ -6,6 +6,24 @@
 #include "base/error.h"
 #include "cli.h"
 
+/* What the K/V cache of the configured context takes, before anything
+ * runs: a long context's memory is mostly this. */
+static void print_kv(const struct skipper_config *cfg, const struct skipper_model *m)
+{
+	const struct skipper_hparams *hp = &m->view.hp;
+	long ctx = 0;
+	int kt = strcmp(skipper_config_get(cfg, "model", "kv_type"), "q8_0") == 0 ? SKIPPER_KV_Q8_0 : SKIPPER_KV_F16;
+
+	skipper_config_get_int(cfg, "model", "ctx", &ctx, NULL);
+	if (hp->n_ctx_train > 0 && ctx > hp->n_ctx_train)
+		ctx = hp->n_ctx_train;
+	printf("K/V cache:       %s, %.1f KiB a token; %.1f MiB at [model] ctx %ld", skipper_kv_type_name(kt),
+	       skipper_backend_kv_bytes(hp, 1, kt) / 1024.0, skipper_backend_kv_bytes(hp, (int)ctx, kt) / 1048576.0, ctx);
+	if (hp->n_ctx_train > 0 && ctx < hp->n_ctx_train)
+		printf(", %.1f MiB at %d", skipper_backend_kv_bytes(hp, hp->n_ctx_train, kt) / 1048576.0, hp->n_ctx_train);
+	printf("\n");
+}
+
 int cmd_info(int argc, char **argv)
 {
 	struct cli_common c = { 0 };
@@ -52,6 +70,7 @@ int cmd_info(int argc, char **argv)
 	} else {
 		struct skipper_tokenizer *tok = NULL;
 		skipper_model_print_info(m, stdout);
+		print_kv(cfg, m);
 		rc = EXIT_OK;
 		/* the vocabulary is part of the file: what generate would refuse
 		 * there, info refuses too */

@@ -19,7 +19,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: skipper serve [-c FILE] [--set SECTION.KEY=VALUE]... [-m MODEL] [-t N] [--ctx N]\n"
-	        "                     [--policy NAME] [--profile FILE] [--host ADDR] [--port N]\n"
+	        "                     [--kv-type T] [--policy NAME] [--profile FILE] [--host ADDR] [--port N]\n"
 	        "                     [--parallel N] [--api-key-file FILE]\n"
 	        "An OpenAI-compatible HTTP server: POST /v1/chat/completions, /v1/completions;\n"
 	        "GET /v1/models, /health, /metrics. [server] keys: skipper.ini(5); skipper-serve(1).\n");

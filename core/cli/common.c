@@ -35,6 +35,7 @@ static const struct {
 	{ "-n", "--max-tokens", "generate.max_tokens" },
 	{ "-t", "--threads", "model.threads" },
 	{ NULL, "--ctx", "model.ctx" },
+	{ NULL, "--kv-type", "model.kv_type" },
 	{ NULL, "--policy", "policy.name" },
 	{ NULL, "--profile", "policy.profile" },
 	{ NULL, "--seed", "generate.seed" },

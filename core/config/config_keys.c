@@ -11,6 +11,7 @@ const struct skipper_config_key skipper_config_keys[] = {
 	{ "model", "quantize", "none", SKIPPER_KEY_ENUM, "none,f16,bf16,q8_0,q4_0,q4_1,q5_0,q5_1,q4_k,q5_k,q6_k" },
 	{ "model", "threads", "0", SKIPPER_KEY_INT, NULL, 0, 1024 },
 	{ "model", "ctx", "4096", SKIPPER_KEY_INT, NULL, 16, 1 << 20 },
+	{ "model", "kv_type", "f16", SKIPPER_KEY_ENUM, "f16,q8_0" },
 
 	{ "generate", "max_tokens", "256", SKIPPER_KEY_INT, NULL, 1, 1 << 20 },
 	{ "generate", "temperature", "0", SKIPPER_KEY_DOUBLE, NULL, 0, 100 },
@@ -21,6 +22,7 @@ const struct skipper_config_key skipper_config_keys[] = {
 	{ "generate", "system", "", SKIPPER_KEY_STRING, NULL },
 	{ "generate", "draft_vocab", "auto", SKIPPER_KEY_INT, "auto", 0, 1 << 24 },
 	{ "generate", "draft_vocab_file", "", SKIPPER_KEY_STRING, NULL },
+	{ "generate", "prefix_cache", "yes", SKIPPER_KEY_BOOL, NULL },
 
 	{ "policy", "name", "none", SKIPPER_KEY_STRING, NULL },
 	{ "policy", "profile", "", SKIPPER_KEY_STRING, NULL },

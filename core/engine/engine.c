@@ -170,6 +170,7 @@ int skipper_engine_new(struct skipper_backend *be, const struct skipper_tokenize
 	e->draft.top_k = 1;
 	e->pace.no_guard = o->no_guard;
 	e->seq = o->seq;
+	e->prefix_cache = o->prefix_cache;
 	e->lk.history = o->history;
 	e->pace.note = o->note;
 	e->pace.note_ctx = o->note_ctx;
@@ -357,6 +358,9 @@ static int finish_request(struct skipper_engine *e, struct round_ctx *r, int n_p
 	/* the first token comes out of the prefill; the rest out of decoding */
 	if (r->n_gen > 1 && st->t_total - st->t_prefill > 0)
 		st->tokens_per_s = (r->n_gen - 1) / (st->t_total - st->t_prefill);
+	/* what the sequence's cache now holds, for the next request's prompt */
+	if (!rc && e->prefix_cache && r->n_past <= e->lk.hist_n)
+		rc = skipper_backend_kv_note(e->be, e->seq, e->lk.hist, r->n_past, err);
 	/* what was written is history for the next requests (lookup's, so
 	 * only where lookup runs) */
 	if (e->lk.history && e->lk.opts.enable && r->n_gen > 0)

@@ -98,6 +98,11 @@ struct skipper_engine_opts {
 	 * borrowed; each request the engine finishes is added to it. NULL:
 	 * none. skipper_engine_set_history changes it between requests. */
 	struct skipper_history *history;
+	/* 1: a request starts from the K/V of the longest prefix its prompt
+	 * shares with what its sequence holds from an earlier one
+	 * ([generate] prefix_cache; skipper_backend_kv_prefix); what it
+	 * computes is the same bits (batch invariance). */
+	int prefix_cache;
 };
 
 /* The engine borrows be and tok; they must outlive it. o NULL: plain

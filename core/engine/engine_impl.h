@@ -179,6 +179,7 @@ struct skipper_engine {
 		double rate;
 	} batch;
 	int seq;              /* the backend's KV sequence */
+	int prefix_cache;     /* skipper_engine_opts.prefix_cache */
 	/* the request in progress */
 	struct round_ctx r;
 	struct skipper_gen_params gp;
@@ -275,6 +276,12 @@ void engine_learn_rows(struct skipper_engine *e, int rows, double sec);
 
 /* The measured curve at n rows, past its range extrapolated (costs.c). */
 double engine_curve(const struct skipper_engine *e, int n);
+
+/* Prompt tokens whose K/V the engine's sequence still holds from an
+ * earlier request (none without prefix_cache), leaving at least `keep`
+ * (>= 1) rows to compute: the last one gives the first token. Sets the
+ * request's n_reused. */
+int engine_reusable(struct skipper_engine *e, const int32_t *prompt, int n_prompt, int keep);
 
 /* The one full-model prefill of a request (prefill.c); see there. */
 int engine_prefill(struct skipper_engine *e, const int32_t *prompt, int n_prompt, int greedy, float *mean,

@@ -134,6 +134,8 @@ static int prepare(struct skipper_pass *p, struct skipper_engine *e, struct part
 			e->prefilled = e->n_prompt;
 			return engine_request_prefill(e, e->prompt, e->n_prompt, err);
 		}
+		if (!e->prefilled)
+			e->prefilled = engine_reusable(e, e->prompt, e->n_prompt, 1);
 		pt->prefill = 1;
 		pt->n = e->n_prompt - e->prefilled < p->chunk ? e->n_prompt - e->prefilled : p->chunk;
 		if (reserve(p, n + pt->n, 0))

@@ -73,6 +73,17 @@ int skipper_engine_prompt_mean(struct skipper_engine *e, const int32_t *prompt, 
 	return rc;
 }
 
+int engine_reusable(struct skipper_engine *e, const int32_t *prompt, int n_prompt, int keep)
+{
+	int n = e->prefix_cache ? skipper_backend_kv_prefix(e->be, e->seq, prompt, n_prompt) : 0;
+	if (keep < 1)
+		keep = 1;
+	if (n > n_prompt - keep)
+		n = n_prompt - keep > 0 ? n_prompt - keep : 0;
+	e->r.st->n_reused = n;
+	return n;
+}
+
 /* The one full-model prefill of a request. Its last row gives the first
  * token (top-1 in e->vb.top[0], logits in e->vb.logits when sampling). Captures
  * what the policy needs from this pass: the last *st_rows prompt rows at
@@ -86,13 +97,16 @@ int engine_prefill(struct skipper_engine *e, const int32_t *prompt, int n_prompt
 	const struct skipper_model_view *m = e->be->model;
 	size_t d = (size_t)m->hp.n_embd;
 	int n_rows = e->cap.buf ? (n_prompt < e->cap.prompt_rows ? n_prompt : e->cap.prompt_rows) : 0;
-	int split = e->cap.buf && mean ? n_prompt - n_rows : 0, rc = SKIPPER_OK;
+	/* the rows before split are not in the main pass: with the mean they
+	 * go in one of their own, else the sequence holds them already */
+	int split = mean ? (e->cap.buf ? n_prompt - n_rows : 0) : engine_reusable(e, prompt, n_prompt, n_rows),
+	    rc = SKIPPER_OK;
 	float *lastcap = NULL; /* last-layer rows for the mean not in cap_sel */
 	int n_last = mean ? (e->cap.buf ? split : n_prompt) : 0;
 
 	if (n_last > 0 && !(lastcap = malloc((size_t)n_last * d * sizeof *lastcap)))
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
-	if (split > 0)
+	if (mean && split > 0)
 		rc = forward_last_layer(e, prompt, split, 0, lastcap, err);
 	if (!rc) {
 		int32_t last = n_prompt - 1 - split, n = n_prompt - split, lastl = e->n_layer - 1, *rows = e->vb.rows;

@@ -505,8 +505,11 @@ static double fin(double x)
 
 static json_t *usage_json(const struct oa_answer *a, const struct skipper_run_stats *st)
 {
-	return json_pack("{s:i, s:i, s:i}", "prompt_tokens", a->n_prompt, "completion_tokens", st->n_generated,
-	                 "total_tokens", a->n_prompt + st->n_generated);
+	/* cached_tokens: OpenAI's name for a prompt's part read from an
+	 * earlier request's cache ([generate] prefix_cache) */
+	return json_pack("{s:i, s:i, s:i, s:{s:i}}", "prompt_tokens", a->n_prompt, "completion_tokens", st->n_generated,
+	                 "total_tokens", a->n_prompt + st->n_generated, "prompt_tokens_details", "cached_tokens",
+	                 st->n_reused);
 }
 
 /* skipper's own statistics, beside usage. Draft sources as in /metrics. */

@@ -345,27 +345,46 @@ static void finish(struct skipper_batch *b, struct slot *sl, int rc, int cancell
 	job_free(j);
 }
 
+/* The free slot for job j: the one whose sequence holds the longest
+ * prefix of its prompt ([generate] prefix_cache: a conversation's next
+ * turn goes where its last one left its cache), the first at a tie; -1:
+ * none free. */
+static int free_slot(struct skipper_batch *b, const struct job *j)
+{
+	int best = -1, best_n = -1;
+	for (int i = 0; i < b->o.n_seq; i++) {
+		if (b->slot[i].j)
+			continue;
+		int n = skipper_backend_kv_prefix(b->s->be, i, j->prompt, (int)j->n_prompt);
+		if (n > best_n) {
+			best = i;
+			best_n = n;
+		}
+	}
+	return best;
+}
+
 /* Under the lock: queued jobs into free slots (cancelled ones end at once),
  * running ones that were cancelled marked. Returns how many slots run. */
 static int schedule(struct skipper_batch *b, struct job **dropped)
 {
-	int running = 0;
-	for (int i = 0; i < b->o.n_seq; i++) {
-		struct slot *sl = &b->slot[i];
-		while (!sl->j && b->head) {
-			struct job *j = b->head;
-			if (!(b->head = j->next))
-				b->tail = NULL;
-			b->m.queued--;
-			if (j->cancel) {
-				j->next = *dropped;
-				*dropped = j;
-				continue;
-			}
-			sl->j = j;
-			sl->admit = 1; /* its request begins outside the lock */
-			b->m.running++;
+	int running = 0, i = -1;
+	while (b->head && (b->head->cancel || (i = free_slot(b, b->head)) >= 0)) {
+		struct job *j = b->head;
+		if (!(b->head = j->next))
+			b->tail = NULL;
+		b->m.queued--;
+		if (j->cancel) {
+			j->next = *dropped;
+			*dropped = j;
+			continue;
 		}
+		b->slot[i].j = j;
+		b->slot[i].admit = 1; /* its request begins outside the lock */
+		b->m.running++;
+	}
+	for (i = 0; i < b->o.n_seq; i++) {
+		struct slot *sl = &b->slot[i];
 		sl->cancel = sl->j && sl->j->cancel;
 		running += sl->j != NULL;
 	}

@@ -237,6 +237,7 @@ static int backend_opts(const struct skipper_config *cfg, struct skipper_backend
 	if ((rc = skipper_config_get_int(cfg, "model", "ctx", &l, err)))
 		return rc;
 	bo->n_ctx = (int)l;
+	bo->kv_type = strcmp(skipper_config_get(cfg, "model", "kv_type"), "q8_0") == 0 ? SKIPPER_KV_Q8_0 : SKIPPER_KV_F16;
 	bo->kind = strcmp(backend, "cuda") == 0 ? SKIPPER_BACKEND_CUDA :
 	           strcmp(backend, "cpu") == 0  ? SKIPPER_BACKEND_CPU : SKIPPER_BACKEND_AUTO;
 	return SKIPPER_OK;
@@ -288,6 +289,8 @@ int skipper_session_open_opts(const struct skipper_config *cfg, const struct ski
 		bo.n_ctx = s->model->view.hp.n_ctx_train;
 	if ((rc = skipper_tokenizer_for_model(s->model, &s->tok, err)) || (rc = chat_setup(s, err)))
 		goto fail;
+	session_log(s, SKIPPER_LOG_INFO, "K/V cache: %d tokens, %s, %.1f MiB", bo.n_ctx, skipper_kv_type_name(bo.kv_type),
+	            skipper_backend_kv_bytes(&s->model->view.hp, bo.n_ctx, bo.kv_type) / 1048576.0);
 	if ((rc = skipper_backend_create(&s->model->view, &bo, &s->be, err))) {
 		skipper_fail_prefix(err, "%s", skipper_model_path(s->model));
 		goto fail;

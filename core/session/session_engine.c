@@ -57,7 +57,7 @@ int skipper_session_sequences(struct skipper_session *s, int n, struct skipper_e
 	if (!s->be->ops->set_sequences)
 		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED, "the %s backend decodes one sequence at a time",
 		                    s->be->ops->name);
-	return s->be->ops->set_sequences(s->be, n, err);
+	return skipper_backend_set_sequences(s->be, n, err);
 }
 
 int skipper_session_engine_seq(struct skipper_session *s, const struct skipper_config *cfg, int seq,
@@ -80,6 +80,7 @@ int skipper_session_engine_seq(struct skipper_session *s, const struct skipper_c
 	lookup_opts(cfg, name, &o.lookup);
 	skipper_config_get_bool(cfg, "policy", "guard", &guard, NULL);
 	o.no_guard = !guard;
+	skipper_config_get_bool(cfg, "generate", "prefix_cache", &o.prefix_cache, NULL);
 	/* the ranking only matters to policies that draft with the model */
 	int drafts = strcmp(name, "none") != 0 && strcmp(name, "lookup") != 0;
 	if ((rc = session_draft_vocab(s, cfg, drafts, &vocab, &n_vocab, err)) ||

@@ -177,6 +177,7 @@ struct skipper_run_stats {
 	int drafts, lookup_drafts, ngram_drafts;
 	/* of lookup's: drafts from earlier requests ([lookup] history) */
 	int history_drafted, history_accepted, history_drafts;
+	int n_reused;        /* prompt tokens whose K/V an earlier request left ([generate] prefix_cache) */
 };
 /* The last generation's, valid until the next generation or close. */
 const struct skipper_run_stats *skipper_session_stats(const struct skipper_session *s);

@@ -4,6 +4,8 @@
   logits-ref.py MODEL.gguf > tests/data/logits-smollm2.json
   logits-ref.py MODEL.gguf --qwen > tests/data/logits-qwen2.5-coder-0.5b.json
   logits-ref.py MODEL.gguf --bench THREADS [N]   decode tokens/s of llama.cpp
+  ... --kv q8_0    (last) the K/V cache in q8_0, with flash attention, as
+                   llama.cpp's -ctk q8_0 -ctv q8_0 -fa on (t-parity ... q8_0)
 
 --qwen takes the Qwen prompt set (chatml: code, math, chat, a code edit,
 Chinese; and raw code) and fixed ids of the Qwen vocabulary. llama.cpp must
@@ -54,9 +56,12 @@ QWEN_PROMPTS = [
 QWEN_FIXED_IDS = [0, 11, 198, 220, 271, 1000, 20000, 100000, 151643, 151645]
 
 
+KV = {}  # extra Llama() arguments for --kv
+
+
 def load(path, threads, logits_all=True):
     return Llama(model_path=path, n_ctx=1024, n_threads=threads, n_threads_batch=threads,
-                 logits_all=logits_all, verbose=False, seed=0)
+                 logits_all=logits_all, verbose=False, seed=0, **KV)
 
 
 def record(path, prompts, fixed_ids):
@@ -116,6 +121,12 @@ def bench(path, threads, n):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) >= 4 and sys.argv[-2] == "--kv":
+        if sys.argv[-1] != "q8_0":
+            raise SystemExit("logits-ref.py: --kv takes q8_0")
+        import llama_cpp
+        KV.update(type_k=llama_cpp.GGML_TYPE_Q8_0, type_v=llama_cpp.GGML_TYPE_Q8_0, flash_attn=True)
+        del sys.argv[-2:]
     if len(sys.argv) >= 4 and sys.argv[2] == "--bench":
         bench(sys.argv[1], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 128)
     elif len(sys.argv) >= 3 and sys.argv[2] == "--qwen":

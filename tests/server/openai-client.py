@@ -151,4 +151,27 @@ ok(first == other == again, "history: the same answer for every user (lossless)"
 ok(h1["drafted"] == 0 and h2["drafted"] == 0, "history: a user's first request has none to draft from (%s, %s)"
    % (h1, h2))
 ok(h3["accepted"] > 0, "history: alice's second request drafts from her first (%s)" % h3)
+# prompt cache ([generate] prefix_cache): a conversation's second turn is
+# put where its first left its cache and reads it (OpenAI's
+# usage.prompt_tokens_details.cached_tokens); asked again, all of it but
+# the last token; the answers the same whatever was read from the cache
+TURN1 = [{"role": "user", "content": "Name three rivers in Europe."}]
+
+
+def chat(messages):
+    return client.chat.completions.create(model=model, messages=messages, max_tokens=16, temperature=0)
+
+
+r1 = chat(TURN1)
+turn2 = TURN1 + [{"role": "assistant", "content": r1.choices[0].message.content},
+                 {"role": "user", "content": "Which of them is the longest?"}]
+r2 = chat(turn2)
+r3 = chat(turn2)
+c2, c3 = r2.usage.prompt_tokens_details.cached_tokens, r3.usage.prompt_tokens_details.cached_tokens
+ok(c2 >= r1.usage.prompt_tokens, "prompt cache: the second turn reads the first's %d prompt tokens (%d cached)"
+   % (r1.usage.prompt_tokens, c2))
+ok(c3 == r3.usage.prompt_tokens - 1, "prompt cache: the same prompt again reads all but its last token (%d of %d)"
+   % (c3, r3.usage.prompt_tokens))
+ok(r2.choices[0].message.content == r3.choices[0].message.content,
+   "prompt cache: the same answer from %d and %d cached tokens" % (c2, c3))
 sys.exit(1 if failed else 0)

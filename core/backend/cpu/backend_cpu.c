@@ -5,6 +5,7 @@
 #include "build-config.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -12,6 +13,7 @@
 
 #include "cpu_backend.h"
 #include "base/error.h"
+#include "base/memory.h"
 #include "model/quant.h"
 
 static struct cpu_backend *cpu(struct skipper_backend *be)
@@ -71,6 +73,7 @@ static void cpu_destroy(struct skipper_backend *base)
 	cpu_weight_free(&be->sub_head);
 	free(be->weights);
 	free(be->sub_ids);
+	free(be->base.kv_rec);
 	free(be);
 }
 
@@ -78,11 +81,11 @@ int cpu_grow_scratch(struct cpu_backend *be, int n, struct skipper_error *err)
 {
 	if (n <= be->scr_cap)
 		return 0;
-	size_t sz = (size_t)be->n_layer * n * be->kv_dim * sizeof(uint16_t);
-	uint16_t *k = realloc(be->k_scr, sz);
+	size_t sz = (size_t)be->n_layer * be->n_kv * n * be->kv_rb;
+	uint8_t *k = realloc(be->k_scr, sz);
 	if (k)
 		be->k_scr = k;
-	uint16_t *v = k ? realloc(be->v_scr, sz) : NULL;
+	uint8_t *v = k ? realloc(be->v_scr, sz) : NULL;
 	if (v)
 		be->v_scr = v;
 	if (!k || !v)
@@ -92,6 +95,42 @@ int cpu_grow_scratch(struct cpu_backend *be, int n, struct skipper_error *err)
 }
 
 static const struct skipper_backend_ops cpu_ops;
+
+/* Bytes of the weights as the model holds them (the copies the backend
+ * makes are about as large). */
+static uint64_t weight_bytes(const struct skipper_model_view *m)
+{
+	uint64_t n = (uint64_t)m->output.row_bytes * (uint64_t)m->output.ne1;
+	for (int l = 0; l < m->hp.n_layer; l++) {
+		const struct skipper_layer *L = &m->layers[l];
+		const struct skipper_weight *w[] = { &L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down };
+		for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+			n += (uint64_t)w[i]->row_bytes * (uint64_t)w[i]->ne1;
+	}
+	return n;
+}
+
+int cpu_check_memory(const struct skipper_backend *base, int n_seq, int weights, struct skipper_error *err)
+{
+	const struct skipper_model_view *m = base->model;
+	uint64_t avail, kv = skipper_backend_kv_bytes(&m->hp, base->n_ctx, base->kv_type) * (uint64_t)n_seq;
+	uint64_t w = weights ? weight_bytes(m) : 0;
+	const double gib = 1024.0 * 1024.0 * 1024.0;
+
+	char besides[64] = "";
+
+	/* unknown (not Linux): the allocations say */
+	if (skipper_memory_available(&avail) || kv + w <= avail)
+		return 0;
+	if (weights)
+		snprintf(besides, sizeof besides, " besides %.2f GiB of weights", w / gib);
+	return skipper_fail(err, SKIPPER_ERR_NOMEM,
+	                    "cpu backend: %d sequence%s of %d tokens need%s %.2f GiB of K/V cache (%s, %.1f KiB a token)%s, "
+	                    "and %.2f GiB of memory is available: lower [model] ctx (--ctx)%s",
+	                    n_seq, n_seq > 1 ? "s" : "", base->n_ctx, n_seq > 1 ? "" : "s", kv / gib,
+	                    skipper_kv_type_name(base->kv_type), skipper_backend_kv_bytes(&m->hp, 1, base->kv_type) / 1024.0,
+	                    besides, avail / gib, base->kv_type == SKIPPER_KV_F16 ? " or set [model] kv_type = q8_0 (--kv-type)" : "");
+}
 
 int skipper_backend_cpu_create(const struct skipper_model_view *m, const struct skipper_backend_opts *o,
                                struct skipper_backend **out, struct skipper_error *err)
@@ -104,6 +143,10 @@ int skipper_backend_cpu_create(const struct skipper_model_view *m, const struct 
 		return skipper_fail(err, SKIPPER_ERR_ARG, "cpu backend: n_ctx must be positive");
 	if ((rc = cpu_check_model(m, err)))
 		return rc;
+	if (o->kv_type == SKIPPER_KV_Q8_0 && m->hp.head_dim % 32)
+		return skipper_fail(err, SKIPPER_ERR_UNSUPPORTED,
+		                    "cpu backend: a q8_0 K/V cache needs a head size that is a multiple of 32 (this "
+		                    "model's is %d): use kv_type = f16", m->hp.head_dim);
 	be = calloc(1, sizeof *be);
 	if (!be)
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "cpu backend: out of memory");
@@ -112,6 +155,11 @@ int skipper_backend_cpu_create(const struct skipper_model_view *m, const struct 
 	be->base.model = m;
 	be->base.n_ctx = o->n_ctx;
 	be->base.n_seq = 1;
+	be->base.kv_type = o->kv_type;
+	if ((rc = cpu_check_memory(&be->base, 1, 1, err))) {
+		free(be);
+		return rc;
+	}
 	be->K = cpu_kernels_select();
 	const char *hp_env = getenv("SKIPPER_CPU_HUGEPAGES");
 	be->huge_pages = !(hp_env && !strcmp(hp_env, "0"));
@@ -137,8 +185,10 @@ int skipper_backend_cpu_create(const struct skipper_model_view *m, const struct 
 		be->xn_w = be->q_dim;
 
 	size_t ne = (size_t)be->n_embd, C = CPU_CHUNK, L = (size_t)be->n_layer;
-	be->kv_seq = L * (size_t)o->n_ctx * be->kv_dim;
-	size_t kvsz = be->kv_seq * sizeof(uint16_t);
+	be->kv_type = o->kv_type == SKIPPER_KV_Q8_0 ? CPU_KV_Q8_0 : CPU_KV_F16;
+	be->kv_rb = cpu_kv_row_bytes(be->kv_type, be->hd);
+	be->kv_seq = L * (size_t)be->n_kv * (size_t)o->n_ctx * be->kv_rb;
+	size_t kvsz = be->kv_seq;
 	be->rope_freq = malloc(sizeof(double) * (size_t)(be->rope_dim / 2 + 1));
 	be->norm_attn = malloc(L * ne * sizeof(float));
 	be->norm_ffn = malloc(L * ne * sizeof(float));
@@ -161,14 +211,15 @@ int skipper_backend_cpu_create(const struct skipper_model_view *m, const struct 
 	be->up = malloc(C * be->n_ff * sizeof(float));
 	be->rope_cs = malloc(C * be->rope_dim * sizeof(float) + 1);
 	be->logits = malloc((size_t)CPU_HEAD_CHUNK * be->n_vocab * sizeof(float));
-	/* attention tasks take as many rows as a thread's ~1 MiB of scores holds */
-	size_t group = (size_t)(be->n_head / be->n_kv), per_row = group * (size_t)o->n_ctx;
-	be->att_rows = per_row >= (1u << 18) ? 1 : (int)((1u << 18) / per_row);
-	if (be->att_rows > CPU_CHUNK)
-		be->att_rows = CPU_CHUNK;
+	/* a thread's attention scores: 4 MiB, or one row's at the whole
+	 * context where that is more; a task takes as many rows as they hold
+	 * at its pass's context (cpu_layer.c), up to att_rows */
+	size_t group = (size_t)(be->n_head / be->n_kv), full = group * (size_t)o->n_ctx;
+	be->att_rows = CPU_CHUNK;
+	be->att_floats = full > (1u << 20) ? full : (1u << 20);
 	be->att_q = malloc((size_t)be->n_threads * be->att_rows * group * be->hd * sizeof(float));
 	be->att_o = malloc((size_t)be->n_threads * be->att_rows * group * be->hd * sizeof(float));
-	be->scores = malloc((size_t)be->n_threads * be->att_rows * per_row * sizeof(float));
+	be->scores = malloc((size_t)be->n_threads * be->att_floats * sizeof(float));
 	be->anc = malloc((size_t)be->n_threads * o->n_ctx * sizeof(int32_t));
 	be->tp = skipper_threadpool_new(be->n_threads);
 	be->lw = calloc(L, sizeof *be->lw);

@@ -57,14 +57,17 @@ struct cpu_backend {
 	float *norm_attn, *norm_ffn;  /* [n_layer][n_embd], converted to f32 */
 	float *norm_out;              /* [n_embd] */
 
-	/* K/V cache, f16: [n_seq][n_layer][n_kv][n_ctx][hd] (cpu_kv_seq,
-	 * cpu_kv_at): one attention task reads one head's keys, and they are
-	 * one run of memory (two threads reading halves of [n_kv * hd] rows ran
-	 * at half the speed) */
-	uint16_t *k_cache, *v_cache;
-	size_t kv_seq;                /* elements of one sequence's cache (each of K and V) */
-	/* read-only batches: [n_layer][n_kv][scr_cap][hd] */
-	uint16_t *k_scr, *v_scr;
+	/* K/V cache: [n_seq][n_layer][n_kv][n_ctx] rows of kv_rb bytes
+	 * (cpu_kv_seq, cpu_kv_at), each a head's hd elements in the layout
+	 * kv_type names (enum cpu_kv_type, cpu_kv.c): one attention task reads
+	 * one head's keys, and they are one run of memory (two threads reading
+	 * halves of [n_kv * hd] rows ran at half the speed) */
+	uint8_t *k_cache, *v_cache;
+	int kv_type;
+	size_t kv_rb;                 /* bytes of one head's row */
+	size_t kv_seq;                /* bytes of one sequence's cache (each of K and V) */
+	/* read-only batches: [n_layer][n_kv][scr_cap] rows */
+	uint8_t *k_scr, *v_scr;
 	int scr_cap;
 
 	/* one chunk of rows */
@@ -95,11 +98,13 @@ struct cpu_backend {
 	double prof_t;
 	struct skipper_backend_timing prof;
 
-	/* per thread, for the att_rows batch rows of one attention task: the
-	 * query heads of one K/V head ([att_rows][group][hd], f16-rounded), their
-	 * outputs (same shape), their scores ([att_rows][group][n_ctx]), and one
-	 * ancestor list (n_ctx) */
+	/* per thread, for the batch rows of one attention task (at most
+	 * att_rows): the query heads of one K/V head ([rows][group][hd],
+	 * rounded as the cache's layout meets them), their outputs (same
+	 * shape), their scores (att_floats: [rows][group][the pass's keys]),
+	 * and one ancestor list (n_ctx) */
 	int att_rows;
+	size_t att_floats;
 	float *att_q, *att_o, *scores;
 	int32_t *anc;
 };
@@ -123,6 +128,10 @@ double cpu_now(void);
 /* backend_cpu.c: the read-only scratch K/V holds n rows (grows once); the
  * error for a row whose top logit is not finite. */
 int cpu_grow_scratch(struct cpu_backend *be, int n, struct skipper_error *err);
+/* SKIPPER_ERR_NOMEM, with the figures and what to change, when n_seq
+ * sequences' K/V caches (and the weights' copies, when weights) do not
+ * fit in the memory available: checked before allocating them. */
+int cpu_check_memory(const struct skipper_backend *base, int n_seq, int weights, struct skipper_error *err);
 int cpu_nonfinite(const struct skipper_model_view *m, struct skipper_error *err);
 
 /* cpu_services.c: the operations besides forward (struct skipper_backend_ops). */
@@ -142,15 +151,23 @@ int cpu_set_head_subset(struct skipper_backend *base, const int32_t *ids, int n,
 void cpu_timing(struct skipper_backend *base, int on, struct skipper_backend_timing *out);
 void cpu_identity(struct skipper_backend *base, char *buf, size_t n);
 
-/* The first element of sequence seq's cache (add cpu_kv_at). */
+/* The first byte of sequence seq's cache (add cpu_kv_at). */
 static inline size_t cpu_kv_seq(const struct cpu_backend *be, int seq) { return (size_t)seq * be->kv_seq; }
 
-/* Offset of head g's row at slot in a K/V buffer of cap slots per head
- * and layer (a sequence's cache: n_ctx; the scratch: scr_cap). */
+/* Byte offset of head g's row at slot in a K/V buffer of cap slots per
+ * head and layer (a sequence's cache: n_ctx; the scratch: scr_cap). */
 static inline size_t cpu_kv_at(const struct cpu_backend *be, int layer, int g, int slot, int cap)
 {
-	return (((size_t)layer * be->n_kv + (size_t)g) * (size_t)cap + (size_t)slot) * (size_t)be->hd;
+	return (((size_t)layer * be->n_kv + (size_t)g) * (size_t)cap + (size_t)slot) * be->kv_rb;
 }
+
+/* cpu_kv.c: head rows of the K/V cache in its layout. Store hd floats as
+ * one row; read one row back as floats; round a query's hd floats the way
+ * the attention kernels meet them (f16: to halves; q8_0: to q8_0 blocks
+ * and back, as llama.cpp quantises queries against a q8_0 cache). */
+void cpu_kv_store(const struct cpu_backend *be, const float *x, uint8_t *row);
+void cpu_kv_load(const struct cpu_backend *be, const uint8_t *row, float *x);
+void cpu_kv_round_query(const struct cpu_backend *be, float *q, int n);
 
 static inline void cpu_prof(struct cpu_backend *be, int kind)
 {

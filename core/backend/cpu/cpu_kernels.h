@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* One block of an activation row quantized for integer dot products with
  * Q4_0 / Q4_1 / Q8_0 weights: x[i] ~= d * qs[i]; sum = sum of qs (Q4_0
@@ -61,6 +62,17 @@ static inline int cpu_wact(int kind)
 
 #define CPU_MAX_HEAD_DIM 256
 
+/* A K/V cache row of d elements ([model] kv_type): CPU_KV_F16, d halves;
+ * CPU_KV_Q8_0, llama.cpp's q8_0 blocks with the values and the scales
+ * apart (d int8 values, then d / 32 f16 scales; element i is
+ * scale[i / 32] * value[i]), so that 16 values are one aligned load. */
+enum cpu_kv_type { CPU_KV_F16, CPU_KV_Q8_0, CPU_KV_N };
+
+static inline size_t cpu_kv_row_bytes(int kt, int d)
+{
+	return kt == CPU_KV_Q8_0 ? (size_t)d + (size_t)d / 16 : (size_t)d * 2;
+}
+
 struct cpu_kernels {
 	const char *name;
 	cpu_matmul_fn matmul[CPU_W_N];
@@ -68,19 +80,21 @@ struct cpu_kernels {
 	void (*quantize_q8)(const float *x, struct cpu_q8 *q, int64_t k);
 	/* Quantize k floats (multiple of 256) into k/256 blocks. */
 	void (*quantize_q8k)(const float *x, struct cpu_q8k *q, int64_t k);
-	/* Attention over f16 K/V rows of length d (a multiple of 8, at most
-	 * CPU_MAX_HEAD_DIM), for nq
-	 * queries or outputs of d floats each, stored one after the other.
-	 * Every score and every output element is computed by the same
-	 * operations in the same order whatever nq and n (and however a caller
-	 * splits the keys into calls), so one row's attention never depends on
-	 * the other rows of a batch.
-	 * attn_scores: s[i * ss + j] = (q_i . k_j) * scale, k_j at k + j * ks. */
-	void (*attn_scores)(const float *q, int nq, const uint16_t *k, int n, int ks, int d, float scale, float *s,
-	                    int ss);
+	/* Attention over K/V cache rows of d elements (d a multiple of 8, at
+	 * most CPU_MAX_HEAD_DIM; of 32 for q8_0) in the layout kt names (enum
+	 * cpu_kv_type; [kt] picks the kernel), for nq queries or outputs of d
+	 * floats each, stored one after the other. Every score and every
+	 * output element is computed by the same operations in the same order
+	 * whatever nq and n (and however a caller splits the keys into calls),
+	 * so one row's attention never depends on the other rows of a batch.
+	 * attn_scores: s[i * ss + j] = (q_i . k_j) * scale, k_j at k + j * ks
+	 * bytes. */
+	void (*attn_scores[CPU_KV_N])(const float *q, int nq, const uint8_t *k, int n, size_t ks, int d, float scale,
+	                              float *s, int ss);
 	/* attn_values: o_i += p[i * ps + j] * v_j for j = 0 .. n-1 in order (one
-	 * fused multiply-add per element and key), v_j at v + j * vs. */
-	void (*attn_values)(float *o, int nq, const float *p, int ps, const uint16_t *v, int n, int vs, int d);
+	 * fused multiply-add per element and key), v_j at v + j * vs bytes. */
+	void (*attn_values[CPU_KV_N])(float *o, int nq, const float *p, int ps, const uint8_t *v, int n, size_t vs,
+	                              int d);
 	/* a[i] = silu(g[i]) * u[i] = g[i] / (1 + exp(-g[i])) * u[i] for i < n. */
 	void (*silu_mul)(const float *g, const float *u, float *a, int n);
 	/* x[i] = exp(x[i] - m) for i < n (x[i] <= m); returns their sum. */
@@ -159,5 +173,18 @@ static inline float cpu_bf16_to_f32(uint16_t h)
 	return f;
 }
 
+
+/* Element e of a K/V cache row of d elements (enum cpu_kv_type) as a
+ * float. */
+static inline float cpu_kv_elem(const uint8_t *row, int kt, int d, int e)
+{
+	uint16_t h;
+	if (kt == CPU_KV_F16) {
+		memcpy(&h, row + 2 * (size_t)e, sizeof h);
+		return cpu_f16_to_f32(h);
+	}
+	memcpy(&h, row + d + 2 * (e / 32), sizeof h);
+	return cpu_f16_to_f32(h) * (float)(int8_t)row[e];
+}
 
 #endif

@@ -501,15 +501,30 @@ static TGT void quantize_q8k(const float *x, struct cpu_q8k *q, int64_t k)
 	}
 }
 
+/* Elements e .. e + 7 of a cache row of d elements as floats: a q8_0
+ * value times its block's scale is exact in a float. kt is a constant
+ * wherever this is inlined. */
+static TGT INL __m256 load_kv(const uint8_t *row, int kt, int d, int e)
+{
+	if (kt == CPU_KV_F16)
+		return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * e)));
+	uint16_t h;
+	int64_t b;
+	memcpy(&h, row + d + 2 * (e / 32), sizeof h);
+	memcpy(&b, row + e, sizeof b);
+	__m256 x = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(b)));
+	return _mm256_mul_ps(x, _mm256_cvtph_ps(_mm_set1_epi16((short)h)));
+}
+
 /* Scores of G queries against one key: the key's 8-element pieces are
  * widened once and met by every query; each score is its own 8-lane sum. */
-static TGT INL void scores_g(const float *q, int G, const uint16_t *k, int d, float scale, float *s, int ss)
+static TGT INL void scores_g(const float *q, int G, const uint8_t *k, int kt, int d, float scale, float *s, int ss)
 {
 	__m256 acc[4];
 	for (int g = 0; g < G; g++)
 		acc[g] = _mm256_setzero_ps();
 	for (int e = 0; e < d; e += 8) {
-		__m256 kv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + e)));
+		__m256 kv = load_kv(k, kt, d, e);
 		for (int g = 0; g < G; g++)
 			acc[g] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (size_t)g * d + e), kv, acc[g]);
 	}
@@ -539,15 +554,14 @@ static TGT INL __m256 hsum8x8(const __m256 *a)
 /* Scores of every query against nk <= 8 keys, the keys widened once into
  * kf (in address order): per query 8 running sums, one reduction and one
  * store instead of a horizontal sum and a store per key. */
-static TGT INL void scores_8(const float *q, int nq, const uint16_t *k, int nk, int ks, int d, float scale,
-                             float *s, int ss, float *kf)
+static TGT INL void scores_8(const float *q, int nq, const uint8_t *k, int kt, int nk, size_t ks, int d,
+                             float scale, float *s, int ss, float *kf)
 {
 	for (int key = 0; key < 8; key++) {
 		int j = key < 4 ? 2 * key : 2 * (key - 4) + 1; /* see hsum8x8 */
 		for (int e = 0; e < d; e += 8)
 			_mm256_storeu_ps(kf + (size_t)j * d + e,
-			                 key < nk ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + (size_t)key * ks + e)))
-			                          : _mm256_setzero_ps());
+			                 key < nk ? load_kv(k + (size_t)key * ks, kt, d, e) : _mm256_setzero_ps());
 	}
 	for (int g = 0; g < nq; g++) {
 		__m256 acc[8];
@@ -571,8 +585,8 @@ static TGT INL void scores_8(const float *q, int nq, const uint16_t *k, int nk, 
 	}
 }
 
-static TGT void a_attn_scores(const float *q, int nq, const uint16_t *k, int n, int ks, int d, float scale,
-                              float *s, int ss)
+static TGT INL void attn_scores_kt(const float *q, int nq, const uint8_t *k, int kt, int n, size_t ks, int d,
+                                   float scale, float *s, int ss)
 {
 	float kf[8 * CPU_MAX_HEAD_DIM];
 	int j = 0;
@@ -581,30 +595,43 @@ static TGT void a_attn_scores(const float *q, int nq, const uint16_t *k, int n, 
 	for (; n - j >= 4; j += 8) {
 		int nk = n - j < 8 ? n - j : 8;
 		if (d == 128)
-			scores_8(q, nq, k + (size_t)j * ks, nk, ks, 128, scale, s + j, ss, kf);
+			scores_8(q, nq, k + (size_t)j * ks, kt, nk, ks, 128, scale, s + j, ss, kf);
 		else if (d == 64)
-			scores_8(q, nq, k + (size_t)j * ks, nk, ks, 64, scale, s + j, ss, kf);
+			scores_8(q, nq, k + (size_t)j * ks, kt, nk, ks, 64, scale, s + j, ss, kf);
 		else
-			scores_8(q, nq, k + (size_t)j * ks, nk, ks, d, scale, s + j, ss, kf);
+			scores_8(q, nq, k + (size_t)j * ks, kt, nk, ks, d, scale, s + j, ss, kf);
 	}
 	for (; j < n; j++)
 		for (int i = 0; i < nq; i += 4) {
 			const float *qi = q + (size_t)i * d;
-			const uint16_t *kj = k + (size_t)j * ks;
+			const uint8_t *kj = k + (size_t)j * ks;
 			float *si = s + (size_t)i * ss + j;
 			switch (nq - i < 4 ? nq - i : 4) {
-			case 4: scores_g(qi, 4, kj, d, scale, si, ss); break;
-			case 3: scores_g(qi, 3, kj, d, scale, si, ss); break;
-			case 2: scores_g(qi, 2, kj, d, scale, si, ss); break;
-			default: scores_g(qi, 1, kj, d, scale, si, ss); break;
+			case 4: scores_g(qi, 4, kj, kt, d, scale, si, ss); break;
+			case 3: scores_g(qi, 3, kj, kt, d, scale, si, ss); break;
+			case 2: scores_g(qi, 2, kj, kt, d, scale, si, ss); break;
+			default: scores_g(qi, 1, kj, kt, d, scale, si, ss); break;
 			}
 		}
 }
 
-/* 32 elements (e .. e + 31) of G <= 3 outputs d floats apart, held in
+static TGT void a_attn_scores_f16(const float *q, int nq, const uint8_t *k, int n, size_t ks, int d, float scale,
+                                  float *s, int ss)
+{
+	attn_scores_kt(q, nq, k, CPU_KV_F16, n, ks, d, scale, s, ss);
+}
+
+static TGT void a_attn_scores_q8(const float *q, int nq, const uint8_t *k, int n, size_t ks, int d, float scale,
+                                 float *s, int ss)
+{
+	attn_scores_kt(q, nq, k, CPU_KV_Q8_0, n, ks, d, scale, s, ss);
+}
+
+/* 32 elements (e0 .. e0 + 31) of G <= 3 outputs d floats apart, held in
  * registers over all n keys: one fused multiply-add per element and key,
  * in key order, as through memory below. */
-static TGT INL void values_32(float *o, int d, int G, const float *p, int ps, const uint16_t *v, int n, int vs)
+static TGT INL void values_32(float *o, int d, int G, const float *p, int ps, const uint8_t *v, int kt, int e0,
+                              int n, size_t vs)
 {
 	__m256 acc[12];
 #pragma GCC unroll 12
@@ -613,7 +640,7 @@ static TGT INL void values_32(float *o, int d, int G, const float *p, int ps, co
 	for (int j = 0; j < n; j++)
 #pragma GCC unroll 4
 		for (int c = 0; c < 4; c++) {
-			__m256 vv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + (size_t)j * vs + 8 * c)));
+			__m256 vv = load_kv(v + (size_t)j * vs, kt, d, e0 + 8 * c);
 #pragma GCC unroll 3
 			for (int g = 0; g < G; g++)
 				acc[g * 4 + c] = _mm256_fmadd_ps(_mm256_set1_ps(p[(size_t)g * ps + j]), vv, acc[g * 4 + c]);
@@ -623,7 +650,8 @@ static TGT INL void values_32(float *o, int d, int G, const float *p, int ps, co
 		_mm256_storeu_ps(o + (size_t)(a / 4) * d + 8 * (a % 4), acc[a]);
 }
 
-static TGT void a_attn_values(float *o, int nq, const float *p, int ps, const uint16_t *v, int n, int vs, int d)
+static TGT INL void attn_values_kt(float *o, int nq, const float *p, int ps, const uint8_t *v, int kt, int n,
+                                   size_t vs, int d)
 {
 	int e = 0;
 	for (; e + 32 <= d; e += 32)
@@ -631,22 +659,34 @@ static TGT void a_attn_values(float *o, int nq, const float *p, int ps, const ui
 			float *oi = o + (size_t)i * d + e;
 			const float *pi = p + (size_t)i * ps;
 			switch (nq - i < 3 ? nq - i : 3) {
-			case 3: values_32(oi, d, 3, pi, ps, v + e, n, vs); break;
-			case 2: values_32(oi, d, 2, pi, ps, v + e, n, vs); break;
-			default: values_32(oi, d, 1, pi, ps, v + e, n, vs); break;
+			case 3: values_32(oi, d, 3, pi, ps, v, kt, e, n, vs); break;
+			case 2: values_32(oi, d, 2, pi, ps, v, kt, e, n, vs); break;
+			default: values_32(oi, d, 1, pi, ps, v, kt, e, n, vs); break;
 			}
 		}
 	/* the rest of other head sizes: through memory */
 	for (int j = 0; j < n; j++) {
-		const uint16_t *vj = v + (size_t)j * vs;
+		const uint8_t *vj = v + (size_t)j * vs;
 		for (int f = e; f < d; f += 8) {
-			__m256 vv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vj + f)));
+			__m256 vv = load_kv(vj, kt, d, f);
 			for (int i = 0; i < nq; i++) {
 				float *y = o + (size_t)i * d + f;
 				_mm256_storeu_ps(y, _mm256_fmadd_ps(_mm256_set1_ps(p[(size_t)i * ps + j]), vv, _mm256_loadu_ps(y)));
 			}
 		}
 	}
+}
+
+static TGT void a_attn_values_f16(float *o, int nq, const float *p, int ps, const uint8_t *v, int n, size_t vs,
+                                  int d)
+{
+	attn_values_kt(o, nq, p, ps, v, CPU_KV_F16, n, vs, d);
+}
+
+static TGT void a_attn_values_q8(float *o, int nq, const float *p, int ps, const uint8_t *v, int n, size_t vs,
+                                 int d)
+{
+	attn_values_kt(o, nq, p, ps, v, CPU_KV_Q8_0, n, vs, d);
 }
 
 /* exp(x) for x <= 0 down to -87 (below, exp(-87), which rounds away as a
@@ -1497,8 +1537,8 @@ const struct cpu_kernels cpu_kernels_avx2 = {
 	},
 	.quantize_q8 = quantize_q8,
 	.quantize_q8k = quantize_q8k,
-	.attn_scores = a_attn_scores,
-	.attn_values = a_attn_values,
+	.attn_scores = { a_attn_scores_f16, a_attn_scores_q8 },
+	.attn_values = { a_attn_values_f16, a_attn_values_q8 },
 	.silu_mul = a_silu_mul,
 	.exp_sum = a_exp_sum,
 	.f32_to_f16 = a_f32_to_f16,

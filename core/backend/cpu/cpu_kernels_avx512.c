@@ -562,16 +562,29 @@ static TGT INL __m512 load_f16(const uint16_t *x, __mmask16 m)
 	return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x));
 }
 
+/* Elements e .. e + 15 of a cache row of d elements (masked by m) as
+ * floats: a q8_0 value times its block's scale is exact in a float. kt is
+ * a constant wherever this is inlined. */
+static TGT INL __m512 load_kv(const uint8_t *row, int kt, int d, int e, __mmask16 m)
+{
+	if (kt == CPU_KV_F16)
+		return load_f16((const uint16_t *)row + e, m);
+	uint16_t h;
+	memcpy(&h, row + d + 2 * (e / 32), sizeof h);
+	__m512 x = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, row + e)));
+	return _mm512_mul_ps(x, _mm512_cvtph_ps(_mm256_set1_epi16((short)h)));
+}
+
 /* Scores of G queries against one key, its 16-element pieces widened once
  * and met by every query; each score is its own 16-lane sum. */
-static TGT INL void scores_g(const float *q, int G, const uint16_t *k, int d, float scale, float *s, int ss)
+static TGT INL void scores_g(const float *q, int G, const uint8_t *k, int kt, int d, float scale, float *s, int ss)
 {
 	__m512 acc[4];
 	for (int g = 0; g < G; g++)
 		acc[g] = _mm512_setzero_ps();
 	for (int e = 0; e < d; e += 16) {
 		__mmask16 m = tail16(d - e);
-		__m512 kv = load_f16(k + e, m);
+		__m512 kv = load_kv(k, kt, d, e, m);
 		for (int g = 0; g < G; g++)
 			acc[g] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + (size_t)g * d + e), kv, acc[g]);
 	}
@@ -604,8 +617,8 @@ static TGT INL __m512 hsum16x16(const __m512 *a)
 /* Scores of every query against nk <= 16 keys, the keys widened once into
  * kf: per query 16 running sums, one reduction and one store instead of a
  * horizontal sum and a store per key. */
-static TGT INL void scores_16(const float *q, int nq, const uint16_t *k, int nk, int ks, int d, float scale,
-                              float *s, int ss, float *kf)
+static TGT INL void scores_16(const float *q, int nq, const uint8_t *k, int kt, int nk, size_t ks, int d,
+                              float scale, float *s, int ss, float *kf)
 {
 	/* the keys in address order (the hardware prefetcher follows it), key
 	 * 4L + t into slot 4t + L (see hsum16x16); the block after next asked
@@ -615,9 +628,9 @@ static TGT INL void scores_16(const float *q, int nq, const uint16_t *k, int nk,
 		for (int e = 0; e < d; e += 16) {
 			__mmask16 m = tail16(d - e); /* not into the next slot: slots are not written in order */
 			_mm512_mask_storeu_ps(kf + (size_t)j * d + e, m,
-			                      key < nk ? load_f16(k + (size_t)key * ks + e, m) : _mm512_setzero_ps());
+			                      key < nk ? load_kv(k + (size_t)key * ks, kt, d, e, m) : _mm512_setzero_ps());
 		}
-		for (int e = 0; e < d; e += 32)
+		for (size_t e = 0; e < ks; e += 64)
 			_mm_prefetch((const char *)(k + (size_t)(key + 32) * ks + e), _MM_HINT_T0);
 	}
 	for (int g = 0; g < nq; g++) {
@@ -635,8 +648,8 @@ static TGT INL void scores_16(const float *q, int nq, const uint16_t *k, int nk,
 	}
 }
 
-static TGT void x_attn_scores(const float *q, int nq, const uint16_t *k, int n, int ks, int d, float scale,
-                              float *s, int ss)
+static TGT INL void attn_scores_kt(const float *q, int nq, const uint8_t *k, int kt, int n, size_t ks, int d,
+                                   float scale, float *s, int ss)
 {
 	/* a head size not a multiple of 16 reads a slot's last piece on into
 	 * the next one (met by zeros of q); past the last slot, zeros */
@@ -649,31 +662,44 @@ static TGT void x_attn_scores(const float *q, int nq, const uint16_t *k, int n, 
 		/* the common head sizes as constants: the 16 keys' slots are then
 		 * one base register and fixed offsets, not 16 pointers */
 		if (d == 128)
-			scores_16(q, nq, k + (size_t)j * ks, nk, ks, 128, scale, s + j, ss, kf);
+			scores_16(q, nq, k + (size_t)j * ks, kt, nk, ks, 128, scale, s + j, ss, kf);
 		else if (d == 64)
-			scores_16(q, nq, k + (size_t)j * ks, nk, ks, 64, scale, s + j, ss, kf);
+			scores_16(q, nq, k + (size_t)j * ks, kt, nk, ks, 64, scale, s + j, ss, kf);
 		else
-			scores_16(q, nq, k + (size_t)j * ks, nk, ks, d, scale, s + j, ss, kf);
+			scores_16(q, nq, k + (size_t)j * ks, kt, nk, ks, d, scale, s + j, ss, kf);
 	}
 	for (; j < n; j++)
 		for (int i = 0; i < nq; i += 4) {
 			const float *qi = q + (size_t)i * d;
-			const uint16_t *kj = k + (size_t)j * ks;
+			const uint8_t *kj = k + (size_t)j * ks;
 			float *si = s + (size_t)i * ss + j;
 			switch (nq - i < 4 ? nq - i : 4) {
-			case 4: scores_g(qi, 4, kj, d, scale, si, ss); break;
-			case 3: scores_g(qi, 3, kj, d, scale, si, ss); break;
-			case 2: scores_g(qi, 2, kj, d, scale, si, ss); break;
-			default: scores_g(qi, 1, kj, d, scale, si, ss); break;
+			case 4: scores_g(qi, 4, kj, kt, d, scale, si, ss); break;
+			case 3: scores_g(qi, 3, kj, kt, d, scale, si, ss); break;
+			case 2: scores_g(qi, 2, kj, kt, d, scale, si, ss); break;
+			default: scores_g(qi, 1, kj, kt, d, scale, si, ss); break;
 			}
 		}
+}
+
+static TGT void x_attn_scores_f16(const float *q, int nq, const uint8_t *k, int n, size_t ks, int d, float scale,
+                                  float *s, int ss)
+{
+	attn_scores_kt(q, nq, k, CPU_KV_F16, n, ks, d, scale, s, ss);
+}
+
+static TGT void x_attn_scores_q8(const float *q, int nq, const uint8_t *k, int n, size_t ks, int d, float scale,
+                                 float *s, int ss)
+{
+	attn_scores_kt(q, nq, k, CPU_KV_Q8_0, n, ks, d, scale, s, ss);
 }
 
 /* 64 elements (e .. e + 63) of G outputs d floats apart, held in registers
  * over all n keys: each element still gets one fused multiply-add per key,
  * in key order. Four pieces of a key's values serve up to 6 queries, and
  * each value is read once per call from memory. */
-static TGT INL void values_64(float *o, int d, int G, const float *p, int ps, const uint16_t *v, int n, int vs)
+static TGT INL void values_64(float *o, int d, int G, const float *p, int ps, const uint8_t *v, int kt, int e0,
+                              int n, size_t vs)
 {
 	__m512 acc[24];
 #pragma GCC unroll 24
@@ -681,11 +707,14 @@ static TGT INL void values_64(float *o, int d, int G, const float *p, int ps, co
 		acc[a] = _mm512_loadu_ps(o + (size_t)(a / 4) * d + 16 * (a % 4));
 	for (int j = 0; j < n; j++) {
 		/* a long context's values come from memory: ask 16 keys ahead */
-		_mm_prefetch((const char *)(v + (size_t)(j + 16) * vs), _MM_HINT_T0);
-		_mm_prefetch((const char *)(v + (size_t)(j + 16) * vs + 32), _MM_HINT_T0);
+		_mm_prefetch((const char *)(v + (size_t)(j + 16) * vs + (kt == CPU_KV_F16 ? 2 * e0 : e0)), _MM_HINT_T0);
+		if (kt == CPU_KV_F16)
+			_mm_prefetch((const char *)(v + (size_t)(j + 16) * vs + 2 * e0 + 64), _MM_HINT_T0);
+		else
+			_mm_prefetch((const char *)(v + (size_t)(j + 16) * vs + d + e0 / 16), _MM_HINT_T0);
 #pragma GCC unroll 4
 		for (int c = 0; c < 4; c++) {
-			__m512 vv = load_f16(v + (size_t)j * vs + 16 * c, 0xffff);
+			__m512 vv = load_kv(v + (size_t)j * vs, kt, d, e0 + 16 * c, 0xffff);
 #pragma GCC unroll 6
 			for (int g = 0; g < G; g++)
 				acc[g * 4 + c] = _mm512_fmadd_ps(_mm512_set1_ps(p[(size_t)g * ps + j]), vv, acc[g * 4 + c]);
@@ -696,7 +725,8 @@ static TGT INL void values_64(float *o, int d, int G, const float *p, int ps, co
 		_mm512_storeu_ps(o + (size_t)(a / 4) * d + 16 * (a % 4), acc[a]);
 }
 
-static TGT void x_attn_values(float *o, int nq, const float *p, int ps, const uint16_t *v, int n, int vs, int d)
+static TGT INL void attn_values_kt(float *o, int nq, const float *p, int ps, const uint8_t *v, int kt, int n,
+                                   size_t vs, int d)
 {
 	int e = 0;
 	for (; e + 64 <= d; e += 64)
@@ -704,25 +734,37 @@ static TGT void x_attn_values(float *o, int nq, const float *p, int ps, const ui
 			float *oi = o + (size_t)i * d + e;
 			const float *pi = p + (size_t)i * ps;
 			switch (nq - i < 6 ? nq - i : 6) {
-			case 6: values_64(oi, d, 6, pi, ps, v + e, n, vs); break;
-			case 5: values_64(oi, d, 5, pi, ps, v + e, n, vs); break;
-			case 4: values_64(oi, d, 4, pi, ps, v + e, n, vs); break;
-			case 3: values_64(oi, d, 3, pi, ps, v + e, n, vs); break;
-			case 2: values_64(oi, d, 2, pi, ps, v + e, n, vs); break;
-			default: values_64(oi, d, 1, pi, ps, v + e, n, vs); break;
+			case 6: values_64(oi, d, 6, pi, ps, v, kt, e, n, vs); break;
+			case 5: values_64(oi, d, 5, pi, ps, v, kt, e, n, vs); break;
+			case 4: values_64(oi, d, 4, pi, ps, v, kt, e, n, vs); break;
+			case 3: values_64(oi, d, 3, pi, ps, v, kt, e, n, vs); break;
+			case 2: values_64(oi, d, 2, pi, ps, v, kt, e, n, vs); break;
+			default: values_64(oi, d, 1, pi, ps, v, kt, e, n, vs); break;
 			}
 		}
 	/* the rest of other head sizes: through memory, same arithmetic */
 	for (int j = 0; j < n; j++)
 		for (int f = e; f < d; f += 16) {
 			__mmask16 m = tail16(d - f);
-			__m512 vv = load_f16(v + (size_t)j * vs + f, m);
+			__m512 vv = load_kv(v + (size_t)j * vs, kt, d, f, m);
 			for (int r = 0; r < nq; r++) {
 				float *y = o + (size_t)r * d + f;
 				_mm512_mask_storeu_ps(y, m, _mm512_fmadd_ps(_mm512_set1_ps(p[(size_t)r * ps + j]), vv,
 				                                            _mm512_maskz_loadu_ps(m, y)));
 			}
 		}
+}
+
+static TGT void x_attn_values_f16(float *o, int nq, const float *p, int ps, const uint8_t *v, int n, size_t vs,
+                                  int d)
+{
+	attn_values_kt(o, nq, p, ps, v, CPU_KV_F16, n, vs, d);
+}
+
+static TGT void x_attn_values_q8(float *o, int nq, const float *p, int ps, const uint8_t *v, int n, size_t vs,
+                                 int d)
+{
+	attn_values_kt(o, nq, p, ps, v, CPU_KV_Q8_0, n, vs, d);
 }
 
 /* exp(x) for -87 <= x <= 0 (smaller x are taken as -87, which rounds away
@@ -819,8 +861,10 @@ void cpu_kernels_avx512_fill(struct cpu_kernels *t)
 {
 	t->silu_mul = x_silu_mul;
 	t->quantize_q8k = x_quantize_q8k;
-	t->attn_scores = x_attn_scores;
-	t->attn_values = x_attn_values;
+	t->attn_scores[CPU_KV_F16] = x_attn_scores_f16;
+	t->attn_scores[CPU_KV_Q8_0] = x_attn_scores_q8;
+	t->attn_values[CPU_KV_F16] = x_attn_values_f16;
+	t->attn_values[CPU_KV_Q8_0] = x_attn_values_q8;
 	t->exp_sum = x_exp_sum;
 	t->name = "avx512";
 	t->matmul[CPU_W_Q4_0] = mm_q4_0;

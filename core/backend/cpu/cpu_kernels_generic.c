@@ -245,28 +245,50 @@ GENERIC_MATMUL(mm_f32, float, float, dot_f32, k)
 GENERIC_MATMUL(mm_f16, uint16_t, float, dot_f16, k)
 GENERIC_MATMUL(mm_bf16, uint16_t, float, dot_bf16, k)
 
-static void g_attn_scores(const float *q, int nq, const uint16_t *k, int n, int ks, int d, float scale, float *s,
-                          int ss)
+static void g_attn_scores(const float *q, int nq, const uint8_t *k, int n, size_t ks, int d, float scale, float *s,
+                          int ss, int kt)
 {
 	for (int j = 0; j < n; j++)
 		for (int i = 0; i < nq; i++) {
 			const float *a = q + (size_t)i * d;
-			const uint16_t *b = k + (size_t)j * ks;
 			float acc = 0.0f;
 			for (int e = 0; e < d; e++)
-				acc += a[e] * cpu_f16_to_f32(b[e]);
+				acc += a[e] * cpu_kv_elem(k + (size_t)j * ks, kt, d, e);
 			s[(size_t)i * ss + j] = acc * scale;
 		}
 }
 
-static void g_attn_values(float *o, int nq, const float *p, int ps, const uint16_t *v, int n, int vs, int d)
+static void g_attn_values(float *o, int nq, const float *p, int ps, const uint8_t *v, int n, size_t vs, int d,
+                          int kt)
 {
 	for (int j = 0; j < n; j++)
 		for (int i = 0; i < nq; i++) {
 			float a = p[(size_t)i * ps + j], *y = o + (size_t)i * d;
 			for (int e = 0; e < d; e++)
-				y[e] += a * cpu_f16_to_f32(v[(size_t)j * vs + e]);
+				y[e] += a * cpu_kv_elem(v + (size_t)j * vs, kt, d, e);
 		}
+}
+
+static void g_attn_scores_f16(const float *q, int nq, const uint8_t *k, int n, size_t ks, int d, float scale,
+                              float *s, int ss)
+{
+	g_attn_scores(q, nq, k, n, ks, d, scale, s, ss, CPU_KV_F16);
+}
+
+static void g_attn_scores_q8(const float *q, int nq, const uint8_t *k, int n, size_t ks, int d, float scale,
+                             float *s, int ss)
+{
+	g_attn_scores(q, nq, k, n, ks, d, scale, s, ss, CPU_KV_Q8_0);
+}
+
+static void g_attn_values_f16(float *o, int nq, const float *p, int ps, const uint8_t *v, int n, size_t vs, int d)
+{
+	g_attn_values(o, nq, p, ps, v, n, vs, d, CPU_KV_F16);
+}
+
+static void g_attn_values_q8(float *o, int nq, const float *p, int ps, const uint8_t *v, int n, size_t vs, int d)
+{
+	g_attn_values(o, nq, p, ps, v, n, vs, d, CPU_KV_Q8_0);
 }
 
 static double g_exp_sum(float *x, int n, float m)
@@ -307,8 +329,8 @@ const struct cpu_kernels cpu_kernels_generic = {
 	},
 	.quantize_q8 = quantize_q8,
 	.quantize_q8k = quantize_q8k,
-	.attn_scores = g_attn_scores,
-	.attn_values = g_attn_values,
+	.attn_scores = { g_attn_scores_f16, g_attn_scores_q8 },
+	.attn_values = { g_attn_values_f16, g_attn_values_q8 },
 	.silu_mul = g_silu_mul,
 	.exp_sum = g_exp_sum,
 	.f32_to_f16 = g_f32_to_f16,

@@ -270,16 +270,17 @@ struct attn_part {
 	int g0;                  /* the segment's index of chunk row c0 */
 	int n_past, row0;        /* the segment's committed prefix and first batch row */
 	int rows;                /* rows per task */
+	int ss;                  /* scores per query: the keys its last row sees at most */
 	int t0;                  /* its first task */
-	const uint16_t *kc, *vc; /* the sequence's cache for this layer, head 0 */
-	const uint16_t *kb, *vb; /* the segment's row 0's K/V for this layer and head 0 */
+	const uint8_t *kc, *vc;  /* the sequence's cache for this layer, head 0 */
+	const uint8_t *kb, *vb;  /* the segment's row 0's K/V for this layer and head 0 */
 };
 
 struct attn_job {
 	struct cpu_backend *be;
 	const struct cpu_batch *b;
 	int layer;
-	size_t hs;               /* from one head's batch rows to the next's */
+	size_t hs;               /* bytes from one head's batch rows to the next's */
 	int n_part;
 	struct attn_part part[CPU_CHUNK];
 };
@@ -318,52 +319,62 @@ static void attn_task(void *p, int t, int thread)
 	while (pt + 1 < j->part + j->n_part && t >= pt[1].t0)
 		pt++;
 	t -= pt->t0;
-	int n_ctx = be->base.n_ctx, group = be->n_head / be->n_kv, hd = be->hd;
+	int n_ctx = be->base.n_ctx, group = be->n_head / be->n_kv, hd = be->hd, kt = be->kv_type;
+	size_t rb = be->kv_rb;
 	int g = t % be->n_kv, rl0 = (t / be->n_kv) * pt->rows;
 	int nrl = pt->cn - rl0 < pt->rows ? pt->cn - rl0 : pt->rows, nq = nrl * group, n_past = pt->n_past;
 	size_t qsz = (size_t)be->att_rows * group * hd;
 	float *qs = be->att_q + (size_t)thread * qsz, *os = be->att_o + (size_t)thread * qsz;
-	float *sc = be->scores + (size_t)thread * be->att_rows * group * n_ctx;
+	float *sc = be->scores + (size_t)thread * be->att_floats;
+	int ss = pt->ss;
 	int32_t *anc = be->anc + (size_t)thread * n_ctx;
-	const uint16_t *kc = pt->kc + cpu_kv_at(be, 0, g, 0, n_ctx), *vc = pt->vc + cpu_kv_at(be, 0, g, 0, n_ctx);
-	const uint16_t *kb = pt->kb + (size_t)g * j->hs, *vb = pt->vb + (size_t)g * j->hs;
+	const uint8_t *kc = pt->kc + cpu_kv_at(be, 0, g, 0, n_ctx), *vc = pt->vc + cpu_kv_at(be, 0, g, 0, n_ctx);
+	const uint8_t *kb = pt->kb + (size_t)g * j->hs, *vb = pt->vb + (size_t)g * j->hs;
 
-	/* Like llama.cpp (no flash attention): q meets the f16 cache as f16,
-	 * and the normalised probabilities are rounded to f16 before they
-	 * weight V. Following its rounding keeps logits within noise of it. */
+	/* Like llama.cpp: with an f16 cache as without flash attention, q
+	 * meets the keys as f16 and the normalised probabilities are rounded
+	 * to f16 before they weight V; with q8_0 (which llama.cpp runs with
+	 * flash attention) q meets the keys as q8_0 blocks and the
+	 * probabilities stay floats. Following its rounding keeps logits
+	 * within noise of it. */
 	for (int rl = 0; rl < nrl; rl++) {
 		memcpy(qs + (size_t)rl * group * hd,
 		       be->q + (size_t)(pt->c0 + rl0 + rl) * be->q_dim + (size_t)g * group * hd,
 		       (size_t)group * hd * sizeof *qs);
-		K->round_f16(qs + (size_t)rl * group * hd, group * hd, 1.0f);
+		cpu_kv_round_query(be, qs + (size_t)rl * group * hd, group * hd);
 	}
-	K->attn_scores(qs, nq, kc, n_past, hd, hd, be->attn_scale, sc, n_ctx);
+	K->attn_scores[kt](qs, nq, kc, n_past, rb, hd, be->attn_scale, sc, ss);
 	for (int rl = 0; rl < nrl; rl++) {
 		int gi = pt->g0 + rl0 + rl, na = ancestors(b, pt->row0, gi, anc), nk = n_past + na + 1;
 		const float *q = qs + (size_t)rl * group * hd;
-		float *s = sc + (size_t)rl * group * n_ctx + n_past;
+		float *s = sc + (size_t)rl * group * ss + n_past;
 		if (!b->parent) /* a chain: rows 0 .. gi are one run of keys */
-			K->attn_scores(q, group, kb, gi + 1, hd, hd, be->attn_scale, s, n_ctx);
+			K->attn_scores[kt](q, group, kb, gi + 1, rb, hd, be->attn_scale, s, ss);
 		else
 			for (int a = 0; a <= na; a++)
-				K->attn_scores(q, group, kb + (size_t)(a < na ? anc[a] : gi) * hd, 1, hd, hd, be->attn_scale,
-				               s + a, n_ctx);
+				K->attn_scores[kt](q, group, kb + (size_t)(a < na ? anc[a] : gi) * rb, 1, rb, hd,
+				                   be->attn_scale, s + a, ss);
 		for (int hh = 0; hh < group; hh++) {
-			float *x = sc + (size_t)(rl * group + hh) * n_ctx, mx = cpu_max(x, nk);
-			K->round_f16(x, nk, (float)(1.0 / K->exp_sum(x, nk, mx)));
+			float *x = sc + (size_t)(rl * group + hh) * ss, mx = cpu_max(x, nk);
+			float inv = (float)(1.0 / K->exp_sum(x, nk, mx));
+			if (kt == CPU_KV_F16)
+				K->round_f16(x, nk, inv);
+			else
+				for (int i = 0; i < nk; i++)
+					x[i] *= inv;
 		}
 	}
 	memset(os, 0, (size_t)nq * hd * sizeof *os);
-	K->attn_values(os, nq, sc, n_ctx, vc, n_past, hd, hd);
+	K->attn_values[kt](os, nq, sc, ss, vc, n_past, rb, hd);
 	for (int rl = 0; rl < nrl; rl++) {
 		int gi = pt->g0 + rl0 + rl, na = ancestors(b, pt->row0, gi, anc);
 		float *o = os + (size_t)rl * group * hd;
-		const float *pr = sc + (size_t)rl * group * n_ctx + n_past;
+		const float *pr = sc + (size_t)rl * group * ss + n_past;
 		if (!b->parent)
-			K->attn_values(o, group, pr, n_ctx, vb, gi + 1, hd, hd);
+			K->attn_values[kt](o, group, pr, ss, vb, gi + 1, rb, hd);
 		else
 			for (int a = 0; a <= na; a++)
-				K->attn_values(o, group, pr + a, n_ctx, vb + (size_t)(a < na ? anc[a] : gi) * hd, 1, hd, hd);
+				K->attn_values[kt](o, group, pr + a, ss, vb + (size_t)(a < na ? anc[a] : gi) * rb, 1, rb, hd);
 		memcpy(be->att + (size_t)(pt->c0 + rl0 + rl) * be->q_dim + (size_t)g * group * hd, o,
 		       (size_t)group * hd * sizeof *o);
 	}
@@ -371,13 +382,16 @@ static void attn_task(void *p, int t, int thread)
 
 /* Rows per attention task: enough tasks to keep the threads evenly busy,
  * as few as that allows so that each key is read for many rows at once,
- * and no more than a thread's scratch holds. */
-static int attn_rows_per_task(const struct cpu_backend *be, int nr)
+ * and no more than a thread's scratch holds (scores of ss keys a query). */
+static int attn_rows_per_task(const struct cpu_backend *be, int nr, int ss)
 {
 	int nb = 1;
 	while (nb < nr && (be->n_kv * nb) % be->n_threads != 0 && be->n_kv * nb < 4 * be->n_threads)
 		nb++;
 	int rows = (nr + nb - 1) / nb;
+	size_t fit = be->att_floats / ((size_t)(be->n_head / be->n_kv) * (size_t)ss);
+	if ((size_t)rows > fit)
+		rows = fit ? (int)fit : 1;
 	return rows < be->att_rows ? rows : be->att_rows;
 }
 
@@ -409,11 +423,11 @@ void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer
 
 	/* each row's K/V where attention finds them: its sequence's cache at
 	 * its segment's n_past + its index there, or the scratch at its batch
-	 * row; stored as f16 before anyone reads them, so batch rows and
+	 * row; stored in the cache's layout before anyone reads them, so batch rows and
 	 * cached rows look the same to attention */
 	struct attn_job j = { .be = be, .b = b, .layer = layer };
 	int cap = b->kv_write ? be->base.n_ctx : be->scr_cap, k = 0, n_tasks = 0;
-	j.hs = (size_t)cap * be->hd;
+	j.hs = (size_t)cap * be->kv_rb;
 	for (int r = 0; r < nr; r++) {
 		while (r0 + r >= b->seg[k].row0 + b->seg[k].n)
 			k++;
@@ -421,13 +435,13 @@ void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer
 		const float *cs = be->rope_cs + (size_t)r * be->rope_dim;
 		int slot = b->kv_write ? sg->n_past + (r0 + r - sg->row0) : r0 + r;
 		size_t base = (b->kv_write ? cpu_kv_seq(be, sg->seq) : 0) + cpu_kv_at(be, layer, 0, slot, cap);
-		uint16_t *kr = (b->kv_write ? be->k_cache : be->k_scr) + base;
-		uint16_t *vr = (b->kv_write ? be->v_cache : be->v_scr) + base;
+		uint8_t *kr = (b->kv_write ? be->k_cache : be->k_scr) + base;
+		uint8_t *vr = (b->kv_write ? be->v_cache : be->v_scr) + base;
 		rope_heads(be, be->q + (size_t)r * be->q_dim, be->n_head, cs);
 		rope_heads(be, be->k + (size_t)r * kvd, be->n_kv, cs);
 		for (int g = 0; g < be->n_kv; g++) {
-			be->K->f32_to_f16(be->k + (size_t)r * kvd + (size_t)g * be->hd, kr + (size_t)g * j.hs, be->hd);
-			be->K->f32_to_f16(be->v + (size_t)r * kvd + (size_t)g * be->hd, vr + (size_t)g * j.hs, be->hd);
+			cpu_kv_store(be, be->k + (size_t)r * kvd + (size_t)g * be->hd, kr + (size_t)g * j.hs);
+			cpu_kv_store(be, be->v + (size_t)r * kvd + (size_t)g * be->hd, vr + (size_t)g * j.hs);
 		}
 		/* a new part where a sequence's rows start in this chunk */
 		if (!r || r0 + r == sg->row0) {
@@ -441,7 +455,8 @@ void cpu_attn_block(struct cpu_backend *be, const struct cpu_batch *b, int layer
 				                  .kc = be->k_cache + seqbase, .vc = be->v_cache + seqbase,
 				                  .kb = (b->kv_write ? be->k_cache : be->k_scr) + b0,
 				                  .vb = (b->kv_write ? be->v_cache : be->v_scr) + b0 };
-			pt->rows = attn_rows_per_task(be, pt->cn);
+			pt->ss = pt->n_past + pt->g0 + pt->cn;
+			pt->rows = attn_rows_per_task(be, pt->cn, pt->ss);
 			n_tasks += be->n_kv * ((pt->cn + pt->rows - 1) / pt->rows);
 		}
 	}

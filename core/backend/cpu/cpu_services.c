@@ -16,8 +16,7 @@ int cpu_kv_move(struct skipper_backend *base, int seq, const int32_t *src, const
                 struct skipper_error *err)
 {
 	struct cpu_backend *be = (struct cpu_backend *)base;
-	size_t hd = (size_t)be->hd;
-	uint16_t *kc = be->k_cache + cpu_kv_seq(be, seq), *vc = be->v_cache + cpu_kv_seq(be, seq);
+	uint8_t *kc = be->k_cache + cpu_kv_seq(be, seq), *vc = be->v_cache + cpu_kv_seq(be, seq);
 
 	(void)err;
 	for (int i = 0; i < n; i++) {
@@ -26,8 +25,8 @@ int cpu_kv_move(struct skipper_backend *base, int seq, const int32_t *src, const
 		for (int l = 0; l < be->n_layer; l++)
 			for (int g = 0; g < be->n_kv; g++) {
 				size_t s = cpu_kv_at(be, l, g, src[i], base->n_ctx), d = cpu_kv_at(be, l, g, dst[i], base->n_ctx);
-				memmove(kc + d, kc + s, hd * sizeof(uint16_t));
-				memmove(vc + d, vc + s, hd * sizeof(uint16_t));
+				memmove(kc + d, kc + s, be->kv_rb);
+				memmove(vc + d, vc + s, be->kv_rb);
 			}
 	}
 	return 0;
@@ -40,12 +39,10 @@ int cpu_kv_read(struct skipper_backend *base, int seq, int layer, int slot, floa
 	(void)err;
 	for (int g = 0; g < be->n_kv; g++) {
 		size_t off = cpu_kv_seq(be, seq) + cpu_kv_at(be, layer, g, slot, base->n_ctx);
-		for (int i = g * be->hd; i < (g + 1) * be->hd; i++, off++) {
-			if (k)
-				k[i] = cpu_f16_to_f32(be->k_cache[off]);
-			if (v)
-				v[i] = cpu_f16_to_f32(be->v_cache[off]);
-		}
+		if (k)
+			cpu_kv_load(be, be->k_cache + off, k + (size_t)g * be->hd);
+		if (v)
+			cpu_kv_load(be, be->v_cache + off, v + (size_t)g * be->hd);
 	}
 	return 0;
 }
@@ -179,8 +176,11 @@ void cpu_timing(struct skipper_backend *base, int on, struct skipper_backend_tim
 int cpu_set_sequences(struct skipper_backend *base, int n, struct skipper_error *err)
 {
 	struct cpu_backend *be = (struct cpu_backend *)base;
+	int rc = cpu_check_memory(base, n, 0, err);
+	if (rc)
+		return rc;
 	/* zeroed so that timing runs over never-written slots read finite values */
-	uint16_t *k = calloc((size_t)n * be->kv_seq, sizeof *k), *v = k ? calloc((size_t)n * be->kv_seq, sizeof *v) : NULL;
+	uint8_t *k = calloc((size_t)n, be->kv_seq), *v = k ? calloc((size_t)n, be->kv_seq) : NULL;
 
 	if (!v) {
 		free(k);
@@ -228,6 +228,7 @@ void cpu_identity(struct skipper_backend *base, char *buf, size_t n)
 	if (f)
 		fclose(f);
 	if (len < n)
-		snprintf(buf + len, n - len, "%skernels=%s|threads=%d|huge pages=%d|prefetch=%d", len ? "" : "unknown cpu|",
-		         be->K->name, be->n_threads, be->huge_pages, cpu_pk_prefetch);
+		snprintf(buf + len, n - len, "%skernels=%s|threads=%d|huge pages=%d|prefetch=%d%s", len ? "" : "unknown cpu|",
+		         be->K->name, be->n_threads, be->huge_pages, cpu_pk_prefetch,
+		         be->kv_type == CPU_KV_Q8_0 ? "|kv=q8_0" : "");
 }
