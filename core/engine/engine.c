@@ -358,9 +358,12 @@ static int finish_request(struct skipper_engine *e, struct round_ctx *r, int n_p
 	/* the first token comes out of the prefill; the rest out of decoding */
 	if (r->n_gen > 1 && st->t_total - st->t_prefill > 0)
 		st->tokens_per_s = (r->n_gen - 1) / (st->t_total - st->t_prefill);
-	/* what the sequence's cache now holds, for the next request's prompt */
-	if (!rc && e->prefix_cache && r->n_past <= e->lk.hist_n)
-		rc = skipper_backend_kv_note(e->be, e->seq, e->lk.hist, r->n_past, err);
+	/* what the sequence's cache now holds, for the next request's prompt
+	 * (without memory for the record the next one reads its whole prompt) */
+	if (!rc && e->prefix_cache && r->n_past <= e->lk.hist_n) {
+		struct skipper_error ne = { 0 };
+		skipper_backend_kv_note(e->be, e->seq, e->lk.hist, r->n_past, &ne);
+	}
 	/* what was written is history for the next requests (lookup's, so
 	 * only where lookup runs) */
 	if (e->lk.history && e->lk.opts.enable && r->n_gen > 0)
