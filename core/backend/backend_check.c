@@ -115,16 +115,13 @@ static void kv_forget_all(struct skipper_backend *be)
 	be->kv_rec = NULL;
 }
 
-/* The record, if it is for the backend's sequences as they are now (a
- * caller that resized them behind this file's back loses it). */
-static struct kv_record *record(struct skipper_backend *be)
+/* The record, if it is for the backend's sequences as they are now (one
+ * made before a caller resized them behind this file's back says
+ * nothing). */
+static struct kv_record *record(const struct skipper_backend *be)
 {
 	struct kv_record *r = be->kv_rec;
-	if (r && (r->n_seq != be->n_seq || r->n_ctx != be->n_ctx)) {
-		kv_forget_all(be);
-		r = NULL;
-	}
-	return r;
+	return r && r->n_seq == be->n_seq && r->n_ctx == be->n_ctx ? r : NULL;
 }
 
 /* Slots from `from` on no longer hold what was noted. */
@@ -143,6 +140,7 @@ int skipper_backend_kv_note(struct skipper_backend *be, int seq, const int32_t *
 		return skipper_fail(err, SKIPPER_ERR_ARG, "%s backend: kv_note of %d tokens in sequence %d", be->ops->name,
 		                    n, seq);
 	if (!r) {
+		kv_forget_all(be);
 		size_t sz = sizeof *r + (size_t)be->n_seq * sizeof(int) + (size_t)be->n_seq * be->n_ctx * sizeof(int32_t);
 		if (!(r = calloc(1, sz)))
 			return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory (prefix record)");
@@ -157,9 +155,9 @@ int skipper_backend_kv_note(struct skipper_backend *be, int seq, const int32_t *
 
 int skipper_backend_kv_prefix(const struct skipper_backend *be, int seq, const int32_t *tokens, int n)
 {
-	struct kv_record *r = be->kv_rec;
+	struct kv_record *r = record(be);
 	int k = 0;
-	if (!r || r->n_seq != be->n_seq || r->n_ctx != be->n_ctx || seq < 0 || seq >= r->n_seq)
+	if (!r || seq < 0 || seq >= r->n_seq)
 		return 0;
 	const int32_t *t = rec_tokens(r, seq);
 	while (k < n && k < r->known[seq] && t[k] == tokens[k])
@@ -172,15 +170,15 @@ int skipper_backend_forward(struct skipper_backend *be, const struct skipper_for
 	int rc = check_forward(be, fw, err);
 	if (rc)
 		return rc;
-	for (int i = 0; fw->kv_write && i < (fw->n_seg ? fw->n_seg : 1); i++)
-		kv_forget(be, fw->n_seg ? fw->seg[i].seq : fw->seq, fw->n_seg ? fw->seg[i].n_past : fw->n_past);
-	if (fw->n_seg)
-		return be->ops->forward(be, fw, err);
 	/* a batch of one sequence is its one segment */
 	struct skipper_fw_seg one = { .seq = fw->seq, .row0 = 0, .n = fw->n, .n_past = fw->n_past };
 	struct skipper_forward f = *fw;
-	f.n_seg = 1;
-	f.seg = &one;
+	if (!f.n_seg) {
+		f.n_seg = 1;
+		f.seg = &one;
+	}
+	for (int i = 0; f.kv_write && i < f.n_seg; i++)
+		kv_forget(be, f.seg[i].seq, f.seg[i].n_past);
 	return be->ops->forward(be, &f, err);
 }
 

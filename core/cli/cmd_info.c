@@ -11,14 +11,13 @@
 static void print_kv(const struct skipper_config *cfg, const struct skipper_model *m)
 {
 	const struct skipper_hparams *hp = &m->view.hp;
-	long ctx = 0;
-	int kt = strcmp(skipper_config_get(cfg, "model", "kv_type"), "q8_0") == 0 ? SKIPPER_KV_Q8_0 : SKIPPER_KV_F16;
+	struct skipper_backend_opts bo = { 0 };
 
-	skipper_config_get_int(cfg, "model", "ctx", &ctx, NULL);
-	if (hp->n_ctx_train > 0 && ctx > hp->n_ctx_train)
-		ctx = hp->n_ctx_train;
-	printf("K/V cache:       %s, %.1f KiB a token; %.1f MiB at [model] ctx %ld", skipper_kv_type_name(kt),
-	       skipper_backend_kv_bytes(hp, 1, kt) / 1024.0, skipper_backend_kv_bytes(hp, (int)ctx, kt) / 1048576.0, ctx);
+	if (skipper_session_backend_opts(cfg, m, &bo, NULL))
+		return; /* the configuration was checked on reading */
+	int ctx = bo.n_ctx, kt = bo.kv_type;
+	printf("K/V cache:       %s, %.1f KiB a token; %.1f MiB at [model] ctx %d", skipper_kv_type_name(kt),
+	       skipper_backend_kv_bytes(hp, 1, kt) / 1024.0, skipper_backend_kv_bytes(hp, ctx, kt) / 1048576.0, ctx);
 	if (hp->n_ctx_train > 0 && ctx < hp->n_ctx_train)
 		printf(", %.1f MiB at %d", skipper_backend_kv_bytes(hp, hp->n_ctx_train, kt) / 1048576.0, hp->n_ctx_train);
 	printf("\n");

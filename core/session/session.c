@@ -225,7 +225,16 @@ static int chat_setup(struct skipper_session *s, struct skipper_error *err)
 	return SKIPPER_OK;
 }
 
-static int backend_opts(const struct skipper_config *cfg, struct skipper_backend_opts *bo, struct skipper_error *err)
+/* The context the backend gets: [model] ctx, within the model's training
+ * context. */
+static void cap_ctx(struct skipper_backend_opts *bo, const struct skipper_model *m)
+{
+	if (m && m->view.hp.n_ctx_train > 0 && bo->n_ctx > m->view.hp.n_ctx_train)
+		bo->n_ctx = m->view.hp.n_ctx_train;
+}
+
+int skipper_session_backend_opts(const struct skipper_config *cfg, const struct skipper_model *m,
+                                 struct skipper_backend_opts *bo, struct skipper_error *err)
 {
 	const char *backend = skipper_config_get(cfg, "model", "backend");
 	long l;
@@ -240,6 +249,7 @@ static int backend_opts(const struct skipper_config *cfg, struct skipper_backend
 	bo->kv_type = strcmp(skipper_config_get(cfg, "model", "kv_type"), "q8_0") == 0 ? SKIPPER_KV_Q8_0 : SKIPPER_KV_F16;
 	bo->kind = strcmp(backend, "cuda") == 0 ? SKIPPER_BACKEND_CUDA :
 	           strcmp(backend, "cpu") == 0  ? SKIPPER_BACKEND_CPU : SKIPPER_BACKEND_AUTO;
+	cap_ctx(bo, m);
 	return SKIPPER_OK;
 }
 
@@ -276,7 +286,7 @@ int skipper_session_open_opts(const struct skipper_config *cfg, const struct ski
 	s->no_profile_search = o && o->no_profile_search;
 	/* every configuration error before any loading */
 	if ((rc = skipper_config_check(cfg, err)) || (rc = skipper_config_copy(cfg, &s->cfg, err)) ||
-	    (rc = gen_params(s->cfg, &s->gen, err)) || (rc = backend_opts(s->cfg, &bo, err)))
+	    (rc = gen_params(s->cfg, &s->gen, err)) || (rc = skipper_session_backend_opts(s->cfg, NULL, &bo, err)))
 		goto fail;
 	mo.quantize = skipper_model_quantize_type(skipper_config_get(s->cfg, "model", "quantize"));
 	if ((rc = skipper_session_model_path(s->cfg, &s->hooks, &path, err)) ||
@@ -285,8 +295,7 @@ int skipper_session_open_opts(const struct skipper_config *cfg, const struct ski
 	if (s->model->quantized >= 0)
 		session_log(s, SKIPPER_LOG_INFO, "%s: weights quantized to %s at load in %.1f s", skipper_model_path(s->model),
 		            skipper_dtype_name(s->model->quantized), s->model->quantize_seconds);
-	if (bo.n_ctx > s->model->view.hp.n_ctx_train && s->model->view.hp.n_ctx_train > 0)
-		bo.n_ctx = s->model->view.hp.n_ctx_train;
+	cap_ctx(&bo, s->model);
 	if ((rc = skipper_tokenizer_for_model(s->model, &s->tok, err)) || (rc = chat_setup(s, err)))
 		goto fail;
 	session_log(s, SKIPPER_LOG_INFO, "K/V cache: %d tokens, %s, %.1f MiB", bo.n_ctx, skipper_kv_type_name(bo.kv_type),

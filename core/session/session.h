@@ -92,6 +92,12 @@ void session_bind_services(struct skipper_session *s, struct skipper_policy_env 
 int skipper_session_prompt_tokens(struct skipper_session *s, const char *user, int32_t **ids, size_t *n,
                                   struct skipper_error *err);
 
+/* The backend's settings from cfg ([model] backend, threads, ctx,
+ * kv_type), the context within m's training context when m is given
+ * (skipper info states the cache's size from them). */
+int skipper_session_backend_opts(const struct skipper_config *cfg, const struct skipper_model *m,
+                                 struct skipper_backend_opts *bo, struct skipper_error *err);
+
 /* Path of the model to load: [model] path (a file, or a name of
  * scripts/fetch-model.sh's in the cache), [model] hub (pulled through the
  * hub cache), else the default model. *path malloc'ed. */
