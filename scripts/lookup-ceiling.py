@@ -3,7 +3,9 @@
 token streams of a benchmark run: per category, the speedup over plain
 decoding if every round drafted exactly the tokens the model then wrote
 (no more, no fewer) from a given source, each verify pass over n rows
-costing what the cost curve says. It bounds what any rule for sizing and
+costing what the cost curve says at the context it reads (the curve
+priced as the engine prices it, where the file says what the context
+adds). It bounds what any rule for sizing and
 choosing lookup drafts can reach on those outputs; the measured column is
 what `lookup` reached in the run. A benchmark analysis, not a test."""
 import argparse
@@ -25,8 +27,10 @@ def fail(msg):
 
 
 def read_curve(path):
-    """verify[n] in decode steps from a skipper .costs file."""
-    curve = {}
+    """verify[n] in decode steps from a skipper .costs file, and what the
+    context adds ("context", "context_row", "context_extra_row"; 0 where
+    the file has none): {"verify": {n: steps}, "ctx": C, "row": R, "extra": X}."""
+    curve, ctx = {}, {"context": 0.0, "context_row": 0.0, "context_extra_row": 0.0}
     try:
         with open(path) as f:
             for no, line in enumerate(f, 1):
@@ -37,19 +41,28 @@ def read_curve(path):
                     except (IndexError, ValueError):
                         fail("%s:%d: expected 'verify N COST'" % (path, no))
                     curve[n] = v
+                elif w and w[0] in ctx:
+                    try:
+                        ctx[w[0]] = float(w[1])
+                    except (IndexError, ValueError):
+                        fail("%s:%d: expected '%s NUMBER'" % (path, no, w[0]))
     except OSError as e:
         fail("%s: %s" % (path, e.strerror))
     if curve.get(1) != 1.0 or sorted(curve) != list(range(1, len(curve) + 1)):
         fail("%s: no verify curve from 1 row up" % path)
-    return curve
+    return {"verify": curve, "ctx": ctx["context"], "row": ctx["context_row"], "extra": ctx["context_extra_row"]}
 
 
-def cost(curve, n):
-    top = len(curve)
+def cost(curve, n, at):
+    """A pass of n rows after `at` committed tokens, in steps after the
+    curve's own context (the engine's pricing, econ_costs_at)."""
+    v = curve["verify"]
+    top = len(v)
     if n <= top:
-        return curve[n]
-    slope = curve[top] - curve[top - 1] if top > 1 else 1.0
-    return curve[top] + slope * (n - top)
+        c = v[n]
+    else:
+        c = v[top] + (v[top] - v[top - 1] if top > 1 else 1.0) * (n - top)
+    return c + max(0.0, at - curve["ctx"]) * (curve["row"] + (n - 1) * curve["extra"])
 
 
 def read_ngrams(path):
@@ -153,6 +166,11 @@ def accepted(draft, out, pos):
     return a
 
 
+def plain(curve, prompt, out):
+    """Decode steps plain decoding spends on the output after its first token."""
+    return sum(cost(curve, 1, len(prompt) + pos) for pos in range(1, len(out)))
+
+
 def ceiling(curve, prompt, out, max_draft, table, every):
     """Decode steps the output costs when each round drafts exactly what
     will be accepted from the sources; the first token comes from prefill."""
@@ -167,7 +185,7 @@ def ceiling(curve, prompt, out, max_draft, table, every):
                 props.append(corpus_proposal(table, hist, cap))
             for p in props:
                 best = max(best, accepted(p, out, pos))
-        steps += cost(curve, best + 1)
+        steps += cost(curve, best + 1, len(prompt) + pos)
         pos += best + 1
     return steps
 
@@ -211,6 +229,7 @@ def main():
             continue
         t = tot.setdefault(cat, collections.Counter())
         t["tokens"] += len(out) - 1
+        t["plain"] += plain(curve, prompt, out)
         for name, tab, every in cols:
             t[name] += ceiling(curve, prompt, out, a.max_draft, tab, every)
         lk = r.get("lookup")
@@ -223,7 +242,7 @@ def main():
     def row(label, t):
         cells = [label, str(t["tokens"])]
         cells.append("%.2fx" % (t["none_s"] / t["lookup_s"]) if t["lookup_s"] > 0 else "-")
-        cells += ["%.2fx" % (t["tokens"] / t[name]) for name, _, _ in cols]
+        cells += ["%.2fx" % (t["plain"] / t[name]) for name, _, _ in cols]
         return "| " + " | ".join(cells) + " |"
 
     print("| category | tokens | measured lookup | " + " | ".join("ceiling: " + c[0] for c in cols) + " |")

@@ -147,20 +147,20 @@ static void reader(void)
 	refused("mlp 1e300", SKIPPER_ERR_FORMAT, ":7: ", "mlp: 1e+300 is out of range [0, 1]");
 	static const char *const half[] = { "verify 1 ", "verify 1 0.5\n" };
 	variant(half, 2, NULL);
-	refused("verify 1 at 0.5 (every verify at 0.5 drafted 28 tokens instead of 3)", SKIPPER_ERR_FORMAT, ":8: ",
+	refused("verify 1 at 0.5 (every verify at 0.5 drafted 28 tokens instead of 3)", SKIPPER_ERR_FORMAT, ":11: ",
 	        "verify: 0.5 is out of range [1, 1]");
 	static const char *const one[] = { "verify 1 ", "verify 1 1.5\n" };
 	variant(one, 2, NULL);
-	refused("verify 1 is the step itself", SKIPPER_ERR_FORMAT, ":8: ", "verify: 1.5 is out of range [1, 1]");
+	refused("verify 1 is the step itself", SKIPPER_ERR_FORMAT, ":11: ", "verify: 1.5 is out of range [1, 1]");
 	static const char *const down[] = { "verify 3 ", "verify 3 1.0000\n", "verify 2 ", "verify 2 1.2000\n" };
 	variant(down, 4, NULL);
-	refused("a curve that falls", SKIPPER_ERR_FORMAT, ":10: ", "verify 3: 1, less than the 1.2 of verify 2");
+	refused("a curve that falls", SKIPPER_ERR_FORMAT, ":13: ", "verify 3: 1, less than the 1.2 of verify 2");
 	static const char *const high[] = { "verify 6 ", "verify 6 16.5\n" };
 	variant(high, 2, NULL);
-	refused("a pass over 6 rows at 16.5 steps", SKIPPER_ERR_FORMAT, ":13: ", "out of range [1, 6]");
+	refused("a pass over 6 rows at 16.5 steps", SKIPPER_ERR_FORMAT, ":16: ", "out of range [1, 6]");
 	static const char *const order[] = { "verify 2 ", "verify 3 1.3\n", "verify 3 ", "verify 2 1.2\n" };
 	variant(order, 4, NULL);
-	refused("rows out of order", SKIPPER_ERR_FORMAT, ":9: ", "verify 3 where verify 2 was due");
+	refused("rows out of order", SKIPPER_ERR_FORMAT, ":12: ", "verify 3 where verify 2 was due");
 
 	memset(big, 'c', sizeof big);
 	memcpy(big, "# ", 2);
@@ -200,6 +200,18 @@ static void reader(void)
 	static const char *const dh[] = { "head ", "head 0.100000\n", "draft_head ", "draft_head 0.200000\n" };
 	variant(dh, 4, NULL);
 	refused("a draft head dearer than the head", SKIPPER_ERR_FORMAT, ":5: ", "draft_head 0.2 is more than head 0.1");
+	static const char *const xr[] = { "context_row ", "context_row 0.001\n", "context_extra_row ",
+		                          "context_extra_row 0.002\n" };
+	variant(xr, 4, NULL);
+	refused("a further row that adds more than the first", SKIPPER_ERR_FORMAT, ":10: ",
+	        "context_extra_row 0.002 is more than context_row 0.001");
+	static const char *const half_tok[] = { "context ", "context 128.5\n" };
+	variant(half_tok, 2, NULL);
+	refused("a context of 128.5 tokens", SKIPPER_ERR_FORMAT, ":8: ", "context: 128.5 is not a whole number of tokens");
+	static const char *const no_ctx[] = { "context ", NULL };
+	variant(no_ctx, 2, NULL);
+	refused("a cache written before the context was measured (measured again)", SKIPPER_ERR_FORMAT, ": ",
+	        "no context line");
 	static const char *const h0[] = { "head ", "head 0\n" };
 	variant(h0, 2, NULL);
 	refused("a head that costs nothing", SKIPPER_ERR_FORMAT, ":4: ", "head: 0 is out of range (0, 1]");
@@ -250,7 +262,7 @@ static void engine(struct skipper_backend *be, const struct skipper_tokenizer *t
 	static const char *const v8[] = { "verify 8 ", "verify 8 9999\n" };
 	variant(v8, 2, NULL);
 	e = noting_engine(be, tok);
-	snprintf(want, sizeof want, "%s:15: verify: 9999 is out of range [1, 8]: ignored, measuring again", path);
+	snprintf(want, sizeof want, "%s:18: verify: 9999 is out of range [1, 8]: ignored, measuring again", path);
 	if (skipper_engine_costs(e, &c, &err))
 		BAIL(err.msg);
 	is_int(n_notes, 2, "the engine refuses verify 8 9999, then measures: two notes");
@@ -293,7 +305,7 @@ int main(void)
 	struct skipper_tokenizer *tok = NULL;
 	struct skipper_backend *be = NULL;
 	struct skipper_engine *e = NULL;
-	struct skipper_backend_opts bo = { .n_ctx = 256, .n_threads = 1, .kind = SKIPPER_BACKEND_CPU };
+	struct skipper_backend_opts bo = { .n_ctx = 1024, .n_threads = 1, .kind = SKIPPER_BACKEND_CPU };
 	const struct skipper_costs *c;
 	char mfile[600], cmd[700];
 
@@ -313,6 +325,11 @@ int main(void)
 	if (skipper_engine_costs(e, &c, &err))
 		BAIL(err.msg);
 	load_good();
+	/* the test model's attention is most of its step: after 992 tokens a
+	 * pass costs several times what it costs after 128 */
+	ok(c->ctx == 128 && c->ctx_row > 0 && c->ctx_extra_row <= c->ctx_row,
+	   "what the context adds is measured: context %d, %g steps a token for one row, %g for each further row", c->ctx,
+	   c->ctx_row, c->ctx_extra_row);
 	reader();
 	engine(be, tok);
 

@@ -48,6 +48,41 @@ static void curve(void)
 	   NEAR(econ_round_tokens(0.9, 0), 1), "expected tokens 1 + a + ... + a^k");
 }
 
+/* The curve priced at a longer context (econ_costs_at): a 4-layer model
+ * whose step after 128 tokens is head 0.2 + 4 x (attn 0.05 + mlp 0.15),
+ * each token more adding 1e-4 steps to one row and 5e-5 to each further
+ * one. After 2128 tokens (2000 more) a step costs 1.2 of those steps. */
+static void context(void)
+{
+	struct skipper_costs c, at, same;
+	cpu_qwen(&c);
+	c.head = c.draft_head = 0.2;
+	c.attn = 0.05;
+	c.mlp = 0.15;
+	c.ctx = 128;
+	c.ctx_row = 1e-4;
+	c.ctx_extra_row = 5e-5;
+	econ_costs_at(&c, 4, 2128, &at);
+	ok(at.ctx == 2128 && NEAR(at.step_seconds, 0.12) && NEAR(at.verify[1], 1),
+	   "a step after 2128 tokens: 1.2 steps after 128 (%g s), verify[1] still 1", at.step_seconds);
+	/* 8 rows: (2.08 + 2000 (1e-4 + 7 x 5e-5)) / 1.2 = (2.08 + 0.9) / 1.2 */
+	ok(NEAR(at.verify[8], 2.98 / 1.2), "8 rows: what the context adds to each row, in the longer step (%g)",
+	   at.verify[8]);
+	/* attention takes the 0.2 steps the context adds: (0.05 + 0.2 / 4) / 1.2 */
+	ok(NEAR(at.attn, 0.1 / 1.2) && NEAR(at.mlp, 0.15 / 1.2) && NEAR(at.head, 0.2 / 1.2) &&
+	       NEAR(at.head + 4 * (at.attn + at.mlp), 1),
+	   "attention's share grows, the others' shrink, the shares still make one step");
+	ok(NEAR(skipper_draft_cost(&at, 4, (const uint8_t[]){ 1, 1, 0, 0 }, NULL),
+	        1 - 2 * at.attn) && at.attn > c.attn,
+	   "a draft that skips attention saves more there (%g of a step)", 2 * at.attn);
+	econ_costs_at(&c, 4, 64, &same);
+	ok(same.ctx == 128 && NEAR(same.verify[8], c.verify[8]) && NEAR(same.step_seconds, c.step_seconds),
+	   "below the measured context: the figures as measured");
+	c.ctx_row = c.ctx_extra_row = 0;
+	econ_costs_at(&c, 4, 32768, &same);
+	ok(NEAR(same.verify[8], c.verify[8]) && NEAR(same.attn, c.attn), "nothing measured: nothing added");
+}
+
 static void best_draft(void)
 {
 	struct skipper_costs c;
@@ -162,6 +197,7 @@ static void adaptive(void)
 
 int main(void)
 {
+	context();
 	curve();
 	best_draft();
 	best_ratio();

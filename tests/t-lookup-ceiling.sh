@@ -8,7 +8,7 @@
 set -u
 t=$(mktemp -d "${TMPDIR:-/tmp}/t-lookup-ceiling.XXXXXX") || exit 1
 trap 'rm -rf "$t"' EXIT
-echo "1..8"
+echo "1..9"
 lc() { "$PYTHON3" "$top_srcdir/scripts/lookup-ceiling.py" "$@"; }
 
 # verify(n) = 1 + (n - 1) / 2, extrapolated past 3 rows
@@ -60,3 +60,12 @@ fails 7 "a record without output_ids names file and line" "bad.jsonl:1: not a sk
 printf 'verify 2 1.5\n' >"$t/bad.costs"
 fails 8 "a curve that does not start at 1 row is refused" "bad.costs: no verify curve" \
 	--costs "$t/bad.costs" "$t/run.jsonl"
+
+# priced at the context read: after context 9 each token adds 0.1 steps to
+#   a pass of one row and 0.05 to each further row; the copy's 7 plain steps
+#   read 10..16 tokens (9.8 steps), its one round of 7 rows reads 10:
+#   4 + 1 x (0.1 + 6 x 0.05) = 4.4 steps, 2.23x where the flat curve says 1.75x
+printf 'context 9\ncontext_row 0.1\ncontext_extra_row 0.05\n' | cat "$t/c.costs" - >"$t/ctx.costs"
+head -n 2 "$t/run.jsonl" >"$t/copy.jsonl"
+lc --costs "$t/ctx.costs" "$t/copy.jsonl" >"$t/out" 2>"$t/err"
+check 9 "the curve priced at the context each round reads" "| copy | 7 | 2.00x | 2.23x | 2.23x |"

@@ -14,6 +14,25 @@ double econ_verify_cost(const struct skipper_costs *c, int rows)
 	return c->verify[n] + slope * (rows - n);
 }
 
+void econ_costs_at(const struct skipper_costs *c, int n_layer, int ctx, struct skipper_costs *out)
+{
+	double more = ctx > c->ctx ? (double)ctx - c->ctx : 0.0, step = 1.0 + more * c->ctx_row;
+
+	*out = *c;
+	for (int n = 1; n <= c->n_max; n++)
+		out->verify[n] = (c->verify[n] + more * (c->ctx_row + (n - 1) * c->ctx_extra_row)) / step;
+	out->verify[1] = 1.0;
+	out->step_seconds = c->step_seconds * step;
+	out->head = c->head / step;
+	out->draft_head = c->draft_head / step;
+	out->mlp = c->mlp / step;
+	out->attn = (c->attn + (n_layer > 0 ? more * c->ctx_row / n_layer : 0.0)) / step;
+	out->ctx_row = c->ctx_row / step;
+	out->ctx_extra_row = c->ctx_extra_row / step;
+	if (ctx > c->ctx)
+		out->ctx = ctx;
+}
+
 double econ_round_tokens(double a, int k)
 {
 	if (a >= 1)

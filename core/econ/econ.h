@@ -34,6 +34,14 @@
  * it is 1. */
 double econ_verify_cost(const struct skipper_costs *c, int rows);
 
+/* c, measured at a context of c->ctx committed tokens, priced at ctx
+ * (never below c->ctx) for a model of n_layer layers, into *out: a pass of
+ * n rows costs verify[n] + (ctx - c->ctx) (ctx_row + (n - 1) ctx_extra_row)
+ * of c's steps, and every figure is restated in steps at ctx (verify[1]
+ * stays 1, step_seconds grows), attention taking what the context adds.
+ * out and c may not be the same. */
+void econ_costs_at(const struct skipper_costs *c, int n_layer, int ctx, struct skipper_costs *out);
+
 /* 1 + a + ... + a^k (k + 1 at a >= 1, 1 at a <= 0). */
 double econ_round_tokens(double a, int k);
 

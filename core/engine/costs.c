@@ -4,8 +4,10 @@
  *
  * Passes are read-only (kv_write = 0) after a committed prefix of COST_CTX
  * slots, so nothing a request left in the cache is touched and attention
- * costs what it costs at a short, realistic context. The cache file itself
- * is costs_cache.c. */
+ * costs what it costs at a short, realistic context; a few more after
+ * COST_FAR slots tell what each token of context adds, so that the engine
+ * prices the curve at a request's own context (engine_costs_price). The
+ * cache file itself is costs_cache.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,10 @@
 #include "base/error.h"
 
 #define COST_CTX 128
+/* the context at which what the context adds is timed, at most: a step
+ * there reads a few times the K/V it reads at COST_CTX, well above noise */
+#define COST_FAR 4096
+#define COST_FAR_REPS 9
 /* passes timed per point at most */
 #define COST_REPS 9
 /* the row counts timed; the others are interpolated */
@@ -31,8 +37,8 @@ static int cmp_double(const void *a, const void *b)
  * a verification needs it (the id alone), or with head_subset as a draft
  * step does (the draft head's, with its probability, which the exit rules
  * read); *seconds gets its time. */
-static int one_pass(struct skipper_engine *e, int n, const uint8_t *skip_attn, const uint8_t *skip_mlp,
-                    int head_subset, double *seconds, struct skipper_error *err)
+static int pass_at(struct skipper_engine *e, int n_past, int n, const uint8_t *skip_attn, const uint8_t *skip_mlp,
+                   int head_subset, double *seconds, struct skipper_error *err)
 {
 	int32_t tok[SKIPPER_COST_MAX_ROWS], rows[SKIPPER_COST_MAX_ROWS], ids[SKIPPER_COST_MAX_ROWS];
 	float probs[SKIPPER_COST_MAX_ROWS];
@@ -41,7 +47,7 @@ static int one_pass(struct skipper_engine *e, int n, const uint8_t *skip_attn, c
 		tok[i] = (int32_t)((i * 7919 + 13) % e->n_vocab);
 		rows[i] = i;
 	}
-	struct skipper_forward fw = { .n = n, .tokens = tok, .seq = e->seq, .n_past = COST_CTX, .kv_write = 0,
+	struct skipper_forward fw = { .n = n, .tokens = tok, .seq = e->seq, .n_past = n_past, .kv_write = 0,
 	                              .skip_attn = skip_attn, .skip_mlp = skip_mlp, .n_out = n, .out_rows = rows,
 	                              .top_k = 1, .top_ids = ids, .top_probs = head_subset ? probs : NULL,
 	                              .head_subset = head_subset };
@@ -49,6 +55,12 @@ static int one_pass(struct skipper_engine *e, int n, const uint8_t *skip_attn, c
 	int rc = skipper_backend_forward(e->be, &fw, err);
 	*seconds = engine_now() - t0;
 	return rc;
+}
+
+static int one_pass(struct skipper_engine *e, int n, const uint8_t *skip_attn, const uint8_t *skip_mlp,
+                    int head_subset, double *seconds, struct skipper_error *err)
+{
+	return pass_at(e, COST_CTX, n, skip_attn, skip_mlp, head_subset, seconds, err);
 }
 
 static double median(double *t, int n)
@@ -95,6 +107,58 @@ static int curve_rows(const struct skipper_engine *e)
 static int curve_reps(int n)
 {
 	return n <= 8 ? COST_REPS : 5;
+}
+
+/* Slots [from, to) of the engine's sequence written (copies of slot 0):
+ * slots nothing wrote yet are, in a CPU cache, the kernel's one shared
+ * page of zeros, which a pass reads without any memory traffic (timed so,
+ * a token of context cost half of what it costs once written). The caller
+ * passes slots past what the sequence holds. */
+static int write_slots(struct skipper_engine *e, int from, int to, struct skipper_error *err)
+{
+	int32_t src[256] = { 0 }, dst[256];
+	int rc = SKIPPER_OK;
+
+	for (int at = from; at < to && !rc; at += 256) {
+		int n = to - at < 256 ? to - at : 256;
+		for (int i = 0; i < n; i++)
+			dst[i] = at + i;
+		rc = skipper_backend_kv_move(e->be, e->seq, src, dst, n, err);
+	}
+	return rc;
+}
+
+/* What the context adds (c->ctx_row, c->ctx_extra_row): passes of 1 and
+ * of up to 8 rows after `far` committed slots, each against a step at
+ * COST_CTX timed right before it. The passes only read the slots, so what
+ * they hold serves, but they must be real memory (write_slots); a context
+ * too short to tell leaves 0. */
+static int measure_context(struct skipper_engine *e, struct skipper_costs *c, struct skipper_error *err)
+{
+	int far = e->be->n_ctx - SKIPPER_COST_MAX_ROWS < COST_FAR ? e->be->n_ctx - SKIPPER_COST_MAX_ROWS : COST_FAR;
+	int rows = c->n_max < 8 ? c->n_max : 8, held = e->out.committed > 1 ? e->out.committed : 1, rc;
+	double one[COST_FAR_REPS], many[COST_FAR_REPS], warm;
+
+	c->ctx = COST_CTX;
+	if (far < 4 * COST_CTX)
+		return SKIPPER_OK;
+	if ((rc = write_slots(e, held, far, err)) || (rc = pass_at(e, far, rows, NULL, NULL, 0, &warm, err)))
+		return rc;
+	for (int k = 0; k < COST_FAR_REPS; k++) {
+		double step, t;
+		if ((rc = one_pass(e, 1, NULL, NULL, 0, &step, err)) || (rc = pass_at(e, far, 1, NULL, NULL, 0, &t, err)))
+			return rc;
+		one[k] = t / step;
+		if ((rc = one_pass(e, 1, NULL, NULL, 0, &step, err)) || (rc = pass_at(e, far, rows, NULL, NULL, 0, &t, err)))
+			return rc;
+		many[k] = t / step;
+	}
+	double more = far - COST_CTX, row = fmax(0.0, (median(one, COST_FAR_REPS) - 1.0) / more);
+	double extra = rows > 1 ? ((median(many, COST_FAR_REPS) - c->verify[rows]) / more - row) / (rows - 1) : 0.0;
+	c->ctx_row = row;
+	/* a further row reads no K/V the first did not: it adds at most as much */
+	c->ctx_extra_row = fmin(fmax(0.0, extra), row);
+	return SKIPPER_OK;
 }
 
 static int measure(struct skipper_engine *e, struct skipper_costs *c, struct skipper_error *err)
@@ -153,6 +217,7 @@ static int measure(struct skipper_engine *e, struct skipper_costs *c, struct ski
 	}
 	c->n_max = prev;
 	skipper_costs_bound(c);
+	rc = measure_context(e, c, err);
 out:
 	free(all);
 	free(none);
@@ -168,7 +233,7 @@ static void identity(const struct skipper_engine *e, char *buf, size_t n)
 	         m->hp.n_layer, m->hp.n_embd, m->hp.n_vocab, (unsigned long long)m->weight_bytes, e->draft.head_n);
 }
 
-/* The cached curve at the engine's cost_cache into e->pace.costs:
+/* The cached curve at the engine's cost_cache into e->pace.base:
  * SKIPPER_OK, SKIPPER_ERR_NOT_FOUND (none there), or the file refused, err
  * holding one line that says why ("PATH:LINE: why: ignored, measuring
  * again"). */
@@ -182,8 +247,7 @@ static int load_cache(struct skipper_engine *e, struct skipper_error *err)
 	rc = skipper_costs_read(e->pace.cost_cache, id, curve_rows(e), &c, err);
 	if (rc == SKIPPER_OK) {
 		skipper_costs_bound(&c);
-		e->pace.costs = c;
-		e->pace.have_costs = 1;
+		e->pace.base = c;
 	} else if (rc != SKIPPER_ERR_NOT_FOUND) {
 		/* the file's own words, then what becomes of it: one line */
 		char why[SKIPPER_ERROR_MAX];
@@ -217,20 +281,27 @@ int skipper_engine_costs(struct skipper_engine *e, const struct skipper_costs **
 			         "measuring what verification and drafting cost on this machine (once, up to a minute: %s)",
 			         cache_path ? cache_path : "not cached");
 			note(e, msg);
-			if ((rc = measure(e, &e->pace.costs, err)))
+			if ((rc = measure(e, &e->pace.base, err)))
 				return rc;
 			/* a cache that cannot be written only costs a measurement next time */
 			if (cache_path) {
 				struct skipper_error ignore = { 0 };
 				char id[256];
 				identity(e, id, sizeof id);
-				skipper_costs_write(cache_path, id, &e->pace.costs, &ignore);
+				skipper_costs_write(cache_path, id, &e->pace.base, &ignore);
 			}
 		}
 		e->pace.have_costs = 1;
+		engine_costs_price(e, e->r.n_past);
 	}
 	*out = &e->pace.costs;
 	return SKIPPER_OK;
+}
+
+void engine_costs_price(struct skipper_engine *e, int n_past)
+{
+	if (e->pace.have_costs)
+		econ_costs_at(&e->pace.base, e->n_layer, n_past, &e->pace.costs);
 }
 
 double engine_curve(const struct skipper_engine *e, int n)

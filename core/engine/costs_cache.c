@@ -15,9 +15,10 @@
 /* a decode step of an hour is no measurement */
 #define STEP_MAX_SECONDS 3600.0
 
-enum key { K_ID, K_STEP, K_HEAD, K_DRAFT_HEAD, K_ATTN, K_MLP, K_VERIFY, K_N };
-static const char *const key_names[K_N] = { "measured_for", "step_seconds", "head", "draft_head",
-	                                    "attn",         "mlp",          "verify" };
+enum key { K_ID, K_STEP, K_HEAD, K_DRAFT_HEAD, K_ATTN, K_MLP, K_CTX, K_CTX_ROW, K_CTX_EXTRA, K_VERIFY, K_N };
+static const char *const key_names[K_N] = { "measured_for", "step_seconds", "head",        "draft_head",
+	                                    "attn",         "mlp",          "context",     "context_row",
+	                                    "context_extra_row", "verify" };
 
 struct reader {
 	const char *path;
@@ -108,6 +109,19 @@ static int one_line(struct reader *r, char *line, const char *id, struct skipper
 		return number(r, "attn", value, 0, 0, 1, &c->attn);
 	case K_MLP:
 		return number(r, "mlp", value, 0, 0, 1, &c->mlp);
+	case K_CTX: {
+		double v;
+		int rc = number(r, "context", value, 1, 0, SKIPPER_COSTS_CTX_MAX, &v);
+		if (!rc && v != (int)v)
+			rc = skipper_fail(r->err, SKIPPER_ERR_FORMAT, "%s:%d: context: %g is not a whole number of tokens",
+			                  r->path, r->line, v);
+		c->ctx = (int)v;
+		return rc;
+	}
+	case K_CTX_ROW:
+		return number(r, "context_row", value, 0, 0, 1, &c->ctx_row);
+	case K_CTX_EXTRA:
+		return number(r, "context_extra_row", value, 0, 0, 1, &c->ctx_extra_row);
 	default:
 		return verify_row(r, value, c);
 	}
@@ -158,6 +172,11 @@ int skipper_costs_read(const char *path, const char *id, int n_max, struct skipp
 		r.line = r.seen[K_DRAFT_HEAD];
 		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: draft_head %g is more than head %g", path, r.line,
 		                    c->draft_head, c->head);
+	}
+	if (c->ctx_extra_row > c->ctx_row) {
+		r.line = r.seen[K_CTX_EXTRA];
+		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s:%d: context_extra_row %g is more than context_row %g", path,
+		                    r.line, c->ctx_extra_row, c->ctx_row);
 	}
 	if (c->n_max != n_max)
 		return skipper_fail(err, SKIPPER_ERR_FORMAT, "%s: rows 1 to %d, where a curve at this context has 1 to %d",
@@ -226,6 +245,7 @@ int skipper_costs_write(const char *path, const char *id, const struct skipper_c
 	 * back; files written with fewer digits read as well */
 	fprintf(f, "measured_for %s\nstep_seconds %.9g\nhead %.9g\ndraft_head %.9g\nattn %.9g\nmlp %.9g\n", id,
 	        c->step_seconds, c->head, c->draft_head, c->attn, c->mlp);
+	fprintf(f, "context %d\ncontext_row %.9g\ncontext_extra_row %.9g\n", c->ctx, c->ctx_row, c->ctx_extra_row);
 	for (int n = 1; n <= c->n_max; n++)
 		fprintf(f, "verify %d %.9g\n", n, c->verify[n]);
 	return skipper_atomic_commit(a, err);

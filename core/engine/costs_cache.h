@@ -12,6 +12,11 @@
  *   head H               share of a step outside the layers, in (0, 1]
  *   draft_head D         head share of a draft step, in (0, H]
  *   attn A / mlp M       share of one layer's sub-layer, in [0, 1]
+ *   context C            the committed tokens all of it was measured after,
+ *                        a whole number in [1, SKIPPER_COSTS_CTX_MAX]
+ *   context_row R        steps each further token of context adds to a
+ *                        pass of one row, in [0, 1]
+ *   context_extra_row X  and to each further row of a pass, in [0, R]
  *   verify N V           a pass over N rows in steps: every N from 1 to the
  *                        curve's last row, in order, V(1) = 1, V never
  *                        falling and never above N (a pass over N rows costs
@@ -28,6 +33,8 @@
 /* The file is a few hundred bytes; a line at most a measured_for. */
 #define SKIPPER_COSTS_FILE_MAX (64u << 10)
 #define SKIPPER_COSTS_LINE_MAX 512
+/* a context the cache may name, at most (no model's is longer) */
+#define SKIPPER_COSTS_CTX_MAX (1 << 24)
 
 /* Read the curve at path into *c: SKIPPER_OK when it is a valid curve
  * measured_for id (NUL-terminated, as the engine words it) with rows 1 to

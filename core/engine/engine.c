@@ -310,6 +310,7 @@ int engine_prefill_done(struct skipper_engine *e, const int32_t *prompt, int n_p
 	r->n_past = n_prompt;
 	e->out.committed = r->n_past;
 	r->root = first;
+	engine_costs_price(e, r->n_past);
 
 	/* the policy starts before the first token is shown: a policy that
 	 * cannot run (no profile, say) fails with nothing printed */

@@ -111,7 +111,9 @@ enum { GUARD_SKIP = 0, GUARD_LOOKUP = 1, GUARD_CORPUS = 2, GUARD_HISTORY = 3, GU
 
 /* What drafting costs and has paid lately (costs.c, pacing.c). */
 struct engine_pacing {
-	struct skipper_costs costs;   /* measured (costs.c) */
+	struct skipper_costs base;    /* as measured, at a short context (costs.c) */
+	struct skipper_costs costs;   /* base priced at the request's context: what the
+	                                 engine and the policy read (engine_costs_price) */
 	int have_costs;
 	char *cost_cache;             /* where the curve is cached, or NULL */
 	struct guard guard[GUARDS];
@@ -273,6 +275,10 @@ double engine_verify_cost(const struct skipper_engine *e, int n);
  * evidence fades round by round, so a curve found too cheap once is tried
  * again later (pacing.c). */
 void engine_learn_rows(struct skipper_engine *e, int rows, double sec);
+
+/* The costs priced at a context of n_past committed tokens, into
+ * e->pace.costs (costs.c): every round and prefill does it first. */
+void engine_costs_price(struct skipper_engine *e, int n_past);
 
 /* The measured curve at n rows, past its range extrapolated (costs.c). */
 double engine_curve(const struct skipper_engine *e, int n);

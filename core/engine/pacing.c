@@ -101,10 +101,14 @@ void engine_account_round(struct skipper_engine *e, struct round_ctx *r, int dra
 		e->pace.plain_tok = 0.75 * e->pace.plain_tok + tok;
 		e->pace.plain_sec = 0.75 * e->pace.plain_sec + (sec > p ? sec - p : sec);
 		/* a cached curve may come from a busier (or quieter) hour: the
-		 * step's seconds follow what plain rounds cost now, the curve's
-		 * ratios stay as measured */
-		if (e->pace.have_costs && e->pace.plain_tok >= 2)
-			e->pace.costs.step_seconds = e->pace.plain_sec / e->pace.plain_tok;
+		 * step's seconds follow what plain rounds cost now (at this
+		 * context: the measured one's are what the context adds less),
+		 * the curve's ratios stay as measured */
+		if (e->pace.have_costs && e->pace.plain_tok >= 2) {
+			double now = e->pace.plain_sec / e->pace.plain_tok;
+			e->pace.base.step_seconds = now * e->pace.base.step_seconds / e->pace.costs.step_seconds;
+			e->pace.costs.step_seconds = now;
+		}
 	} else {
 		int g = !r->lookup_only ? GUARD_SKIP : e->lk.corpus ? GUARD_CORPUS : e->lk.from_history ? GUARD_HISTORY
 		                                                                                         : GUARD_LOOKUP;

@@ -226,6 +226,7 @@ int engine_plan_round(struct skipper_engine *e, struct round_ctx *r, int *n_draf
 	e->lk.n = 0;
 	e->lk.tree_n = 0;
 	r->lookup_only = 0;
+	engine_costs_price(e, r->n_past);
 	if (cap > MAX_DRAFT)
 		cap = MAX_DRAFT;
 	if (cap > n_ctx - r->n_past - 1)

@@ -40,7 +40,7 @@ extern "C" {
 #endif
 
 #define SKIPPER_POLICY_ABI_MAJOR 1
-#define SKIPPER_POLICY_ABI_MINOR 2
+#define SKIPPER_POLICY_ABI_MINOR 3
 
 /* Most top-k entries a draft step can carry (the backend limit). */
 #define SKIPPER_TOPK_MAX 64
@@ -284,6 +284,15 @@ struct skipper_costs {
 	                             sub-layer (mean over the layers) */
 	double draft_head;        /* head share in a draft step ([generate] draft_vocab
 	                             can make it smaller than head) */
+	/* minor 3: what the context adds. Attention reads the K/V of every
+	 * committed token, so a pass costs more the longer the context: the
+	 * figures above are priced at a context of ctx committed tokens (the
+	 * host prices them at the request's own context every round, attn
+	 * taking what the context adds), and each token more adds ctx_row
+	 * steps to a pass of one row and ctx_extra_row to each further row
+	 * (0: not measured). */
+	int ctx;
+	double ctx_row, ctx_extra_row;
 };
 
 /* Cost of one draft step with these skip masks ([n_layer] each, NULL =
