@@ -298,6 +298,13 @@ int skipper_engine_costs(struct skipper_engine *e, const struct skipper_costs **
 	return SKIPPER_OK;
 }
 
+void skipper_engine_set_costs(struct skipper_engine *e, const struct skipper_costs *c)
+{
+	e->pace.base = *c;
+	e->pace.have_costs = 1;
+	engine_costs_price(e, e->r.n_past);
+}
+
 void engine_costs_price(struct skipper_engine *e, int n_past)
 {
 	if (e->pace.have_costs)

@@ -112,11 +112,13 @@ static int one_line(struct reader *r, char *line, const char *id, struct skipper
 	case K_CTX: {
 		double v;
 		int rc = number(r, "context", value, 1, 0, SKIPPER_COSTS_CTX_MAX, &v);
-		if (!rc && v != (int)v)
-			rc = skipper_fail(r->err, SKIPPER_ERR_FORMAT, "%s:%d: context: %g is not a whole number of tokens",
-			                  r->path, r->line, v);
+		if (rc)
+			return rc;
+		if (v != (int)v)
+			return skipper_fail(r->err, SKIPPER_ERR_FORMAT, "%s:%d: context: %g is not a whole number of tokens",
+			                    r->path, r->line, v);
 		c->ctx = (int)v;
-		return rc;
+		return SKIPPER_OK;
 	}
 	case K_CTX_ROW:
 		return number(r, "context_row", value, 0, 0, 1, &c->ctx_row);

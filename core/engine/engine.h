@@ -173,6 +173,12 @@ void skipper_engine_set_clock(struct skipper_engine *e, double (*now)(void *ctx)
  * skipper_engine_free. Call outside a request. */
 int skipper_engine_costs(struct skipper_engine *e, const struct skipper_costs **out, struct skipper_error *err);
 
+/* The costs the engine sizes drafts with replaced by c (as measured at
+ * c->ctx; skipper_engine_costs then answers them priced at each request's
+ * context): for tests and tools that know the curve they want. Call
+ * outside a request. */
+void skipper_engine_set_costs(struct skipper_engine *e, const struct skipper_costs *c);
+
 /* The compute services of skipper-policy(3) on this engine (its policy
  * reaches them through the host; tests call them directly). */
 int skipper_engine_score_mask(void *engine, const uint8_t *skip_attn, const uint8_t *skip_mlp,
