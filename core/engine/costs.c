@@ -19,7 +19,7 @@
 
 #define COST_CTX 128
 /* the context at which what the context adds is timed, at most: a step
- * there reads a few times the K/V it reads at COST_CTX, well above noise */
+ * there reads 32 times the K/V it reads at COST_CTX, well above noise */
 #define COST_FAR 4096
 #define COST_FAR_REPS 9
 /* passes timed per point at most */
