@@ -299,12 +299,13 @@ static void history_scopes(const char *model)
 	}
 }
 
-/* The cost curves measured so far in dir/costs made gentle (a pass of n
- * rows costs 1 + (n - 1) / 20 steps): what the history tests check is
- * which history a request may draft from, and a curve measured on a busy
- * machine for a model whose passes take microseconds can say that no
- * draft ever pays. */
-static void gentle_curves(const char *dir)
+/* The cost curves measured so far in dir/costs rewritten: a pass of n
+ * rows costs 1 + (n - 1) x extra steps, the head a tenth of a step and
+ * each of the model's 2 layers' sub-layers the same share of the rest.
+ * Gentle (extra 1/20): what the history tests check is which history a
+ * request may draft from, and a curve measured on a busy machine for a
+ * model whose passes take microseconds can say that no draft ever pays. */
+static void set_curves(const char *dir, double extra)
 {
 	char costs[600], file[900], line[256];
 	struct dirent *d;
@@ -325,7 +326,11 @@ static void gentle_curves(const char *dir)
 		while (fgets(line, sizeof line, in)) {
 			int n;
 			if (sscanf(line, "verify %d", &n) == 1)
-				fprintf(out, "verify %d %.6f\n", n, 1.0 + (n - 1) / 20.0);
+				fprintf(out, "verify %d %.6f\n", n, 1.0 + (n - 1) * extra);
+			else if (!strncmp(line, "head ", 5) || !strncmp(line, "draft_head ", 11))
+				fprintf(out, "%.*s 0.1\n", (int)strcspn(line, " "), line);
+			else if (!strncmp(line, "attn ", 5) || !strncmp(line, "mlp ", 4))
+				fprintf(out, "%.*s 0.225\n", (int)strcspn(line, " "), line);
 			else
 				fputs(line, out);
 		}
@@ -334,6 +339,104 @@ static void gentle_curves(const char *dir)
 			BAIL("cannot rewrite a cost curve");
 	}
 	closedir(dd);
+}
+
+/* 8 requests, 4 at a time, with the guard off so that the curve alone
+ * decides what is drafted (what: the policy and the curve, for the
+ * messages): greedy, each output must be what it is alone; sampling,
+ * each must be answered. Returns the batch's metrics. */
+static struct skipper_batch_metrics drafts_together(const char *model, const char *policy, const char *const *more,
+                                                   const char *what, double temperature)
+{
+	struct skipper_session *s = open_session(model, policy, more);
+	struct skipper_batch_opts o = { .n_seq = 4, .max_queue = 8, .prefill_chunk = 5 };
+	struct skipper_batch *b;
+	struct skipper_batch_metrics m;
+	struct result want[N_REQ], got[N_REQ];
+	uint64_t id[N_REQ];
+	pthread_t t;
+	int same = 0, ended = 0;
+
+	if (temperature == 0)
+		for (int i = 0; i < N_REQ; i++)
+			alone(s, prompts[i], &want[i]);
+	if (skipper_batch_new(s, &o, &b, &err))
+		BAIL(err.msg);
+	if (pthread_create(&t, NULL, run, b))
+		BAIL("pthread_create");
+	for (int i = 0; i < N_REQ; i++) {
+		struct skipper_batch_request q = { .on_text = on_text, .on_done = on_done, .ctx = &got[i] };
+		int32_t *ids;
+		size_t n;
+		memset(&got[i], 0, sizeof got[i]);
+		got[i].mu = &mu;
+		got[i].cv = &cv;
+		skipper_session_defaults(s, &q.params);
+		q.params.max_tokens = MAX_TOK;
+		q.params.temperature = (float)temperature;
+		q.params.seed = 7 + (uint64_t)i;
+		if (skipper_session_text_tokens(s, prompts[i], &ids, &n, &err))
+			BAIL(err.msg);
+		q.prompt = ids;
+		q.n_prompt = n;
+		if (skipper_batch_submit(b, &q, &id[i], &err))
+			BAIL(err.msg);
+		free(ids);
+	}
+	for (int i = 0; i < N_REQ; i++) {
+		wait_done(&got[i]);
+		same += temperature == 0 && got[i].len == want[i].len && !memcmp(got[i].text, want[i].text, got[i].len);
+		ended += got[i].finish != SKIPPER_FINISH_ERROR && got[i].n_generated > 0;
+	}
+	skipper_batch_metrics(b, &m);
+	if (temperature == 0)
+		is_int(same, N_REQ, "%s: 8 requests, 4 at a time, each the text it gives alone", what);
+	else
+		is_int(ended, N_REQ, "%s, sampling: 8 requests, 4 at a time, each answered", what);
+	diag("%s, temperature %.1f: draft tokens by source %llu %llu, accepted %llu %llu, draft passes %llu of %llu rows",
+	     what, temperature, (unsigned long long)m.drafted[0], (unsigned long long)m.drafted[1],
+	     (unsigned long long)m.accepted[0], (unsigned long long)m.accepted[1], (unsigned long long)m.draft_passes,
+	     (unsigned long long)m.draft_rows);
+	skipper_batch_stop(b, 1);
+	pthread_join(t, NULL);
+	skipper_batch_free(b);
+	skipper_session_close(s);
+	return m;
+}
+
+/* Layer-skip drafts beside other sequences (a fixed mask of a third of a
+ * step, 3 tokens a round): where rows cost little the sequences draft
+ * together, a step one pass of all their rows; where every extra row
+ * costs a step, a draft token never pays beside 3 others and nothing is
+ * drafted, not even to learn the acceptance. */
+static void skip_drafts(const char *model, const char *cache)
+{
+	const char *const more[] = { "fixed.attn=0,1", "fixed.mlp=1", "fixed.draft_length=3", "fixed.costs=no",
+		                     "policy.guard=no", NULL };
+	set_curves(cache, 1.0 / 20);
+	for (int sampling = 0; sampling < 2; sampling++) {
+		struct skipper_batch_metrics m = drafts_together(model, "policy.name=fixed", more, "skip drafts, gentle curve",
+		                                                 sampling ? 0.8 : 0);
+		ok(m.drafted[0] > 0 && m.accepted[0] > 0, "skip drafts, gentle curve: drafted and accepted beside the others");
+		ok(m.draft_rows > m.draft_passes, "skip drafts, gentle curve: draft passes carried several sequences");
+	}
+	set_curves(cache, 1.0);
+	struct skipper_batch_metrics m = drafts_together(model, "policy.name=fixed", more, "skip drafts, steep curve", 0);
+	is_int((int)m.draft_passes, 0, "skip drafts, steep curve: no draft step beside the others");
+}
+
+/* Lookup beside other sequences where an extra row costs 0.4 steps: the
+ * prior's acceptance (1/2) does not pay for one at the pass's rate, so
+ * nothing would be verified and the acceptance never learnt, but for the
+ * probes of a kind of match without evidence; learnt, the copies of
+ * these answers pay. */
+static void lookup_learns(const char *model, const char *cache)
+{
+	const char *const more[] = { "policy.guard=no", NULL };
+	set_curves(cache, 0.4);
+	struct skipper_batch_metrics m = drafts_together(model, "policy.name=lookup", more, "lookup, rows at 0.4 steps", 0);
+	ok(m.accepted[1] >= 10, "lookup, rows at 0.4 steps: %llu tokens accepted from lookup beside the others",
+	   (unsigned long long)m.accepted[1]);
 }
 
 int main(void)
@@ -356,8 +459,10 @@ int main(void)
 	together(path, "policy.name=none");
 	together(path, "policy.name=lookup");
 	limits(path);
-	gentle_curves(cache);
+	set_curves(cache, 1.0 / 20);
 	history_scopes(path);
+	skip_drafts(path, cache);
+	lookup_learns(path, cache);
 	unlink(path);
 	{
 		char cmd[100];

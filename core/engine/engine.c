@@ -421,22 +421,35 @@ int engine_request_prefill(struct skipper_engine *e, const int32_t *prompt, int 
 	return start_request(e, prompt, n_prompt, err);
 }
 
+int engine_round_plan(struct skipper_engine *e, int *n_draft, struct skipper_error *err)
+{
+	struct round_ctx *r = &e->r;
+
+	r->n_gen0 = r->n_gen;
+	r->drafted0 = r->st->drafted;
+	r->t_round = engine_clock(e);
+	r->p_round = r->st->t_policy;
+	r->t_draft = 0;
+	return engine_plan_round(e, r, n_draft, err);
+}
+
+int engine_round_build(struct skipper_engine *e, int n_draft, struct skipper_error *err)
+{
+	struct round_ctx *r = &e->r;
+	if (r->lookup_only)
+		n_draft = e->lk.tree_n ? 0 : engine_lookup_as_chain(e, r);
+	return engine_verify_build(e, r, n_draft, err);
+}
+
 int engine_round_prepare(struct skipper_engine *e, struct skipper_error *err)
 {
 	struct round_ctx *r = &e->r;
 	struct skipper_run_stats *st = r->st;
 	int n_draft, rc;
 
-	r->n_gen0 = r->n_gen;
-	r->drafted0 = st->drafted;
-	r->t_round = engine_clock(e);
-	r->p_round = st->t_policy;
-	r->t_draft = 0;
-	if ((rc = engine_plan_round(e, r, &n_draft, err)))
+	if ((rc = engine_round_plan(e, &n_draft, err)))
 		return rc;
-	if (r->lookup_only) {
-		n_draft = e->lk.tree_n ? 0 : engine_lookup_as_chain(e, r);
-	} else if (n_draft > 0) {
+	if (n_draft > 0) {
 		double p0 = st->t_policy, t0 = engine_now(); /* should_exit time is the policy's */
 		rc = engine_draft(e, r, n_draft, &n_draft, err);
 		r->t_draft = engine_now() - t0 - (st->t_policy - p0);
@@ -444,7 +457,7 @@ int engine_round_prepare(struct skipper_engine *e, struct skipper_error *err)
 		if (rc)
 			return rc;
 	}
-	return engine_verify_build(e, r, n_draft, err);
+	return engine_round_build(e, n_draft, err);
 }
 
 int engine_round_finish(struct skipper_engine *e, struct skipper_error *err)

@@ -140,7 +140,8 @@ int skipper_engine_end(struct skipper_engine *e, int rc, struct skipper_error *e
 
 /* Several engines' steps in one forward pass, each engine in its own KV
  * sequence (pass.c): the prompt of a request that has just begun, in
- * chunks of prefill_chunk tokens, or a round's verification batch. Scratch
+ * chunks of prefill_chunk tokens, or a round's verification batch (its
+ * layer-skip draft steps before, in passes of their own). Scratch
  * owned by the caller: skipper_pass_free. */
 struct skipper_pass;
 int skipper_pass_new(struct skipper_backend *be, int prefill_chunk, struct skipper_pass **out,
@@ -152,6 +153,9 @@ void skipper_pass_free(struct skipper_pass *p);
  * the pass carried (0: no pass). */
 int skipper_pass_run(struct skipper_pass *p, struct skipper_engine **engines, int n, int *rc,
                      struct skipper_error *err);
+/* Draft passes run so far (several sequences' layer-skip draft steps, one
+ * pass a step) and the rows they carried. */
+void skipper_pass_drafts(const struct skipper_pass *p, uint64_t *passes, uint64_t *rows);
 
 /* Mean over rows of the final-normed hidden state after the last layer of
  * a full-model prefill of prompt (writes the KV cache: call outside a

@@ -216,6 +216,13 @@ int engine_request_prefill(struct skipper_engine *e, const int32_t *prompt, int 
 int engine_prefill_done(struct skipper_engine *e, const int32_t *prompt, int n_prompt, const float *mean, int n_rows,
                         double t_prefill, struct skipper_error *err);
 int engine_round_prepare(struct skipper_engine *e, struct skipper_error *err);
+/* engine_round_prepare in its three parts, for a batch that runs several
+ * sequences' draft steps together (pass.c): the plan (*n_draft: the
+ * policy's draft steps to run, 0 when none or the round is lookup's), the
+ * draft steps (engine_draft, or the batch's), then the verification batch
+ * of the n_draft tokens drafted. */
+int engine_round_plan(struct skipper_engine *e, int *n_draft, struct skipper_error *err);
+int engine_round_build(struct skipper_engine *e, int n_draft, struct skipper_error *err);
 int engine_round_finish(struct skipper_engine *e, struct skipper_error *err);
 int engine_request_finish(struct skipper_engine *e, int rc, struct skipper_error *err);
 
@@ -228,6 +235,10 @@ int engine_emit(struct skipper_engine *e, struct round_ctx *r, int32_t tok);
  * (e->lk.n, or the tree's e->lk.tree_n nodes); r->lookup_only when the
  * round is lookup's alone. */
 int engine_plan_round(struct skipper_engine *e, struct round_ctx *r, int *n_draft, struct skipper_error *err);
+/* Beside other sequences: how many of the n tokens its policy asks to
+ * draft are worth drafting when g sequences draft with the same mask
+ * (each step one pass of their rows) (plan.c). */
+int engine_batch_draft_len(const struct skipper_engine *e, int n, int g);
 
 /* What to do about a full context, for its error message (engine.c). */
 const char *engine_ctx_advice(const struct skipper_engine *e);
@@ -239,6 +250,13 @@ int engine_lookup_as_chain(struct skipper_engine *e, const struct round_ctx *r);
  * e->draft; *n_out gets how many (draft.c). */
 int engine_draft(struct skipper_engine *e, struct round_ctx *r, int max_draft, int *n_out,
                  struct skipper_error *err);
+/* Draft token n from its step's outputs, which the forward left where
+ * engine_draft's does (top ids and probabilities at [n], logits in
+ * e->vb.logits or, with a draft head, e->draft.sub_logits): the token,
+ * its probability, and *stop when the chain ends with it (the policy's
+ * should_exit, an end-of-generation token). */
+int engine_draft_took(struct skipper_engine *e, struct round_ctx *r, int n, int max_draft, int *stop,
+                      struct skipper_error *err);
 
 /* Verification (verify.c), in three steps so that a batch can run the
  * pass of several engines as one: build the batch of the root and the
@@ -261,6 +279,10 @@ int engine_guard_open(struct skipper_engine *e, struct guard *g);
 /* What the layer-skip drafts delivered lately, as a multiple of plain
  * steps' tokens per second. */
 double engine_skip_rate(const struct skipper_engine *e);
+/* The policy drafts' per-token acceptance lately (a prior of 1/2), and
+ * what a draft step with this round's mask costs, in decode steps. */
+double engine_skip_accept(const struct skipper_engine *e);
+double engine_skip_step_cost(const struct skipper_engine *e);
 /* After a round that drafted `drafted` tokens (all sources) and started
  * with n_gen0 tokens out: the guards and the plain-step rate learn. */
 void engine_account_round(struct skipper_engine *e, struct round_ctx *r, int drafted, int n_gen0);

@@ -165,6 +165,8 @@ double lookup_accept_rate(const struct lookup_stats *s, int n)
 	return (s->hits[n][s->streak] + 1.0) / (s->tries[n][s->streak] + 2.0);
 }
 
+double lookup_evidence(const struct lookup_stats *s, int n) { return s->tries[n][s->streak]; }
+
 double lookup_alt_rate(const struct lookup_stats *s)
 {
 	/* prior: one in four, worth 4 rounds */

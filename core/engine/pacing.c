@@ -89,6 +89,17 @@ double engine_skip_rate(const struct skipper_engine *e)
 	return g->tok / g->sec / plain;
 }
 
+double engine_skip_accept(const struct skipper_engine *e)
+{
+	return (e->pace.skip_hits + 1.0) / (e->pace.skip_tries + 2.0);
+}
+
+double engine_skip_step_cost(const struct skipper_engine *e)
+{
+	return e->pace.have_costs ? skipper_draft_cost(&e->pace.costs, e->n_layer, e->draft.skip_attn, e->draft.skip_mlp)
+	                          : 0.5;
+}
+
 /* After a round: the guards and the plain-step rate learn from it. */
 void engine_account_round(struct skipper_engine *e, struct round_ctx *r, int drafted, int n_gen0)
 {

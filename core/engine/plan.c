@@ -13,36 +13,62 @@
  * gain over a pass of k + 1 rows. In a pass shared with other sequences
  * (batch.c): the gain less what the k rows add to the pass, priced at the
  * tokens per step the pass yields, so that a row is added only while it
- * raises the whole pass's tokens per step. round_floor(e) is the value of
- * verifying nothing, with a margin for the round's own work. */
-static double round_value(const struct skipper_engine *e, int k, double gain)
+ * raises the whole pass's tokens per step (others: how many sequences
+ * share it). round_floor is the value of verifying nothing, with a margin
+ * for the round's own work. */
+static double round_value(const struct skipper_engine *e, int others, int k, double gain)
 {
-	if (!e->batch.others)
+	if (!others)
 		return (1.0 + gain) / engine_verify_cost(e, k + 1);
-	int base = e->batch.others + 1;
+	int base = others + 1;
 	return gain - e->batch.rate * (engine_verify_cost(e, base + k) - engine_verify_cost(e, base));
 }
 
-static double round_floor(const struct skipper_engine *e) { return e->batch.others ? 0.02 : 1.02; }
+static double round_floor(int others) { return others ? 0.02 : 1.02; }
 
 /* The k of a proposal with per-token acceptance p[0..n) that maximises
  * round_value; *value gets it, or round_floor with k = 0 when no k beats
  * that. */
-static int best_cut(const struct skipper_engine *e, const float *p, int n, double *value)
+static int best_cut(const struct skipper_engine *e, int others, const float *p, int n, double *value)
 {
 	double chain = 1, expected = 0;
 	int best = 0;
-	*value = round_floor(e);
+	*value = round_floor(others);
 	for (int k = 1; k <= n; k++) {
 		chain *= p[k - 1];
 		expected += chain;
-		double v = round_value(e, k, expected);
+		double v = round_value(e, others, k, expected);
 		if (v > *value) {
 			*value = v;
 			best = k;
 		}
 	}
 	return best;
+}
+
+int engine_batch_draft_len(const struct skipper_engine *e, int n, int g)
+{
+	if (!e->batch.others)
+		return n;
+	/* a draft token costs its verification row and a g-th of a draft
+	 * step over g rows, both at the pass's rate. Until the drafts have
+	 * been verified a few times their acceptance is unknown: one token a
+	 * round, where one sure to be accepted would pay, learns it */
+	int learning = e->pace.skip_tries < 4;
+	double s = learning ? 1.0 : engine_skip_accept(e);
+	double step = engine_skip_step_cost(e) * engine_verify_cost(e, g) / g;
+	double chain = 1, gain = 0, best = round_floor(e->batch.others);
+	int k_best = 0;
+	for (int k = 1; k <= (learning ? 1 : n); k++) {
+		chain *= s;
+		gain += chain;
+		double v = round_value(e, e->batch.others, k, gain) - e->batch.rate * k * step;
+		if (v > best) {
+			best = v;
+			k_best = k;
+		}
+	}
+	return k_best;
 }
 
 struct node_pick {
@@ -74,7 +100,7 @@ static double tree_plan(struct skipper_engine *e, double a, int max)
 	const struct lookup_tree *t = &e->lk.tree;
 	struct node_pick pick[LOOKUP_TREE_NODES];
 	double others[LOOKUP_TREE_NODES + 1] = { 0 }, p[LOOKUP_TREE_NODES];
-	double r = lookup_alt_rate(&e->lk.stats), value = round_floor(e), sum = 0;
+	double r = lookup_alt_rate(&e->lk.stats), value = round_floor(e->batch.others), sum = 0;
 	int best = 0;
 
 	for (int i = 0; i < t->n; i++)
@@ -89,7 +115,7 @@ static double tree_plan(struct skipper_engine *e, double a, int max)
 	qsort(pick, (size_t)t->n, sizeof *pick, pick_order);
 	for (int k = 1; k <= t->n && k <= max; k++) {
 		sum += pick[k - 1].p;
-		double v = round_value(e, k, sum);
+		double v = round_value(e, e->batch.others, k, sum);
 		if (v > value) {
 			value = v;
 			best = k;
@@ -142,7 +168,7 @@ static double lookup_plan(struct skipper_engine *e, int cap, int rows, int conte
 	memcpy(e->lk.tok, e->lk.tree.tok, sizeof *e->lk.tok * (size_t)n);
 	for (int i = 0; i < n; i++)
 		e->lk.p[i] = a;
-	e->lk.n = best_cut(e, e->lk.p, n, &v);
+	e->lk.n = best_cut(e, e->batch.others, e->lk.p, n, &v);
 	if (e->lk.tree.n > n) {
 		double v_tree = tree_plan(e, a, max_nodes);
 		if (v_tree > v)
@@ -150,6 +176,14 @@ static double lookup_plan(struct skipper_engine *e, int cap, int rows, int conte
 		else
 			e->lk.tree_n = 0;
 	}
+	/* beside other sequences a proposal is priced at the pass's rate,
+	 * which the prior's acceptance seldom pays, so the acceptance would
+	 * never be learnt: a kind of match with less than half a token of
+	 * evidence (none, or faded over some 20 rounds) is verified as it
+	 * would be alone, where one token sure to be accepted would pay */
+	if (e->batch.others && n > 0 && !e->lk.n && !e->lk.tree_n && lookup_evidence(&e->lk.stats, e->lk.ngram) < 0.5 &&
+	    round_value(e, e->batch.others, 1, 1.0) > round_floor(e->batch.others))
+		e->lk.n = best_cut(e, 0, e->lk.p, n, &(double){ 0 });
 	e->lk.corpus = 0;
 	if (corpus) {
 		int32_t tok[MAX_DRAFT];
@@ -158,7 +192,7 @@ static double lookup_plan(struct skipper_engine *e, int cap, int rows, int conte
 		int m = ngram_propose(&e->lk.ngrams, e->lk.hist, e->lk.hist_n, max, 0.1, tok, table);
 		for (int i = 0; i < m; i++)
 			p[i] = (float)ngram_accept_rate(&e->lk.ng_stats, table[i]);
-		int k = best_cut(e, p, m, &v_corpus);
+		int k = best_cut(e, e->batch.others, p, m, &v_corpus);
 		if (v_corpus > v) {
 			memcpy(e->lk.tok, tok, sizeof *tok * (size_t)k);
 			memcpy(e->lk.p, p, sizeof *p * (size_t)k);
@@ -176,7 +210,7 @@ static double lookup_plan(struct skipper_engine *e, int cap, int rows, int conte
 		int m = history_chain(e, max, table);
 		for (int i = 0; i < m; i++)
 			p[i] = (float)ngram_accept_rate(&e->lk.hist_stats, table[i]);
-		int k = best_cut(e, p, m, &v_hist);
+		int k = best_cut(e, e->batch.others, p, m, &v_hist);
 		if (v_hist > v) {
 			memcpy(e->lk.tok, e->lk.htree.tok, sizeof *e->lk.tok * (size_t)k);
 			memcpy(e->lk.p, p, sizeof *p * (size_t)k);
@@ -244,17 +278,14 @@ int engine_plan_round(struct skipper_engine *e, struct round_ctx *r, int *n_draf
 		lk_value = lookup_plan(e, cap, rows, context, corpus, history);
 	}
 	int pcap = e->pol && !engine_guard_open(e, &e->pace.guard[GUARD_SKIP]) ? 0 : cap;
-	/* beside other sequences a pass's rows are shared: layer-skip drafts,
-	 * whose draft passes run before anything is verified, are left to the
-	 * sequences that run alone */
-	if (e->batch.others)
-		pcap = 0;
 	/* a layer-skip draft costs model passes before anything is verified,
 	 * lookup's costs none: when lookup promises more tokens per step than
 	 * the skip drafts have delivered lately, the round is lookup's alone
-	 * (with sampling, a round verifies one source's chain anyway) */
+	 * (with sampling, a round verifies one source's chain anyway; beside
+	 * other sequences, whose pass prices a proposal by what it adds, any
+	 * proposal worth its rows) */
 	int lk_any = e->lk.n > 0 || e->lk.tree_n > 0;
-	if (lk_any && (!r->greedy || lk_value > engine_skip_rate(e)))
+	if (lk_any && (!r->greedy || e->batch.others || lk_value > engine_skip_rate(e)))
 		pcap = 0;
 	memset(e->draft.skip_attn, 0, (size_t)e->n_layer);
 	memset(e->draft.skip_mlp, 0, (size_t)e->n_layer);

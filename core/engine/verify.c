@@ -57,9 +57,7 @@ static void select_states(struct skipper_engine *e, const int *rows, int n, int 
 static int add_lookup_branch(struct skipper_engine *e, int n_draft, int n)
 {
 	double t = 1, c, chain = 1, tokens[MAX_DRAFT], cost[MAX_DRAFT], best, gain = 0;
-	double s = (e->pace.skip_hits + 1.0) / (e->pace.skip_tries + 2.0);
-	double d = e->pace.have_costs ? skipper_draft_cost(&e->pace.costs, e->n_layer, e->draft.skip_attn, e->draft.skip_mlp)
-	                              : 0.5;
+	double s = engine_skip_accept(e), d = engine_skip_step_cost(e);
 	int shared = 0, row = 0, m = 0;
 
 	for (int j = 1; j <= n_draft; j++)

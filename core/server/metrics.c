@@ -53,6 +53,9 @@ char *metrics_text(const struct skipper_batch_metrics *m, const atomic_ullong *c
 	gauge(f, "queue_size_max", "Requests that may wait beyond those ([server] max_queue).", m->max_queue);
 	counter(f, "batch_passes_total", "Forward passes of the batch.", m->passes);
 	counter(f, "batch_rows_total", "Rows over those passes (rows / passes: the mean batch size).", m->pass_rows);
+	counter(f, "batch_draft_passes_total", "Layer-skip draft steps, each one pass for every sequence drafting with "
+	        "the same skip mask.", m->draft_passes);
+	counter(f, "batch_draft_rows_total", "Rows over those passes (one a drafting sequence).", m->draft_rows);
 	family(f, "batch_busy_seconds_total", "counter", "Seconds spent in passes.");
 	fprintf(f, "skipper:batch_busy_seconds_total %.6f\n", m->busy_seconds);
 	by_source(f, "spec_decode_num_drafts_total", "Rounds that verified drafts, by draft source.", m->drafts);

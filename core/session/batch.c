@@ -432,6 +432,7 @@ int skipper_batch_run(struct skipper_batch *b)
 		b->m.passes += rows > 0;
 		b->n_passes++;
 		b->m.pass_rows += (uint64_t)rows;
+		skipper_pass_drafts(b->pass, &b->m.draft_passes, &b->m.draft_rows);
 		pthread_mutex_unlock(&b->mu);
 		for (int i = 0; i < b->o.n_seq; i++) {
 			struct slot *sl = &b->slot[i];

@@ -265,6 +265,8 @@ struct skipper_batch_metrics {
 	double busy_seconds;        /* time spent in passes */
 	int queued, running;        /* now */
 	int n_seq, max_queue;
+	uint64_t draft_passes;      /* layer-skip draft steps run as passes of the batch */
+	uint64_t draft_rows;        /* rows over those passes (one a drafting sequence) */
 };
 void skipper_batch_metrics(struct skipper_batch *b, struct skipper_batch_metrics *m);
 
