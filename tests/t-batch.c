@@ -107,9 +107,10 @@ static struct skipper_session *open_session(const char *model, const char *polic
 	return s;
 }
 
-/* key: the request's history key (NULL: none); stop_after: see struct result */
+/* key: the request's history key (NULL: none); stop_after: see struct
+ * result; temperature > 0: sampled, with a fixed seed */
 static void submit_with(struct skipper_batch *b, struct skipper_session *s, const char *text, struct result *r,
-                        uint64_t *id, int max_tokens, const char *key, int stop_after)
+                        uint64_t *id, int max_tokens, const char *key, int stop_after, double temperature)
 {
 	int32_t *ids;
 	size_t n;
@@ -120,7 +121,8 @@ static void submit_with(struct skipper_batch *b, struct skipper_session *s, cons
 	r->cv = &cv;
 	skipper_session_defaults(s, &q.params);
 	q.params.max_tokens = max_tokens;
-	q.params.temperature = 0;
+	q.params.temperature = (float)temperature;
+	q.params.seed = 7;
 	if (skipper_session_text_tokens(s, text, &ids, &n, &err))
 		BAIL(err.msg);
 	q.prompt = ids;
@@ -133,7 +135,7 @@ static void submit_with(struct skipper_batch *b, struct skipper_session *s, cons
 static void submit(struct skipper_batch *b, struct skipper_session *s, const char *text, struct result *r,
                    uint64_t *id, int max_tokens)
 {
-	submit_with(b, s, text, r, id, max_tokens, NULL, 0);
+	submit_with(b, s, text, r, id, max_tokens, NULL, 0, 0);
 }
 
 static void alone(struct skipper_session *s, const char *text, struct result *r)
@@ -151,47 +153,66 @@ static void alone(struct skipper_session *s, const char *text, struct result *r)
 	free(ids);
 }
 
+/* 8 requests, 4 at a time (what: the policy and the curve, for the
+ * messages): greedy, each output must be what it is alone; sampling,
+ * each must be answered. Returns the batch's metrics. */
+static struct skipper_batch_metrics drafts_together(const char *model, const char *policy, const char *const *more,
+                                                   const char *what, double temperature)
+{
+	struct skipper_session *s = open_session(model, policy, more);
+	struct skipper_batch_opts o = { .n_seq = 4, .max_queue = 8, .prefill_chunk = 5 };
+	struct skipper_batch *b;
+	struct skipper_batch_metrics m;
+	struct result want[N_REQ], got[N_REQ];
+	uint64_t id[N_REQ];
+	pthread_t t;
+	int same = 0, ended = 0;
+
+	if (temperature == 0)
+		for (int i = 0; i < N_REQ; i++)
+			alone(s, prompts[i], &want[i]);
+	if (skipper_batch_new(s, &o, &b, &err))
+		BAIL(err.msg);
+	if (pthread_create(&t, NULL, run, b))
+		BAIL("pthread_create");
+	for (int i = 0; i < N_REQ; i++)
+		submit_with(b, s, prompts[i], &got[i], &id[i], MAX_TOK, NULL, 0, temperature);
+	for (int i = 0; i < N_REQ; i++) {
+		wait_done(&got[i]);
+		same += temperature == 0 && got[i].len == want[i].len && !memcmp(got[i].text, want[i].text, got[i].len);
+		ended += got[i].finish != SKIPPER_FINISH_ERROR && got[i].n_generated > 0;
+	}
+	skipper_batch_metrics(b, &m);
+	if (temperature == 0)
+		is_int(same, N_REQ, "%s: 8 requests, 4 at a time, each the text it gives alone", what);
+	else
+		is_int(ended, N_REQ, "%s, sampling: 8 requests, 4 at a time, each answered", what);
+	diag("%s, temperature %.1f: draft tokens by source %llu %llu, accepted %llu %llu, draft passes %llu of %llu rows",
+	     what, temperature, (unsigned long long)m.drafted[0], (unsigned long long)m.drafted[1],
+	     (unsigned long long)m.accepted[0], (unsigned long long)m.accepted[1], (unsigned long long)m.draft_passes,
+	     (unsigned long long)m.draft_rows);
+	skipper_batch_stop(b, 1);
+	pthread_join(t, NULL);
+	skipper_batch_free(b);
+	skipper_session_close(s);
+	return m;
+}
+
 static void together(const char *model, const char *policy)
 {
 	/* the guard off: what is tested is what may be drafted beside the
 	 * others, not how fast this machine's rounds are (under sanitizers a
 	 * lookup row costs several times the curve's, which the guard learns) */
 	const char *const more[] = { "policy.guard=no", NULL };
-	struct skipper_session *s = open_session(model, policy, more);
-	struct skipper_batch_opts o = { .n_seq = 4, .max_queue = 8, .prefill_chunk = 5 };
-	struct skipper_batch *b;
-	struct result want[N_REQ], got[N_REQ];
-	uint64_t id[N_REQ];
-	pthread_t t;
-	int same = 0, lookup = 0;
-
-	for (int i = 0; i < N_REQ; i++)
-		alone(s, prompts[i], &want[i]);
-	if (skipper_batch_new(s, &o, &b, &err))
-		BAIL(err.msg);
-	if (pthread_create(&t, NULL, run, b))
-		BAIL("pthread_create");
-	for (int i = 0; i < N_REQ; i++)
-		submit(b, s, prompts[i], &got[i], &id[i], MAX_TOK);
-	for (int i = 0; i < N_REQ; i++) {
-		wait_done(&got[i]);
-		same += got[i].len == want[i].len && !memcmp(got[i].text, want[i].text, got[i].len);
-		lookup += got[i].st.lookup_accepted;
-	}
-	is_int(same, N_REQ, "%s: 8 requests, 4 at a time, each the text it gives alone", policy);
+	struct skipper_batch_metrics m = drafts_together(model, policy, more, policy, 0);
+	unsigned long long lookup = m.accepted[1] + m.accepted[2] + m.accepted[3];
 	if (strstr(policy, "lookup"))
-		ok(lookup > 0, "%s: lookup drafts accepted among the others' rows (%d)", policy, lookup);
-	struct skipper_batch_metrics m;
-	skipper_batch_metrics(b, &m);
+		ok(lookup > 0, "%s: lookup drafts accepted among the others' rows (%llu)", policy, lookup);
 	ok(m.requests == N_REQ && m.running == 0 && m.queued == 0 && m.passes > 0 &&
 	       m.pass_rows >= m.generated_tokens - N_REQ,
 	   "%s: metrics: %llu requests, %llu tokens in %llu passes of %llu rows", policy, (unsigned long long)m.requests,
 	   (unsigned long long)m.generated_tokens, (unsigned long long)m.passes, (unsigned long long)m.pass_rows);
 	ok(m.pass_rows > m.passes, "%s: passes carried several rows", policy);
-	skipper_batch_stop(b, 1);
-	pthread_join(t, NULL);
-	skipper_batch_free(b);
-	skipper_session_close(s);
 }
 
 static void limits(const char *model)
@@ -233,7 +254,7 @@ static void limits(const char *model)
 	wait_done(&r[1]);
 	ok(r[1].finish == SKIPPER_FINISH_LENGTH || r[1].finish == SKIPPER_FINISH_STOP, "the other one runs to its end");
 	/* a text callback that stops the request */
-	submit_with(b, s, prompts[3], &stopper, &id[3], 200, NULL, 3);
+	submit_with(b, s, prompts[3], &stopper, &id[3], 200, NULL, 3, 0);
 	wait_done(&stopper);
 	ok(stopper.finish == SKIPPER_FINISH_STOP && stopper.pieces == 3, "on_text asking to stop ends it (finish stop)");
 	/* stop without draining: a long request is cancelled */
@@ -279,11 +300,11 @@ static void history_scopes(const char *model)
 			BAIL(err.msg);
 		if (pthread_create(&t, NULL, run, b))
 			BAIL("pthread_create");
-		submit_with(b, s, prompt, &first, &id, MAX_TOK, "alice", 0);
+		submit_with(b, s, prompt, &first, &id, MAX_TOK, "alice", 0, 0);
 		wait_done(&first);
-		submit_with(b, s, prompt, &other, &id, MAX_TOK, "bob", 0);
+		submit_with(b, s, prompt, &other, &id, MAX_TOK, "bob", 0, 0);
 		wait_done(&other);
-		submit_with(b, s, prompt, &same, &id, MAX_TOK, "alice", 0);
+		submit_with(b, s, prompt, &same, &id, MAX_TOK, "alice", 0, 0);
 		wait_done(&same);
 		ok(first.len == same.len && !memcmp(first.text, same.text, same.len) && first.len == other.len &&
 		       !memcmp(first.text, other.text, other.len),
@@ -350,69 +371,6 @@ static void set_curves(const char *dir, double extra)
 	closedir(dd);
 	if (!files)
 		BAIL("no cost curve was cached");
-}
-
-/* 8 requests, 4 at a time, with the guard off so that the curve alone
- * decides what is drafted (what: the policy and the curve, for the
- * messages): greedy, each output must be what it is alone; sampling,
- * each must be answered. Returns the batch's metrics. */
-static struct skipper_batch_metrics drafts_together(const char *model, const char *policy, const char *const *more,
-                                                   const char *what, double temperature)
-{
-	struct skipper_session *s = open_session(model, policy, more);
-	struct skipper_batch_opts o = { .n_seq = 4, .max_queue = 8, .prefill_chunk = 5 };
-	struct skipper_batch *b;
-	struct skipper_batch_metrics m;
-	struct result want[N_REQ], got[N_REQ];
-	uint64_t id[N_REQ];
-	pthread_t t;
-	int same = 0, ended = 0;
-
-	if (temperature == 0)
-		for (int i = 0; i < N_REQ; i++)
-			alone(s, prompts[i], &want[i]);
-	if (skipper_batch_new(s, &o, &b, &err))
-		BAIL(err.msg);
-	if (pthread_create(&t, NULL, run, b))
-		BAIL("pthread_create");
-	for (int i = 0; i < N_REQ; i++) {
-		struct skipper_batch_request q = { .on_text = on_text, .on_done = on_done, .ctx = &got[i] };
-		int32_t *ids;
-		size_t n;
-		memset(&got[i], 0, sizeof got[i]);
-		got[i].mu = &mu;
-		got[i].cv = &cv;
-		skipper_session_defaults(s, &q.params);
-		q.params.max_tokens = MAX_TOK;
-		q.params.temperature = (float)temperature;
-		q.params.seed = 7 + (uint64_t)i;
-		if (skipper_session_text_tokens(s, prompts[i], &ids, &n, &err))
-			BAIL(err.msg);
-		q.prompt = ids;
-		q.n_prompt = n;
-		if (skipper_batch_submit(b, &q, &id[i], &err))
-			BAIL(err.msg);
-		free(ids);
-	}
-	for (int i = 0; i < N_REQ; i++) {
-		wait_done(&got[i]);
-		same += temperature == 0 && got[i].len == want[i].len && !memcmp(got[i].text, want[i].text, got[i].len);
-		ended += got[i].finish != SKIPPER_FINISH_ERROR && got[i].n_generated > 0;
-	}
-	skipper_batch_metrics(b, &m);
-	if (temperature == 0)
-		is_int(same, N_REQ, "%s: 8 requests, 4 at a time, each the text it gives alone", what);
-	else
-		is_int(ended, N_REQ, "%s, sampling: 8 requests, 4 at a time, each answered", what);
-	diag("%s, temperature %.1f: draft tokens by source %llu %llu, accepted %llu %llu, draft passes %llu of %llu rows",
-	     what, temperature, (unsigned long long)m.drafted[0], (unsigned long long)m.drafted[1],
-	     (unsigned long long)m.accepted[0], (unsigned long long)m.accepted[1], (unsigned long long)m.draft_passes,
-	     (unsigned long long)m.draft_rows);
-	skipper_batch_stop(b, 1);
-	pthread_join(t, NULL);
-	skipper_batch_free(b);
-	skipper_session_close(s);
-	return m;
 }
 
 /* Layer-skip drafts beside other sequences (a fixed mask of a third of a
