@@ -165,7 +165,13 @@ double lookup_accept_rate(const struct lookup_stats *s, int n)
 	return (s->hits[n][s->streak] + 1.0) / (s->tries[n][s->streak] + 2.0);
 }
 
-double lookup_evidence(const struct lookup_stats *s, int n) { return s->tries[n][s->streak]; }
+double lookup_evidence(const struct lookup_stats *s)
+{
+	double t = 0;
+	for (int n = 0; n <= LOOKUP_MAX_NGRAM; n++)
+		t += s->tries[n][0] + s->tries[n][1];
+	return t;
+}
 
 double lookup_alt_rate(const struct lookup_stats *s)
 {

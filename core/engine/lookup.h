@@ -85,8 +85,8 @@ struct lookup_stats {
 
 /* a for a match of length n now. */
 double lookup_accept_rate(const struct lookup_stats *s, int n);
-/* The tokens of evidence behind it (tried and faded). */
-double lookup_evidence(const struct lookup_stats *s, int n);
+/* The tokens of evidence behind all of them (tried and faded). */
+double lookup_evidence(const struct lookup_stats *s);
 
 /* The chance that the model, leaving a node's best-ranked continuation,
  * takes one of the others. */

@@ -178,10 +178,12 @@ static double lookup_plan(struct skipper_engine *e, int cap, int rows, int conte
 	}
 	/* beside other sequences a proposal is priced at the pass's rate,
 	 * which the prior's acceptance seldom pays, so the acceptance would
-	 * never be learnt: a kind of match with less than half a token of
-	 * evidence (none, or faded over some 20 rounds) is verified as it
-	 * would be alone, where one token sure to be accepted would pay */
-	if (e->batch.others && n > 0 && !e->lk.n && !e->lk.tree_n && lookup_evidence(&e->lk.stats, e->lk.ngram) < 0.5 &&
+	 * never be learnt: while the sequence has less than half a token of
+	 * evidence (none, or faded over some 20 rounds) a proposal is
+	 * verified as it would be alone, where one token sure to be accepted
+	 * would pay (a probe for every kind of match cost a batch of 4 more
+	 * than its copies gave) */
+	if (e->batch.others && n > 0 && !e->lk.n && !e->lk.tree_n && lookup_evidence(&e->lk.stats) < 0.5 &&
 	    round_value(e, e->batch.others, 1, 1.0) > round_floor(e->batch.others))
 		e->lk.n = best_cut(e, 0, e->lk.p, n, &(double){ 0 });
 	e->lk.corpus = 0;
