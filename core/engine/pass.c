@@ -51,7 +51,6 @@ struct skipper_pass {
 	float *dprob, *dlogits;
 	size_t dlogits_rows;
 	uint64_t draft_passes, draft_rows;
-	double draft_cost;    /* this pass's draft steps, in decode steps */
 	/* tokens committed and decode steps spent (the curve's) by recent
 	 * passes, decayed: the rate extra rows are priced at */
 	double tok_seen, steps_seen;
@@ -248,12 +247,14 @@ static int drafting(const struct skipper_pass *p, const int *rc, int i, int g, i
 
 /* The draft steps of the engines of group g (p->group), each up to its
  * p->len: step k is one pass of row k of every member still drafting, in
- * its own sequence. Each member is charged its share of a step's time. */
-static void draft_group(struct skipper_pass *p, struct skipper_engine **engines, int n_engines, int g, int *rc,
+ * its own sequence. Each member is charged its share of a step's time.
+ * Returns what the steps cost by the curve, in decode steps. */
+static double draft_group(struct skipper_pass *p, struct skipper_engine **engines, int n_engines, int g, int *rc,
                         struct skipper_error *err)
 {
 	struct skipper_engine *e0 = NULL;
 	int sampling = 0, members = 0;
+	double cost = 0;
 
 	for (int i = 0; i < n_engines; i++)
 		if (p->group[i] == g) {
@@ -269,8 +270,9 @@ static void draft_group(struct skipper_pass *p, struct skipper_engine **engines,
 			if (p->group[i] == g)
 				rc[i] = skipper_fail(&err[i], SKIPPER_ERR_NOMEM, "out of memory (draft steps of %d sequences)",
 				                     members);
-		return;
+		return 0;
 	}
+	const double step_cost = engine_skip_step_cost(e0);
 	for (int step = 0;; step++) {
 		int n = 0;
 		for (int i = 0; i < n_engines; i++) {
@@ -285,7 +287,7 @@ static void draft_group(struct skipper_pass *p, struct skipper_engine **engines,
 			n++;
 		}
 		if (!n)
-			return;
+			return cost;
 		struct skipper_forward fw = {
 			.n = n, .tokens = p->tok, .pos = p->pos, .parent = p->parent, .kv_write = 1, .n_seg = n, .seg = p->seg,
 			.skip_attn = e0->draft.skip_attn, .skip_mlp = e0->draft.skip_mlp,
@@ -298,7 +300,7 @@ static void draft_group(struct skipper_pass *p, struct skipper_engine **engines,
 		double share = (engine_now() - t0) / n;
 		p->draft_passes++;
 		p->draft_rows += (uint64_t)n;
-		p->draft_cost += engine_skip_step_cost(e0) * engine_verify_cost(e0, n);
+		cost += step_cost * engine_verify_cost(e0, n);
 		for (int i = 0; i < n_engines; i++) {
 			struct skipper_engine *e = engines[i];
 			if (!drafting(p, rc, i, g, step))
@@ -324,11 +326,13 @@ static void draft_group(struct skipper_pass *p, struct skipper_engine **engines,
 
 /* The planned draft steps of every engine: the engines that drafted with
  * the same mask form a group; each member's length is what pays with
- * the group's size, recounted while members drop out. */
-static void draft_steps(struct skipper_pass *p, struct skipper_engine **engines, int n_engines, int *rc,
-                        struct skipper_error *err)
+ * the group's size, recounted while members drop out. Returns what the
+ * steps cost by the curve, in decode steps. */
+static double draft_steps(struct skipper_pass *p, struct skipper_engine **engines, int n_engines, int *rc,
+                          struct skipper_error *err)
 {
 	int n_groups = 0;
+	double cost = 0;
 
 	for (int i = 0; i < n_engines; i++)
 		p->group[i] = -1;
@@ -349,8 +353,9 @@ static void draft_steps(struct skipper_pass *p, struct skipper_engine **engines,
 			if (left == size)
 				break;
 		}
-		draft_group(p, engines, n_engines, n_groups++, rc, err);
+		cost += draft_group(p, engines, n_engines, n_groups++, rc, err);
 	}
+	return cost;
 }
 
 void skipper_pass_drafts(const struct skipper_pass *p, uint64_t *passes, uint64_t *rows)
@@ -385,8 +390,7 @@ int skipper_pass_run(struct skipper_pass *p, struct skipper_engine **engines, in
 		if (e->prefilled == e->n_prompt)
 			rc[i] = engine_round_plan(e, &p->len[i], &err[i]);
 	}
-	p->draft_cost = 0;
-	draft_steps(p, engines, n_engines, rc, err);
+	double draft_cost = draft_steps(p, engines, n_engines, rc, err);
 	for (int i = 0; i < n_engines; i++) {
 		struct skipper_engine *e = engines[i];
 		struct part *pt = &p->part[n_part];
@@ -446,7 +450,7 @@ int skipper_pass_run(struct skipper_pass *p, struct skipper_engine **engines, in
 	 * for their rows and draft steps (a prompt's rows are no round's) */
 	if (n_round) {
 		p->tok_seen = 0.9 * p->tok_seen + committed;
-		p->steps_seen = 0.9 * p->steps_seen + engine_verify_cost(e0, n_round) + p->draft_cost;
+		p->steps_seen = 0.9 * p->steps_seen + engine_verify_cost(e0, n_round) + draft_cost;
 	}
 	return n;
 }
