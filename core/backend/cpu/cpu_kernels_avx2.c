@@ -501,11 +501,17 @@ static TGT void quantize_q8k(const float *x, struct cpu_q8k *q, int64_t k)
 	}
 }
 
+/* a block of cache rows widened to floats by the value sums (d floats a
+ * row): a layout of this file's, not of the cache */
+#define KV_WIDE (-1)
+
 /* Elements e .. e + 7 of a cache row of d elements as floats: a q8_0
  * value times its block's scale is exact in a float. kt is a constant
  * wherever this is inlined. */
 static TGT INL __m256 load_kv(const uint8_t *row, int kt, int d, int e)
 {
+	if (kt == KV_WIDE)
+		return _mm256_loadu_ps((const float *)row + e);
 	if (kt == CPU_KV_F16)
 		return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * e)));
 	uint16_t h;
@@ -650,30 +656,53 @@ static TGT INL void values_32(float *o, int d, int G, const float *p, int ps, co
 		_mm256_storeu_ps(o + (size_t)(a / 4) * d + 8 * (a % 4), acc[a]);
 }
 
+/* Keys per block of the value sums: a block's values stay in L1 while
+ * every group of up to 3 outputs and every 32-element part meets them;
+ * unblocked, each group and part read the whole cache again, from L3 or
+ * memory once it outgrew L2 (8 passes for one row's 6 query heads, 64 for
+ * 8 rows'). q8_0 values are widened to floats once a block (16 KiB for a
+ * head of 128), where their scaling would otherwise be done again by
+ * every pass; f16's one conversion costs less than the scratch's stores.
+ * Each output still takes its multiply-adds in key order, and a widened
+ * value is the same float either way, so the bits do not change. */
+#define VALUES_BLOCK 32
+
 static TGT INL void attn_values_kt(float *o, int nq, const float *p, int ps, const uint8_t *v, int kt, int n,
                                    size_t vs, int d)
 {
-	int e = 0;
-	for (; e + 32 <= d; e += 32)
-		for (int i = 0; i < nq; i += 3) {
-			float *oi = o + (size_t)i * d + e;
-			const float *pi = p + (size_t)i * ps;
-			switch (nq - i < 3 ? nq - i : 3) {
-			case 3: values_32(oi, d, 3, pi, ps, v, kt, e, n, vs); break;
-			case 2: values_32(oi, d, 2, pi, ps, v, kt, e, n, vs); break;
-			default: values_32(oi, d, 1, pi, ps, v, kt, e, n, vs); break;
-			}
+	float vf[VALUES_BLOCK * CPU_MAX_HEAD_DIM];
+	for (int j0 = 0; j0 < n; j0 += VALUES_BLOCK) {
+		int nb = n - j0 < VALUES_BLOCK ? n - j0 : VALUES_BLOCK, e = 0, bt = kt;
+		const uint8_t *vb = v + (size_t)j0 * vs;
+		size_t bs = vs;
+		if (kt != CPU_KV_F16) {
+			for (int j = 0; j < nb; j++)
+				for (int f = 0; f < d; f += 8)
+					_mm256_storeu_ps(vf + (size_t)j * d + f, load_kv(vb + (size_t)j * vs, kt, d, f));
+			vb = (const uint8_t *)vf;
+			bs = (size_t)d * sizeof *vf;
+			bt = KV_WIDE;
 		}
-	/* the rest of other head sizes: through memory */
-	for (int j = 0; j < n; j++) {
-		const uint8_t *vj = v + (size_t)j * vs;
-		for (int f = e; f < d; f += 8) {
-			__m256 vv = load_kv(vj, kt, d, f);
-			for (int i = 0; i < nq; i++) {
-				float *y = o + (size_t)i * d + f;
-				_mm256_storeu_ps(y, _mm256_fmadd_ps(_mm256_set1_ps(p[(size_t)i * ps + j]), vv, _mm256_loadu_ps(y)));
+		for (; e + 32 <= d; e += 32)
+			for (int i = 0; i < nq; i += 3) {
+				float *oi = o + (size_t)i * d + e;
+				const float *pi = p + (size_t)i * ps + j0;
+				switch (nq - i < 3 ? nq - i : 3) {
+				case 3: values_32(oi, d, 3, pi, ps, vb, bt, e, nb, bs); break;
+				case 2: values_32(oi, d, 2, pi, ps, vb, bt, e, nb, bs); break;
+				default: values_32(oi, d, 1, pi, ps, vb, bt, e, nb, bs); break;
+				}
 			}
-		}
+		/* the rest of other head sizes: through memory */
+		for (int j = 0; j < nb; j++)
+			for (int f = e; f < d; f += 8) {
+				__m256 vv = load_kv(vb + (size_t)j * bs, bt, d, f);
+				for (int i = 0; i < nq; i++) {
+					float *y = o + (size_t)i * d + f;
+					_mm256_storeu_ps(y, _mm256_fmadd_ps(_mm256_set1_ps(p[(size_t)i * ps + j0 + j]), vv,
+					                                    _mm256_loadu_ps(y)));
+				}
+			}
 	}
 }
 
