@@ -397,7 +397,7 @@ static void skip_drafts(const char *model, const char *cache)
 /* Lookup beside other sequences where an extra row costs 0.4 steps: the
  * prior's acceptance (1/2) does not pay for one at the pass's rate, so
  * nothing would be verified and the acceptance never learnt, but for the
- * probes of a kind of match without evidence; learnt, the copies of
+ * probes while a sequence has no lookup evidence; learnt, the copies of
  * these answers pay. */
 static void lookup_learns(const char *model, const char *cache)
 {
