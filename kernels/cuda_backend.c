@@ -130,9 +130,11 @@ static void cuda_destroy(struct skipper_backend *base)
 	}
 	if (be->out.p != be->tok.p)
 		cudaFree(be->out.p);
+	cudaFree(be->sub.p);
+	free(be->sub_ids);
 	cudaFree(be->tok.p);
-	void *dev[] = { be->norm_attn, be->norm_ffn, be->norm_out, be->freq, be->k_cache, be->v_cache,
-	                be->k_scr, be->v_scr, be->h, be->xn, be->xb, be->qkv, be->att, be->gu, be->hx,
+	void *dev[] = { be->norm_attn, be->norm_ffn, be->norm_out, be->bias, be->qk_norm, be->freq,
+	                be->k_cache, be->v_cache, be->k_scr, be->v_scr, be->h, be->xn, be->xb, be->qkv, be->att, be->gu, be->hx,
 	                be->logits, be->top_ids, be->top_probs, be->kvr, be->prm_d, be->par_d, be->idx_d };
 	for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
 		cudaFree(dev[i]);
@@ -318,7 +320,7 @@ static int cuda_create(const struct skipper_model_view *m, const struct skipper_
 		rc = cublas_fail(err, "cublasSetStream", bs);
 		goto fail;
 	}
-	be->graph_key_len = 2 * L + 4 * sizeof(int32_t);
+	be->graph_key_len = 2 * L + 5 * sizeof(int32_t);
 	if (!(be->L = calloc(L, sizeof *be->L)) || !(be->graph_key = calloc(1, be->graph_key_len))) {
 		rc = cuda_failf(err, SKIPPER_ERR_NOMEM, "cuda backend: out of memory");
 		goto fail;
@@ -445,22 +447,27 @@ int cuda_enqueue_chunk(struct cuda_backend *be, const struct skipper_forward *fw
 			return rc;
 	}
 	return cuda_head(be, CUDA_P_HEAD(be->prm_d, CUDA_CHUNK), m, fw->top_k, fw->top_probs != NULL, want_logits,
-	                 err);
+	                 cuda_subset(be, fw), err);
 }
 
 /* Copy the head results of the last pass (m rows, out indices be->hidx) to
- * the caller, after the stream was synchronised; a row whose top logit was
- * not finite fails the pass. */
+ * the caller, after the stream was synchronised, the draft head's ids
+ * mapped back to vocabulary ids; a row whose top logit was not finite fails
+ * the pass. */
 static int scatter_head(struct cuda_backend *be, const struct skipper_forward *fw, int m,
                         struct skipper_error *err)
 {
-	size_t nv = (size_t)be->n_vocab, k = (size_t)fw->top_k;
+	int subset = cuda_subset(be, fw);
+	size_t nv = subset ? (size_t)be->sub.n : (size_t)be->n_vocab, k = (size_t)fw->top_k;
 	for (int j = 0; j < m; j++) {
 		int o = be->hidx[j];
 		if (k > 0) {
 			if (be->top_ids_h[(size_t)j * k] < 0)
 				return cuda_nonfinite(be, err);
-			memcpy(fw->top_ids + (size_t)o * k, be->top_ids_h + (size_t)j * k, k * 4);
+			int32_t *ids = fw->top_ids + (size_t)o * k;
+			memcpy(ids, be->top_ids_h + (size_t)j * k, k * 4);
+			for (size_t i = 0; subset && i < k; i++)
+				ids[i] = be->sub_ids[ids[i]];
 			if (fw->top_probs)
 				memcpy(fw->top_probs + (size_t)o * k, be->top_probs_h + (size_t)j * k, k * 4);
 		}
@@ -555,7 +562,7 @@ static int cuda_forward(struct skipper_backend *base, const struct skipper_forwa
 			                       cudaMemcpyHostToDevice, be->st),
 			       "copy parameters");
 			if ((rc = cuda_head(be, CUDA_P_HEAD(be->prm_d, CUDA_CHUNK), m, fw->top_k, fw->top_probs != NULL,
-			                    fw->logits != NULL, err)))
+			                    fw->logits != NULL, cuda_subset(be, fw), err)))
 				return rc;
 		}
 	}
@@ -580,6 +587,7 @@ static const struct skipper_backend_ops cuda_ops = {
 	.sublayer = cuda_be_sublayer,
 	.head_argmax = cuda_be_head_argmax,
 	.time_sublayer = cuda_be_time_sublayer,
+	.set_head_subset = cuda_be_set_head_subset,
 	.identity = cuda_identity,
 	.destroy = cuda_destroy,
 };

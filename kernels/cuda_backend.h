@@ -67,7 +67,12 @@ struct cuda_backend {
 	/* weights (device, owned; out.p == tok.p when embeddings are tied) */
 	struct cuda_layer *L; /* host array [n_layer] */
 	struct cuda_w tok, out;
+	/* the draft head: rows sub_ids[0..sub.n) of out (sub.p NULL: none) */
+	struct cuda_w sub;
+	int32_t *sub_ids; /* host */
 	float *norm_attn, *norm_ffn, *norm_out; /* [n_layer][n_embd], [n_embd] */
+	float *bias;    /* [n_layer][qkv_w] Q/K/V biases stacked as the qkv rows, or NULL */
+	float *qk_norm; /* [n_layer][2][hd] per-head Q then K norm weights, or NULL */
 	double *freq;                           /* [rope_dim / 2] */
 
 	/* K/V cache, F16: [n_layer][n_ctx][kv_dim]; read-only batches use the
@@ -136,6 +141,12 @@ int cuda_nonfinite(const struct cuda_backend *be, struct skipper_error *err);
 			return cuda_fail(err, (what), e_);  \
 	} while (0)
 
+/* Does fw's head run over the draft subset? */
+static inline int cuda_subset(const struct cuda_backend *be, const struct skipper_forward *fw)
+{
+	return fw->head_subset && be->sub.p;
+}
+
 /* Make the read-only scratch hold n rows (grows once, drops cached graphs). */
 int cuda_grow_scratch(struct cuda_backend *be, int n, struct skipper_error *err);
 
@@ -169,10 +180,11 @@ int cuda_mlp_block(struct cuda_backend *be, int layer, int nr, struct skipper_er
 
 /* cuda_head.c: enqueue final norm + LM head + top-k (k = 0: none; probs
  * NULL: argmax) for m (<= CUDA_HEAD_CHUNK) rows of be->h chosen by rows_d
- * (device, NULL = rows 0..m-1); results are copied to the pinned buffers
- * (and logits to logits_h when want_logits). */
+ * (device, NULL = rows 0..m-1), over the whole vocabulary or (subset) the
+ * draft head's rows, whose top-k ids are then subset indices; results are
+ * copied to the pinned buffers (and logits to logits_h when want_logits). */
 int cuda_head(struct cuda_backend *be, const int32_t *rows_d, int m, int k, int want_probs,
-              int want_logits, struct skipper_error *err);
+              int want_logits, int subset, struct skipper_error *err);
 
 /* cuda_graphs.c: replay (capturing first if needed) the one-token step of
  * fw with m head rows. 1 when the graph ran, 0 when graphs gave up (the
@@ -193,6 +205,8 @@ int cuda_be_head_argmax(struct skipper_backend *base, int n, const float *states
                         struct skipper_error *err);
 int cuda_be_time_sublayer(struct skipper_backend *base, int kind, int layer, int ctx_len,
                           double *seconds, struct skipper_error *err);
+int cuda_be_set_head_subset(struct skipper_backend *base, const int32_t *ids, int n,
+                            struct skipper_error *err);
 int cuda_d2d_bandwidth(int device, size_t bytes, double *bytes_per_s, struct skipper_error *err);
 
 #endif

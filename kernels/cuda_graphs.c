@@ -24,7 +24,7 @@ static void graph_key(struct cuda_backend *be, const struct skipper_forward *fw,
 		k[l] = fw->skip_attn && fw->skip_attn[l] ? 1 : 0;
 		k[L + l] = fw->skip_mlp && fw->skip_mlp[l] ? 1 : 0;
 	}
-	int32_t flags[4] = { fw->kv_write ? 1 : 0, m, fw->top_k, fw->logits ? 1 : 0 };
+	int32_t flags[5] = { fw->kv_write ? 1 : 0, m, fw->top_k, fw->logits ? 1 : 0, cuda_subset(be, fw) };
 	memcpy(k + 2 * L, flags, sizeof flags);
 }
 

@@ -36,7 +36,11 @@ extern "C" {
 
 /* ---- dequantisation (cuda_kernels_dequant.cu) ---- */
 
-/* dst[rows][ne0] BF16 from rows of `type` at src (row r at r * row_bytes). */
+/* Elements per block of `type` that cuda_to_bf16 converts (1 for F32, F16,
+ * BF16), 0 for a type it cannot. */
+int cuda_dequant_block(int type);
+/* dst[rows][ne0] BF16 from rows of `type` at src (row r at r * row_bytes);
+ * ne0 a multiple of cuda_dequant_block(type). */
 cudaError_t cuda_to_bf16(int type, const void *src, size_t row_bytes, int64_t ne0, int64_t rows,
                          uint16_t *dst, cudaStream_t st);
 /* dst[n] F32 from n values of `type` (F32, F16 or BF16). */
@@ -68,17 +72,20 @@ cudaError_t cuda_rmsnorm(const float *x, size_t xs, const int32_t *rows, const f
  * as apart). */
 cudaError_t cuda_swiglu(const float *g, const float *u, size_t gs, int nr, int nf, float *a, size_t as,
                         cudaStream_t st);
-/* RoPE on q [nr][q_dim] in place and on k [nr][kv_dim] (rows of q, k and v
- * `stride` floats apart); then K and V rows
- * stored as F16 at kdst/vdst + (r0 + r) * kv_dim, where the batch base is
- * cache + n_past * kv_dim (kv_write, n_past read from params) or scratch.
+/* Rows of q [nr][q_dim], k and v [nr][kv_dim] (rows `stride` floats apart)
+ * made ready for attention, in place: biases added (bias = [q_dim | kv_dim
+ * | kv_dim] or NULL), each head of q and k RMS-normed (q_norm, k_norm
+ * [hd] or NULL), RoPE on q and k; then K and V rows stored as F16 at
+ * kdst/vdst + (r0 + r) * kv_dim, where the batch base is cache + n_past *
+ * kv_dim (kv_write, n_past read from params) or scratch.
  * freq[rope_dim/2] angular frequencies (double, computed on the host like
  * the CPU backend); pos[r] read from device memory. */
 struct cuda_rope_args {
-	float *q, *k;
-	const float *v;
+	float *q, *k, *v;
 	int stride;
 	int nr, r0, n_head, n_kv, hd, rope_dim, pairs;
+	const float *bias, *q_norm, *k_norm;
+	float eps;
 	const double *freq;
 	const int32_t *pos;
 	const int32_t *n_past;
@@ -87,6 +94,11 @@ struct cuda_rope_args {
 	uint16_t *k_scr, *v_scr;     /* this layer's scratch [scr_cap][kv_dim] */
 };
 cudaError_t cuda_rope_store(const struct cuda_rope_args *a, cudaStream_t st);
+
+/* dst[i] = row ids[i] of src, rows of k 16-bit values, i < n (ids on the
+ * device). */
+cudaError_t cuda_gather_rows(const uint16_t *src, const int32_t *ids, int n, int k, uint16_t *dst,
+                             cudaStream_t st);
 
 /* In every layer, cache slot dst[i] = slot src[i], for i in order. idx =
  * [n] src then [n] dst on the device. */

@@ -79,24 +79,58 @@ extern "C" cudaError_t cuda_swiglu(const float *g, const float *u, size_t gs, in
 	return cudaGetLastError();
 }
 
+/* Each head's squares summed by one warp (lane order, then a fixed
+ * shuffle tree), scaled as k_rmsnorm scales a row. */
+__device__ static void head_norm(float *x, const float *w, int hd, float eps)
+{
+	int lane = threadIdx.x % 32;
+	float s = 0.0f;
+	for (int i = lane; i < hd; i += 32)
+		s = fmaf(x[i], x[i], s);
+	for (int o = 16; o > 0; o >>= 1)
+		s += __shfl_xor_sync(0xffffffffu, s, o);
+	float scale = 1.0f / sqrtf(s / (float)hd + eps);
+	for (int i = lane; i < hd; i += 32)
+		x[i] = (x[i] * scale) * w[i];
+}
+
 /* One block per row. Angles in double like the CPU backend's table, so both
  * backends rotate by the same F32 cos/sin. */
 __global__ static void k_rope_store(struct cuda_rope_args a)
 {
 	int r = blockIdx.x, np = a.rope_dim / 2;
-	int kvd = a.n_kv * a.hd;
+	int qd = a.n_head * a.hd, kvd = a.n_kv * a.hd;
 	double p = (double)a.pos[r];
-	float *q = a.q + (size_t)r * a.stride, *k = a.k + (size_t)r * a.stride;
+	float *q = a.q + (size_t)r * a.stride, *k = a.k + (size_t)r * a.stride, *v = a.v + (size_t)r * a.stride;
 
+	if (a.bias) {
+		for (int i = threadIdx.x; i < qd; i += blockDim.x)
+			q[i] += a.bias[i];
+		for (int i = threadIdx.x; i < kvd; i += blockDim.x) {
+			k[i] += a.bias[qd + i];
+			v[i] += a.bias[qd + kvd + i];
+		}
+		__syncthreads();
+	}
+	if (a.q_norm) {
+		/* warp-uniform loop: every lane of a warp takes the same heads */
+		for (int h = threadIdx.x / 32; h < a.n_head + a.n_kv; h += blockDim.x / 32) {
+			if (h < a.n_head)
+				head_norm(q + (size_t)h * a.hd, a.q_norm, a.hd, a.eps);
+			else
+				head_norm(k + (size_t)(h - a.n_head) * a.hd, a.k_norm, a.hd, a.eps);
+		}
+		__syncthreads();
+	}
 	for (int t = threadIdx.x; t < (a.n_head + a.n_kv) * np; t += blockDim.x) {
 		int h = t / np, i = t % np;
-		float *v = h < a.n_head ? q + (size_t)h * a.hd : k + (size_t)(h - a.n_head) * a.hd;
+		float *x = h < a.n_head ? q + (size_t)h * a.hd : k + (size_t)(h - a.n_head) * a.hd;
 		int ia = a.pairs ? 2 * i : i, ib = a.pairs ? 2 * i + 1 : i + np;
 		double th = p * a.freq[i];
 		float c = (float)cos(th), s = (float)sin(th);
-		float x0 = v[ia], x1 = v[ib];
-		v[ia] = x0 * c - x1 * s;
-		v[ib] = x0 * s + x1 * c;
+		float x0 = x[ia], x1 = x[ib];
+		x[ia] = x0 * c - x1 * s;
+		x[ib] = x0 * s + x1 * c;
 	}
 	__syncthreads();
 	/* stored as F16 before attention reads them, so batch rows and cached
@@ -113,7 +147,6 @@ __global__ static void k_rope_store(struct cuda_rope_args a)
 	}
 	kd += slot * kvd;
 	vd += slot * kvd;
-	const float *v = a.v + (size_t)r * a.stride;
 	for (int i = threadIdx.x; i < kvd; i += blockDim.x) {
 		kd[i] = __float2half_rn(k[i]);
 		vd[i] = __float2half_rn(v[i]);
@@ -125,6 +158,22 @@ extern "C" cudaError_t cuda_rope_store(const struct cuda_rope_args *a, cudaStrea
 	if (a->nr <= 0)
 		return cudaSuccess;
 	k_rope_store<<<a->nr, ROW_THREADS, 0, st>>>(*a);
+	return cudaGetLastError();
+}
+
+__global__ static void k_gather_rows(const __nv_bfloat16 *src, const int32_t *ids, int k, __nv_bfloat16 *dst)
+{
+	const __nv_bfloat16 *s = src + (size_t)ids[blockIdx.x] * k;
+	for (int i = threadIdx.x; i < k; i += blockDim.x)
+		dst[(size_t)blockIdx.x * k + i] = s[i];
+}
+
+extern "C" cudaError_t cuda_gather_rows(const uint16_t *src, const int32_t *ids, int n, int k, uint16_t *dst,
+                                        cudaStream_t st)
+{
+	if (n <= 0)
+		return cudaSuccess;
+	k_gather_rows<<<n, ROW_THREADS, 0, st>>>((const __nv_bfloat16 *)src, ids, k, (__nv_bfloat16 *)dst);
 	return cudaGetLastError();
 }
 

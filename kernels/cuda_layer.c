@@ -51,7 +51,10 @@ int cuda_attn_block(struct cuda_backend *be, const struct cuda_batch *b, int lay
 	struct cuda_rope_args ra = {
 		.q = q, .k = k, .v = v, .stride = be->qkv_w, .nr = nr, .r0 = r0, .n_head = be->n_head,
 		.n_kv = be->n_kv, .hd = be->hd, .rope_dim = be->rope_dim, .pairs = be->pairs,
-		.freq = be->freq, .pos = CUDA_P_POS(be->prm_d, CUDA_CHUNK), .n_past = be->prm_d,
+		.bias = be->bias ? be->bias + (size_t)layer * be->qkv_w : NULL,
+		.q_norm = be->qk_norm ? be->qk_norm + (size_t)layer * 2 * be->hd : NULL,
+		.k_norm = be->qk_norm ? be->qk_norm + (size_t)layer * 2 * be->hd + be->hd : NULL,
+		.eps = be->rms_eps, .freq = be->freq, .pos = CUDA_P_POS(be->prm_d, CUDA_CHUNK), .n_past = be->prm_d,
 		.kv_write = b->kv_write, .k_cache = kc, .v_cache = vc, .k_scr = ks, .v_scr = vs,
 	};
 	CU_TRY(cuda_rope_store(&ra, be->st), "RoPE");

@@ -1,6 +1,7 @@
 /* The backend's services besides forward: K/V compaction and reads, one
- * sub-layer on caller-given states, head argmax, sub-layer timing with CUDA
- * events, and the device-to-device bandwidth figure for benchmarks. */
+ * sub-layer on caller-given states, head argmax, the draft head's subset,
+ * sub-layer timing with CUDA events, and the device-to-device bandwidth
+ * figure for benchmarks. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,7 +122,7 @@ int cuda_be_head_argmax(struct skipper_backend *base, int n, const float *states
 		CU_TRY(cudaMemcpyAsync(be->h, states + (size_t)r0 * ne, (size_t)m * ne * 4,
 		                       cudaMemcpyHostToDevice, be->st),
 		       "copy states");
-		if ((rc = cuda_head(be, NULL, m, 1, 0, 0, err)))
+		if ((rc = cuda_head(be, NULL, m, 1, 0, 0, 0, err)))
 			return rc;
 		CU_TRY(cudaStreamSynchronize(be->st), "head_argmax");
 		for (int j = 0; j < m; j++)
@@ -129,6 +130,51 @@ int cuda_be_head_argmax(struct skipper_backend *base, int n, const float *states
 				return cuda_nonfinite(be, err);
 		memcpy(ids + r0, be->top_ids_h, (size_t)m * 4);
 	}
+	return 0;
+}
+
+int cuda_be_set_head_subset(struct skipper_backend *base, const int32_t *ids, int n,
+                            struct skipper_error *err)
+{
+	struct cuda_backend *be = cuda(base);
+	int32_t *ids_d = NULL, *copy = NULL;
+	int rc;
+
+	CU_TRY(cudaSetDevice(be->dev), "cudaSetDevice");
+	/* captured graphs hold the old matrix; nothing may still read it */
+	CU_TRY(cudaStreamSynchronize(be->st), "head subset");
+	cuda_graphs_clear(be);
+	cudaFree(be->sub.p);
+	be->sub.p = NULL;
+	free(be->sub_ids);
+	be->sub_ids = NULL;
+	if (n == 0)
+		return 0;
+	if (!(copy = malloc(sizeof *copy * (size_t)n)))
+		return cuda_failf(err, SKIPPER_ERR_NOMEM, "cuda backend: head subset of %d rows", n);
+	memcpy(copy, ids, sizeof *copy * (size_t)n);
+	uint16_t *rows = NULL;
+	if ((rc = cuda_dalloc(be, (void **)&rows, (size_t)n * be->n_embd * 2, "draft head", err)) ||
+	    (rc = cuda_dalloc(be, (void **)&ids_d, (size_t)n * 4, "draft head ids", err))) {
+		cudaFree(rows);
+		free(copy);
+		return rc;
+	}
+	cudaError_t e = cudaMemcpyAsync(ids_d, ids, (size_t)n * 4, cudaMemcpyHostToDevice, be->st);
+	if (e == cudaSuccess)
+		e = cuda_gather_rows(be->out.p, ids_d, n, be->n_embd, rows, be->st);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(be->st);
+	cudaFree(ids_d);
+	if (e != cudaSuccess) {
+		cudaFree(rows);
+		free(copy);
+		return cuda_fail(err, "draft head", e);
+	}
+	be->sub.p = rows;
+	be->sub.k = be->n_embd;
+	be->sub.n = n;
+	be->sub_ids = copy;
 	return 0;
 }
 

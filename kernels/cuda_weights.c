@@ -1,25 +1,23 @@
 /* The model's weights on the device: the model checked against what the
  * kernels run, and every weight uploaded once at creation. Matrices become
- * BF16 (F32/F16/BF16 converted, Q8_0/Q4_0/Q4_1 dequantised by a kernel from
- * the raw blocks), Q/K/V and gate/up stacked into one matrix each; norm
- * weights F32. */
+ * BF16 (F32/F16/BF16 converted, the block types dequantised by a kernel
+ * from the raw blocks), Q/K/V and gate/up stacked into one matrix each;
+ * norm weights, Q/K/V biases (qwen2) and per-head Q/K norms (qwen3) F32. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_backend.h"
 
-static int weight_ok(const struct skipper_weight *w, int64_t ne0, int64_t ne1, int f32_only)
+/* vector: a norm or bias, which stays F32 (converted from F32/F16/BF16) */
+static int weight_ok(const struct skipper_weight *w, int64_t ne0, int64_t ne1, int vector)
 {
 	if (!w->data || w->ne0 != ne0 || w->ne1 != ne1)
 		return 0;
-	switch (w->type) {
-	case SKIPPER_F32: case SKIPPER_F16: case SKIPPER_BF16:
-		return w->row_bytes >= (size_t)ne0 * (w->type == SKIPPER_F32 ? 4 : 2);
-	case SKIPPER_Q8_0: case SKIPPER_Q4_0: case SKIPPER_Q4_1:
-		return !f32_only && ne0 % 32 == 0;
-	}
-	return 0;
+	int be = cuda_dequant_block(w->type);
+	if (vector)
+		return be == 1 && w->row_bytes >= (size_t)ne0 * (w->type == SKIPPER_F32 ? 4 : 2);
+	return be > 0 && ne0 % be == 0;
 }
 
 int cuda_check_model(const struct skipper_model_view *m, struct skipper_error *err)
@@ -28,10 +26,11 @@ int cuda_check_model(const struct skipper_model_view *m, struct skipper_error *e
 	int64_t ne = hp->n_embd, qd = (int64_t)hp->n_head * hp->head_dim,
 		kvd = (int64_t)hp->n_head_kv * hp->head_dim;
 
-	if (m->arch_id != SKIPPER_ARCH_LLAMA)
+	if (m->arch_id != SKIPPER_ARCH_LLAMA && m->arch_id != SKIPPER_ARCH_QWEN2 &&
+	    m->arch_id != SKIPPER_ARCH_QWEN3)
 		return cuda_failf(err, SKIPPER_ERR_UNSUPPORTED,
-		                  "cuda backend: architecture %s is not supported yet (llama is); use "
-		                  "[model] backend = cpu",
+		                  "cuda backend: architecture %s is not supported (llama, qwen2 and qwen3 "
+		                  "are); use [model] backend = cpu",
 		                  m->arch);
 	/* multiples of 8 for the 16-byte loads of the skinny GEMM */
 	if (hp->n_embd <= 0 || hp->n_embd % 8 || hp->n_ff <= 0 || hp->n_ff % 8 || hp->n_head <= 0 ||
@@ -52,11 +51,20 @@ int cuda_check_model(const struct skipper_model_view *m, struct skipper_error *e
 		     weight_ok(&L->wv, ne, kvd, 0) && weight_ok(&L->wo, qd, ne, 0) &&
 		     weight_ok(&L->w_gate, ne, hp->n_ff, 0) && weight_ok(&L->w_up, ne, hp->n_ff, 0) &&
 		     weight_ok(&L->w_down, hp->n_ff, ne, 0);
+		/* the CPU backend adds biases and norms wherever the model has them */
+		if (ok && (L->bq.data || L->bk.data || L->bv.data))
+			ok = weight_ok(&L->bq, qd, 1, 1) && weight_ok(&L->bk, kvd, 1, 1) &&
+			     weight_ok(&L->bv, kvd, 1, 1);
+		if (ok && (L->q_norm.data || L->k_norm.data))
+			ok = weight_ok(&L->q_norm, hp->head_dim, 1, 1) && weight_ok(&L->k_norm, hp->head_dim, 1, 1);
+		if (ok && l > 0)
+			ok = !L->bq.data == !m->layers[0].bq.data && !L->q_norm.data == !m->layers[0].q_norm.data;
 	}
 	if (!ok)
 		return cuda_failf(err, SKIPPER_ERR_UNSUPPORTED,
 		                  "cuda backend: a weight is missing, of an unexpected shape or of an "
-		                  "unsupported type (norms must be F32/F16/BF16)");
+		                  "unsupported type (norms and biases must be F32/F16/BF16, and in every "
+		                  "layer or none)");
 	return 0;
 }
 
@@ -74,6 +82,11 @@ size_t cuda_weights_bytes(const struct skipper_model_view *m)
 {
 	size_t ne = (size_t)m->hp.n_embd, L = (size_t)m->hp.n_layer;
 	size_t n = wbytes(&m->tok_embd) + (tied(m) ? 0 : wbytes(&m->output)) + (2 * L + 1) * ne * 4;
+	const struct skipper_layer *L0 = &m->layers[0];
+	if (L0->bq.data)
+		n += L * (size_t)(L0->bq.ne0 + L0->bk.ne0 + L0->bv.ne0) * 4;
+	if (L0->q_norm.data)
+		n += L * 2 * (size_t)m->hp.head_dim * 4;
 	for (int l = 0; l < m->hp.n_layer; l++) {
 		const struct skipper_layer *Ly = &m->layers[l];
 		n += wbytes(&Ly->wq) + wbytes(&Ly->wk) + wbytes(&Ly->wv) + wbytes(&Ly->wo) + wbytes(&Ly->w_gate) +
@@ -144,6 +157,11 @@ int cuda_upload_weights(struct cuda_backend *be, const struct skipper_model_view
 	int rc;
 	char what[64];
 
+	size_t nl = (size_t)be->n_layer, hd = (size_t)be->hd;
+	if (m->layers[0].bq.data && (rc = cuda_dalloc(be, (void **)&be->bias, nl * be->qkv_w * 4, "biases", err)))
+		return rc;
+	if (m->layers[0].q_norm.data && (rc = cuda_dalloc(be, (void **)&be->qk_norm, nl * 2 * hd * 4, "norms", err)))
+		return rc;
 	if ((rc = cuda_dalloc(be, &stage, CUDA_STAGE_BYTES, "upload staging", err)))
 		return rc;
 	const struct skipper_weight *tok = &m->tok_embd, *out = &m->output;
@@ -166,6 +184,16 @@ int cuda_upload_weights(struct cuda_backend *be, const struct skipper_model_view
 		    (rc = upload_w(be, &wo, 1, stage, &D->wo, what, err)) ||
 		    (rc = upload_w(be, gu, 2, stage, &D->gateup, what, err)) ||
 		    (rc = upload_w(be, &down, 1, stage, &D->down, what, err)))
+			break;
+		if (be->bias) {
+			float *b = be->bias + l * (size_t)be->qkv_w;
+			if ((rc = upload_norm(be, &L->bq, stage, b, err)) ||
+			    (rc = upload_norm(be, &L->bk, stage, b + be->q_dim, err)) ||
+			    (rc = upload_norm(be, &L->bv, stage, b + be->q_dim + be->kv_dim, err)))
+				break;
+		}
+		if (be->qk_norm && ((rc = upload_norm(be, &L->q_norm, stage, be->qk_norm + l * 2 * hd, err)) ||
+		                    (rc = upload_norm(be, &L->k_norm, stage, be->qk_norm + l * 2 * hd + hd, err))))
 			break;
 	}
 	/* the staging buffer is only freed once the conversions are done */

@@ -3,7 +3,8 @@
  * (testbackend.h); needs no GPU to pass.
  *
  * On tiny in-memory models (every dtype, GQA, tied and untied heads, both
- * RoPE layouts and scalings; t-backend-model.h):
+ * RoPE layouts and scalings, llama, qwen2's Q/K/V biases and qwen3's
+ * per-head Q/K norms; t-backend-model.h):
  *  - bitwise, on the GPU alone: batches of 1..64 rows == one token at a time,
  *    with random skip masks; tree batches (16 and 64 rows) == each node's
  *    ancestor chain alone; a 16-row batch's KV == the sequential KV; kv_write=0
@@ -12,12 +13,14 @@
  *  - within tolerance of the CPU: logits and top-1, KV, a tree batch, layer
  *    and sub-layer captures, sublayer() steps, head_argmax, a 75-row
  *    (chunked, prefill) batch; top-k consistent with the GPU's own logits;
- *    time_sublayer > 0; bad tokens and context overflow refused.
+ *    time_sublayer > 0; bad tokens and context overflow refused;
+ *  - the draft head over a vocabulary subset: bitwise the full head's
+ *    logits at those ids, top-k mapped back to vocabulary ids.
  * On SmolLM2-135M when it is cached (skipped otherwise): logits and top-1 at
  * every position of several prompts, and a greedy continuation.
  *
  * Tolerance. The CUDA backend computes with BF16 weights by design
- * (F16/F32 rounded, Q8_0/Q4_x dequantized to BF16 on upload), so on the tiny
+ * (F16/F32 rounded, the block types dequantized to BF16 on upload), so on the tiny
  * models the CPU runs the model's BF16 twin (tm_bf16_twin: the very weights
  * the GPU holds) and the two differ only in arithmetic order and in rare
  * one-ulp flips of the F16 K/V cache, which the deliberately peaky attention
@@ -546,6 +549,81 @@ static void test_smollm2(void)
 	skipper_model_free(m);
 }
 
+/* The draft head over a vocabulary subset: each subset logit has the bits
+ * of the full head's logit for that id (the same GEMM over gathered rows),
+ * top-k ids are vocabulary ids of the subset's best, in one-token passes
+ * (CUDA graphs) and batches alike; n = 0 brings the full head back. */
+static void test_head_subset(void)
+{
+	struct tm_opts o = { .type = SKIPPER_Q4_1, .n_layer = 2, .seed = 5, .rope_style = SKIPPER_ROPE_PAIRS };
+	struct tm_model *tm = tm_build(&o);
+	int V = tm->m.hp.n_vocab, n_sub = 0;
+	struct skipper_backend *be = cuda(&tm->m);
+	struct skipper_error err = { 0 };
+	int32_t sub[160], tok[NB], rows[NB];
+	float *full = malloc(sizeof(float) * V * NB), *part = malloc(sizeof(float) * V * NB);
+	struct tm_rng r = { 9 };
+
+	/* every third id, in a shuffled order the mapping must undo */
+	for (int i = V - 1; i >= 0; i -= 3)
+		sub[n_sub++] = i;
+	for (int i = n_sub - 1; i > 0; i--) {
+		int j = (int)(tm_unif(&r) * (i + 1)), t = sub[i];
+		sub[i] = sub[j];
+		sub[j] = t;
+	}
+	rand_tokens(&r, tok, NB, V);
+	for (int i = 0; i < NB; i++)
+		rows[i] = i;
+	ok(skipper_backend_set_head_subset(be, sub, n_sub, &err) == 0, "set_head_subset of %d ids: %s", n_sub,
+	   err.msg);
+	for (int n = 1; n <= NB; n += NB - 1) {
+		for (int pass = 0; pass < 2; pass++) { /* a second one-token pass replays its graph */
+			int32_t ids[NB * 4], want[4];
+			struct skipper_forward fw = { .n = n, .tokens = tok, .n_past = 0, .n_out = n, .out_rows = rows,
+			                              .logits = full };
+			int good = skipper_backend_forward(be, &fw, &err) == 0;
+			fw.head_subset = 1;
+			fw.logits = part;
+			fw.top_k = 4;
+			fw.top_ids = ids;
+			good &= skipper_backend_forward(be, &fw, &err) == 0;
+			for (int j = 0; good && j < n; j++) {
+				for (int i = 0; i < n_sub; i++)
+					good &= memcmp(&part[(size_t)j * n_sub + i], &full[(size_t)j * V + sub[i]], 4) == 0;
+				/* the best 4 of the full logits restricted to the subset */
+				for (int k = 0; k < 4; k++) {
+					want[k] = -1;
+					for (int i = 0; i < n_sub; i++) {
+						int id = sub[i], taken = 0;
+						for (int q = 0; q < k; q++)
+							taken |= want[q] == id;
+						float v = full[(size_t)j * V + id];
+						if (!taken && (want[k] < 0 || v > full[(size_t)j * V + want[k]] ||
+						               (v == full[(size_t)j * V + want[k]] && id < want[k])))
+							want[k] = id;
+					}
+				}
+				good &= memcmp(ids + 4 * j, want, sizeof want) == 0;
+			}
+			ok(good, "%d-row pass %d: subset logits == the full head's at those ids, bitwise; top-4 ids "
+			   "the subset's best as vocabulary ids", n, pass + 1);
+		}
+	}
+	ok(skipper_backend_set_head_subset(be, NULL, 0, &err) == 0, "n = 0 drops the subset");
+	{
+		struct skipper_forward fw = { .n = 1, .tokens = tok, .n_past = 0, .n_out = 1, .out_rows = rows,
+		                              .logits = part, .head_subset = 1 };
+		fwd(be, tok, 1, 0, NULL, NULL, 0, NULL, NULL, full);
+		ok(skipper_backend_forward(be, &fw, &err) == 0 && !memcmp(part, full, sizeof(float) * V),
+		   "then a head_subset pass computes the full head");
+	}
+	free(full);
+	free(part);
+	be->ops->destroy(be);
+	tm_free(tm);
+}
+
 /* NaN logits (a corrupt file's overflow) fail the pass and the head
  * service instead of reading as token 0, as on the CPU backend. */
 static void test_nonfinite(void)
@@ -595,5 +673,32 @@ int main(void)
 	test_model("wide bf16", &w);
 	test_smollm2();
 	test_nonfinite();
+	test_head_subset();
+	/* qwen2 (Q/K/V biases) and qwen3 (per-head Q/K norms), NeoX RoPE, on
+	 * the 32-element types the list above leaves out */
+	{
+		struct tm_opts q = { .type = SKIPPER_Q5_0, .arch = SKIPPER_ARCH_QWEN2, .n_layer = 2, .seed = 61,
+		                     .rope_style = SKIPPER_ROPE_HALVES };
+		test_model("qwen2 q5_0", &q);
+		q.type = SKIPPER_Q5_1;
+		q.arch = SKIPPER_ARCH_QWEN3;
+		q.tied = 1;
+		q.seed = 62;
+		test_model("qwen3 q5_1", &q);
+	}
+	/* the K-quants: 256-element super-blocks, so every row 256 wide */
+	{
+		static const struct { const char *name; int type, arch; } kq[] = {
+			{ "qwen2 q4_k", SKIPPER_Q4_K, SKIPPER_ARCH_QWEN2 },
+			{ "qwen3 q5_k", SKIPPER_Q5_K, SKIPPER_ARCH_QWEN3 },
+			{ "llama q6_k", SKIPPER_Q6_K, SKIPPER_ARCH_LLAMA },
+		};
+		for (size_t i = 0; i < sizeof kq / sizeof kq[0]; i++) {
+			struct tm_opts q = { .type = kq[i].type, .arch = kq[i].arch, .n_layer = 1, .seed = 71 + i,
+			                     .rope_style = kq[i].arch ? SKIPPER_ROPE_HALVES : SKIPPER_ROPE_PAIRS,
+			                     .n_embd = 256, .n_ff = 256, .n_head = 4, .n_head_kv = 2, .head_dim = 64 };
+			test_model(kq[i].name, &q);
+		}
+	}
 	return tap_done();
 }

@@ -67,6 +67,23 @@ static inline float __uint_as_float(unsigned u)
 	return f;
 }
 
+/* IEEE operations nvcc never fuses into an FMA; g++ does not fuse them
+ * either without -mfma, which the emulated module is not built with. */
+static inline float __fmul_rn(float a, float b)
+{
+	return a * b;
+}
+
+static inline float __fadd_rn(float a, float b)
+{
+	return a + b;
+}
+
+static inline float __fsub_rn(float a, float b)
+{
+	return a - b;
+}
+
 /* Lane `lane ^ xor_mask` of this warp's value; all 32 lanes must take part
  * (the only form the kernels use: mask 0xffffffff). */
 template <class T> static inline T __shfl_xor_sync(unsigned mask, T v, int xor_mask)
