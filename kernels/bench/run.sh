@@ -12,10 +12,13 @@
 #  5. PyTorch + transformers eager on the same shape (torch-peer.py), if there
 #  6. SmolLM2-135M: autoregressive vs `fixed` SSD (conf/fixed.ini) tokens/s
 #     with `skipper bench` over Spec-Bench prompts, if the model is there
+#  7. a random-weight Q4_K model of the Qwen2.5-Coder-1.5B shape (qwen2:
+#     biases, NeoX RoPE, tied head; ~1 GB, once): decode tokens/s against
+#     the roofline of the BF16 matrices the device holds, and the verify curve
 # Environment: SKIPPER_BENCH_DIR (default /var/tmp/skipper-bench),
 # SKIPPER_MODEL (SmolLM2 GGUF; default: the model cache), BENCH_PROMPT and
 # BENCH_TOKENS (128 each), BENCH_LAYERS (32; fewer for a quick try),
-# BENCH_DATA (default tests/data/specbench-20.jsonl), BENCH_REPS (20 passes
+# BENCH_QWEN_LAYERS (28), BENCH_DATA (default tests/data/specbench-20.jsonl), BENCH_REPS (20 passes
 # per verify size), BENCH_BACKEND (cuda; cpu only to try the script, and
 # then PyTorch runs on the CPU too),
 # PYTHON (python3).
@@ -152,6 +155,44 @@ if [ -s "$smol" ]; then
 	done
 else
 	row "SmolLM2-135M none / fixed ($be)" "n/a" "model not found: $smol"
+fi
+# 7. the Qwen2.5-Coder-1.5B shape, as GGUF files of it come (Q4_K
+# matrices; the real file mixes in Q6_K), dequantised to BF16 on upload
+QL=${BENCH_QWEN_LAYERS:-28} QE=1536 QF=8960 QH=12 QKV=2 QV=151936
+qwen=$dir/qwen2.5-1.5b-shape-q4_k-L$QL.gguf
+if [ ! -s "$qwen" ]; then
+	mkdir -p "$dir"
+	say "== gen-model (Qwen2.5-1.5B shape, $QL layers) -> $qwen"
+	"$b/tests/gen-model" --out "$qwen.part" --arch qwen2 --dtype q4_k --layers "$QL" --embd $QE --ff $QF \
+		--heads $QH --kv-heads $QKV --vocab $QV --ctx 32768 --theta 1000000 --tied --name qwen2.5-1.5b-shape \
+		--seed 1 >>"$log" 2>&1 && mv "$qwen.part" "$qwen"
+fi
+qours=
+if [ -s "$qwen" ]; then
+	say "== bench-verify Qwen shape ($be)"
+	"$b/tests/bench-verify" "$qwen" --backend "$be" --prompt "$np" --tokens "$nt" --sizes 1,2,4,8,16 --reps "$reps" \
+		>"$out/.verify" 2>&1
+	cat "$out/.verify" >>"$log"
+	qours=$(val decode_tok_per_s "$out/.verify")
+fi
+if [ -n "$qours" ]; then
+	# BF16 matrices (the tied head read once), F32 norms and biases
+	qbytes=$(awk -v L="$QL" -v E=$QE -v F=$QF -v H=$QH -v KV=$QKV -v V=$QV 'BEGIN {
+		hd = E / H; layer = 2 * (2 * E * E + 2 * E * KV * hd + 3 * E * F) + 4 * (2 * E + E + 2 * KV * hd)
+		printf "%.0f", L * layer + 4 * E + 2 * V * E + 2 * E }')
+	note="Qwen2.5-Coder-1.5B shape, random Q4_K weights ($QL layers), BF16 on the device"
+	row "skipper decode, Qwen 1.5B shape ($be)" "$qours tok/s" "$note"
+	if [ -n "$bw" ]; then
+		qroof=$(awk -v B="$bw" -v W="$qbytes" 'BEGIN { printf "%.2f", B / W }')
+		row "**decode / roofline, Qwen 1.5B shape**" "**$(awk -v a="$qours" -v r="$qroof" 'BEGIN { printf "%.1f %%", 100 * a / r }')**" "roofline $qroof tok/s, $(awk -v W="$qbytes" 'BEGIN { printf "%.2f GB", W / 1e9 }') a token; target >= 70 %"
+	fi
+	for n in 2 4 8 16; do
+		l=$(grep "^verify_n=$n " "$out/.verify")
+		[ -n "$l" ] || continue
+		row "verify pass, $n tokens, Qwen 1.5B shape" "$(echo "$l" | sed 's/.*verify_ms=\([^ ]*\).*verify_ratio=\([^ ]*\).*/\1 ms = \2x one token/')" "median of $reps passes"
+	done
+else
+	row "skipper decode, Qwen 1.5B shape ($be)" "n/a" "no model or the backend failed, see bench.log"
 fi
 rm -f "$out/.membw" "$out/.verify" "$out/.torch" "$out/.smoltab" "$out"/.smol.*
 cat "$md"
