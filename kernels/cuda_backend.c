@@ -158,7 +158,7 @@ int cuda_grow_scratch(struct cuda_backend *be, int n, struct skipper_error *err)
 {
 	if (n <= be->scr_cap)
 		return 0;
-	size_t sz = (size_t)be->n_layer * (size_t)n * be->kv_dim * sizeof(uint16_t);
+	size_t sz = (size_t)be->n_layer * (size_t)n * be->kv_row * sizeof(uint16_t);
 	int rc;
 	/* kernels in flight may still read the old scratch */
 	CU_TRY(cudaStreamSynchronize(be->st), "scratch K/V");
@@ -179,7 +179,7 @@ static const struct skipper_backend_ops cuda_ops;
 static int alloc_work(struct cuda_backend *be, int n_ctx, struct skipper_error *err)
 {
 	size_t C = CUDA_CHUNK, H = CUDA_HEAD_CHUNK, ne = (size_t)be->n_embd, L = (size_t)be->n_layer;
-	size_t kvsz = L * (size_t)n_ctx * be->kv_dim * sizeof(uint16_t);
+	size_t kvsz = L * (size_t)n_ctx * be->kv_row * sizeof(uint16_t);
 	int rc;
 	struct { void **p; size_t bytes; const char *what; } d[] = {
 		{ (void **)&be->norm_attn, L * ne * 4, "norms" },
@@ -235,10 +235,12 @@ static int cuda_create(const struct skipper_model_view *m, const struct skipper_
 	*out = NULL;
 	if (!m || !o || o->n_ctx <= 0)
 		return cuda_failf(err, SKIPPER_ERR_ARG, "cuda backend: n_ctx must be positive");
-	if (o->kv_type != SKIPPER_KV_F16)
+	if (o->kv_type != SKIPPER_KV_F16 && o->kv_type != SKIPPER_KV_Q8_0)
+		return cuda_failf(err, SKIPPER_ERR_UNSUPPORTED, "cuda backend: K/V cache type %d", o->kv_type);
+	if (o->kv_type == SKIPPER_KV_Q8_0 && m->hp.head_dim % 32)
 		return cuda_failf(err, SKIPPER_ERR_UNSUPPORTED,
-		                  "cuda backend: its K/V cache is f16 only: [model] kv_type = q8_0 runs on the CPU "
-		                  "(backend = cpu)");
+		                  "cuda backend: a q8_0 K/V cache needs a head size that is a multiple of 32 "
+		                  "(this model's is %d)", m->hp.head_dim);
 	if ((rc = cuda_check_model(m, err)) || (rc = cuda_probe(o->device, err)))
 		return rc;
 	CU_TRY(cudaSetDevice(o->device), "cudaSetDevice");
@@ -250,7 +252,7 @@ static int cuda_create(const struct skipper_model_view *m, const struct skipper_
 	be->base.ops = &cuda_ops;
 	be->base.model = m;
 	be->base.n_ctx = o->n_ctx;
-	be->base.kv_type = SKIPPER_KV_F16;
+	be->base.kv_type = o->kv_type;
 	be->base.n_seq = 1; /* no set_sequences: one request at a time */
 	be->dev = o->device;
 	snprintf(be->device_name, sizeof be->device_name, "%.200s (device %d, sm_%d%d)", prop.name,
@@ -262,6 +264,8 @@ static int cuda_create(const struct skipper_model_view *m, const struct skipper_
 	be->hd = hp->head_dim;
 	be->q_dim = hp->n_head * hp->head_dim;
 	be->kv_dim = hp->n_head_kv * hp->head_dim;
+	be->kv_q8 = o->kv_type == SKIPPER_KV_Q8_0;
+	be->kv_row = be->kv_q8 ? be->kv_dim / 32 * 17 : be->kv_dim;
 	be->n_ff = hp->n_ff;
 	be->n_layer = hp->n_layer;
 	be->n_vocab = hp->n_vocab;
@@ -280,7 +284,7 @@ static int cuda_create(const struct skipper_model_view *m, const struct skipper_
 	/* what it takes, for the messages; refuse early when it cannot fit */
 	size_t ne = (size_t)be->n_embd, L = (size_t)be->n_layer, C = CUDA_CHUNK;
 	be->need_model = cuda_weights_bytes(m);
-	be->need_kv = 2 * L * ((size_t)o->n_ctx + C) * be->kv_dim * sizeof(uint16_t);
+	be->need_kv = 2 * L * ((size_t)o->n_ctx + C) * be->kv_row * sizeof(uint16_t);
 	be->need_work = CUDA_STAGE_BYTES + C * (ne + (size_t)be->xn_w * 3 / 2 + 2 * (size_t)be->q_dim +
 	                                   2 * (size_t)be->kv_dim + 2 * (size_t)be->n_ff) * 4 +
 	                (size_t)CUDA_HEAD_CHUNK * ((size_t)be->n_vocab + ne) * 4;

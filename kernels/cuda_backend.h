@@ -75,10 +75,11 @@ struct cuda_backend {
 	float *qk_norm; /* [n_layer][2][hd] per-head Q then K norm weights, or NULL */
 	double *freq;                           /* [rope_dim / 2] */
 
-	/* K/V cache, F16: [n_layer][n_ctx][kv_dim]; read-only batches use the
-	 * scratch [n_layer][scr_cap][kv_dim] */
+	/* K/V cache: [n_layer][n_ctx][kv_row] 16-bit units, a row being kv_dim
+	 * F16 values or (kv_q8) kv_dim / 32 Q8_0 blocks of 17 units; read-only
+	 * batches use the scratch [n_layer][scr_cap][kv_row] */
 	uint16_t *k_cache, *v_cache, *k_scr, *v_scr;
-	int scr_cap;
+	int scr_cap, kv_q8, kv_row;
 
 	/* one chunk of rows (device) */
 	float *h;          /* [CHUNK][n_embd] residual stream */

@@ -43,10 +43,9 @@ int cuda_dequant_block(int type);
  * ne0 a multiple of cuda_dequant_block(type). */
 cudaError_t cuda_to_bf16(int type, const void *src, size_t row_bytes, int64_t ne0, int64_t rows,
                          uint16_t *dst, cudaStream_t st);
-/* dst[n] F32 from n values of `type` (F32, F16 or BF16). */
+/* dst[n] F32 from n values of `type` (F32, F16 or BF16; Q8_0 blocks for a
+ * K/V cache row, n a multiple of 32). */
 cudaError_t cuda_to_f32(int type, const void *src, int64_t n, float *dst, cudaStream_t st);
-/* dst[n] F32 from F16 (reading the K/V cache). */
-cudaError_t cuda_f16_to_f32(const uint16_t *src, int64_t n, float *dst, cudaStream_t st);
 /* dst[n] BF16 from F32 (activations for cuBLAS). */
 cudaError_t cuda_f32_to_bf16(const float *src, int64_t rows, int64_t cols, size_t ss, uint16_t *dst,
                              size_t ds, cudaStream_t st);
@@ -75,9 +74,11 @@ cudaError_t cuda_swiglu(const float *g, const float *u, size_t gs, int nr, int n
 /* Rows of q [nr][q_dim], k and v [nr][kv_dim] (rows `stride` floats apart)
  * made ready for attention, in place: biases added (bias = [q_dim | kv_dim
  * | kv_dim] or NULL), each head of q and k RMS-normed (q_norm, k_norm
- * [hd] or NULL), RoPE on q and k; then K and V rows stored as F16 at
- * kdst/vdst + (r0 + r) * kv_dim, where the batch base is cache + n_past *
- * kv_dim (kv_write, n_past read from params) or scratch.
+ * [hd] or NULL), RoPE on q and k; then K and V rows stored at kdst/vdst +
+ * (r0 + r) * kv_row, where the batch base is cache + n_past * kv_row
+ * (kv_write, n_past read from params) or scratch. A cache row is kv_dim
+ * F16 values, or (kv_q8) kv_dim / 32 Q8_0 blocks (f16 scale, 32 int8; 17
+ * 16-bit units), quantised as the CPU backend's q8_0 cache is.
  * freq[rope_dim/2] angular frequencies (double, computed on the host like
  * the CPU backend); pos[r] read from device memory. */
 struct cuda_rope_args {
@@ -89,9 +90,9 @@ struct cuda_rope_args {
 	const double *freq;
 	const int32_t *pos;
 	const int32_t *n_past;
-	int kv_write;
-	uint16_t *k_cache, *v_cache; /* this layer's [n_ctx][kv_dim] */
-	uint16_t *k_scr, *v_scr;     /* this layer's scratch [scr_cap][kv_dim] */
+	int kv_write, kv_q8, kv_row;
+	uint16_t *k_cache, *v_cache; /* this layer's [n_ctx][kv_row] */
+	uint16_t *k_scr, *v_scr;     /* this layer's scratch [scr_cap][kv_row] */
 };
 cudaError_t cuda_rope_store(const struct cuda_rope_args *a, cudaStream_t st);
 
@@ -100,9 +101,9 @@ cudaError_t cuda_rope_store(const struct cuda_rope_args *a, cudaStream_t st);
 cudaError_t cuda_gather_rows(const uint16_t *src, const int32_t *ids, int n, int k, uint16_t *dst,
                              cudaStream_t st);
 
-/* In every layer, cache slot dst[i] = slot src[i], for i in order. idx =
- * [n] src then [n] dst on the device. */
-cudaError_t cuda_kv_move(uint16_t *k, uint16_t *v, int n_layer, int n_ctx, int kv_dim,
+/* In every layer, cache slot dst[i] = slot src[i], for i in order (rows of
+ * kv_row 16-bit units). idx = [n] src then [n] dst on the device. */
+cudaError_t cuda_kv_move(uint16_t *k, uint16_t *v, int n_layer, int n_ctx, int kv_row,
                          const int32_t *idx, int n, cudaStream_t st);
 
 /* ---- attention (cuda_kernels_attention.cu) ---- */
@@ -115,7 +116,7 @@ struct cuda_attn_args {
 	float scale;
 	const int32_t *n_past;
 	const int32_t *parent; /* [call rows] on the device, or NULL = chain */
-	int kv_write;
+	int kv_write, kv_q8, kv_row; /* the cache's rows, as cuda_rope_args */
 	const uint16_t *k_cache, *v_cache, *k_scr, *v_scr; /* this layer */
 };
 cudaError_t cuda_attention(const struct cuda_attn_args *a, cudaStream_t st);

@@ -8,7 +8,10 @@
  * virtual index t has t % ATT_WARPS == w, runs an online softmax in F32, and
  * the warps' partial results are merged in warp order. The split depends on
  * t only, so a row gets the same bits whether it is verified in a tree or
- * decoded alone after its ancestors were committed (batch invariance). */
+ * decoded alone after its ancestors were committed (batch invariance).
+ * With a q8_0 cache the query is rounded to Q8_0 blocks first, as the CPU
+ * backend rounds it, and each key and value element is its block's int8
+ * times the block's scale. */
 #include <cuda_fp16.h>
 #include <math.h>
 
@@ -16,6 +19,21 @@
 
 #define ATT_WARPS 8
 #define DPL (CUDA_MAX_HEAD_DIM / 32) /* head dims per lane, at most */
+
+__device__ static float ld_f16(const unsigned char *p)
+{
+	return __half2float(__ushort_as_half((unsigned short)(p[0] | (p[1] << 8))));
+}
+
+/* Element lane + 32 j of head g in a cache row (d < hd): an F16 value, or
+ * byte `lane` of Q8_0 block g hd / 32 + j times its scale. */
+__device__ static float kv_elem(const uint16_t *row, int q8, int g, int hd, int lane, int j)
+{
+	if (!q8)
+		return __half2float(((const __half *)row)[(size_t)g * hd + lane + 32 * j]);
+	const unsigned char *b = (const unsigned char *)row + 34 * ((size_t)g * hd / 32 + j);
+	return (float)(signed char)b[2 + lane] * ld_f16(b);
+}
 
 __global__ static void __launch_bounds__(ATT_WARPS * 32) k_attention(struct cuda_attn_args a)
 {
@@ -26,7 +44,7 @@ __global__ static void __launch_bounds__(ATT_WARPS * 32) k_attention(struct cuda
 
 	int h = blockIdx.x, r = blockIdx.y, gi = a.r0 + r;
 	int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-	int hd = a.hd, kvd = a.n_kv * hd, g = h / (a.n_head / a.n_kv);
+	int hd = a.hd, g = h / (a.n_head / a.n_kv);
 	int n_past = *a.n_past;
 
 	/* ancestors root first (explicit parents only; a chain needs no list) */
@@ -46,15 +64,11 @@ __global__ static void __launch_bounds__(ATT_WARPS * 32) k_attention(struct cuda
 	__syncthreads();
 	int na = n_anc, nk = n_past + na + 1;
 
-	const __half *kc = (const __half *)a.k_cache + (size_t)g * hd;
-	const __half *vc = (const __half *)a.v_cache + (size_t)g * hd;
-	const __half *kb, *vb; /* batch row 0 */
+	size_t kvr = (size_t)a.kv_row;
+	const uint16_t *kb = a.k_scr, *vb = a.v_scr; /* batch row 0 */
 	if (a.kv_write) {
-		kb = kc + (size_t)n_past * kvd;
-		vb = vc + (size_t)n_past * kvd;
-	} else {
-		kb = (const __half *)a.k_scr + (size_t)g * hd;
-		vb = (const __half *)a.v_scr + (size_t)g * hd;
+		kb = a.k_cache + (size_t)n_past * kvr;
+		vb = a.v_cache + (size_t)n_past * kvr;
 	}
 
 	const float *qr = a.q + (size_t)r * a.q_stride + (size_t)h * hd;
@@ -65,25 +79,33 @@ __global__ static void __launch_bounds__(ATT_WARPS * 32) k_attention(struct cuda
 		q[j] = d < hd ? qr[d] : 0.0f;
 		o[j] = 0.0f;
 	}
+	if (a.kv_q8) /* hd % 32 == 0: whole blocks, one per j */
+		for (int j = 0; j < hd / 32; j++) {
+			float amax = fabsf(q[j]);
+			for (int off = 16; off > 0; off >>= 1)
+				amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+			float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+			q[j] = __half2float(__float2half_rn(amax / 127.0f)) * rintf(q[j] * id);
+		}
 	float m = -INFINITY, l = 0.0f;
 
 	for (int t = warp; t < nk; t += ATT_WARPS) {
-		const __half *kp, *vp;
+		const uint16_t *kp, *vp;
 		if (t < n_past) {
-			kp = kc + (size_t)t * kvd;
-			vp = vc + (size_t)t * kvd;
+			kp = a.k_cache + (size_t)t * kvr;
+			vp = a.v_cache + (size_t)t * kvr;
 		} else {
 			int b = t - n_past; /* index into ancestors, na = self */
 			int row = b < na ? (a.parent ? anc[b] : b) : gi;
-			kp = kb + (size_t)row * kvd;
-			vp = vb + (size_t)row * kvd;
+			kp = kb + (size_t)row * kvr;
+			vp = vb + (size_t)row * kvr;
 		}
 		float s = 0.0f;
 #pragma unroll
 		for (int j = 0; j < DPL; j++) {
 			int d = lane + 32 * j;
 			if (d < hd)
-				s = fmaf(q[j], __half2float(kp[d]), s);
+				s = fmaf(q[j], kv_elem(kp, a.kv_q8, g, hd, lane, j), s);
 		}
 		s += __shfl_xor_sync(0xffffffffu, s, 16);
 		s += __shfl_xor_sync(0xffffffffu, s, 8);
@@ -98,7 +120,7 @@ __global__ static void __launch_bounds__(ATT_WARPS * 32) k_attention(struct cuda
 		for (int j = 0; j < DPL; j++) {
 			int d = lane + 32 * j;
 			if (d < hd)
-				o[j] = o[j] * corr + p * __half2float(vp[d]);
+				o[j] = o[j] * corr + p * kv_elem(vp, a.kv_q8, g, hd, lane, j);
 		}
 		m = mn;
 	}

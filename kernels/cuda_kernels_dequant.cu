@@ -4,7 +4,8 @@
  * host never holds a converted copy. Each value is the F32 the CPU's
  * skipper_dequant_row gives (GGML's formulas and operation order; the _rn
  * intrinsics keep nvcc from fusing a multiply and an add), rounded to BF16
- * once. Also the small F32/F16/BF16 helpers. */
+ * once. Also the small helpers: F32/F16/BF16 (and a Q8_0 K/V row) to F32,
+ * F32 to BF16. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -201,6 +202,9 @@ __global__ static void k_to_f32(int type, const unsigned char *src, int64_t n, f
 		memcpy(&dst[i], src + i * 4, 4);
 	} else if (type == SKIPPER_F16) {
 		dst[i] = ld_f16(src + i * 2);
+	} else if (type == SKIPPER_Q8_0) {
+		const unsigned char *b = src + i / 32 * 34;
+		dst[i] = mul((float)(signed char)b[2 + i % 32], ld_f16(b));
 	} else {
 		unsigned short u = (unsigned short)(src[i * 2] | (src[i * 2 + 1] << 8));
 		dst[i] = __bfloat162float(__ushort_as_bfloat16(u));
@@ -212,21 +216,6 @@ extern "C" cudaError_t cuda_to_f32(int type, const void *src, int64_t n, float *
 	if (n <= 0)
 		return cudaSuccess;
 	k_to_f32<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(type, (const unsigned char *)src, n, dst);
-	return cudaGetLastError();
-}
-
-__global__ static void k_f16_to_f32(const __half *src, int64_t n, float *dst)
-{
-	int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-	if (i < n)
-		dst[i] = __half2float(src[i]);
-}
-
-extern "C" cudaError_t cuda_f16_to_f32(const uint16_t *src, int64_t n, float *dst, cudaStream_t st)
-{
-	if (n <= 0)
-		return cudaSuccess;
-	k_f16_to_f32<<<(unsigned)((n + 255) / 256), 256, 0, st>>>((const __half *)src, n, dst);
 	return cudaGetLastError();
 }
 

@@ -1,5 +1,5 @@
 /* Row-wise kernels: embedding gather, RMSNorm, SwiGLU, RoPE with the K/V
- * store, and K/V slot moves. One block per row where a row needs a
+ * store (F16 or Q8_0), and K/V slot moves. One block per row where a row needs a
  * reduction, so the reduction order is fixed by the row width alone. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -94,6 +94,23 @@ __device__ static void head_norm(float *x, const float *w, int hd, float eps)
 		x[i] = (x[i] * scale) * w[i];
 }
 
+/* Lane `lane` of a warp holds element `lane` of a 32-value block: the Q8_0
+ * block at o (f16 scale max |x| / 127, values x * 127 / max |x| rounded to
+ * nearest even), as the CPU backend's q8_0 cache stores it. */
+__device__ static void q8_store(float x, unsigned char *o, int lane)
+{
+	float amax = fabsf(x);
+	for (int off = 16; off > 0; off >>= 1)
+		amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+	float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+	o[2 + lane] = (unsigned char)(signed char)rintf(x * id);
+	if (lane == 0) {
+		unsigned short d = __half_as_ushort(__float2half_rn(amax / 127.0f));
+		o[0] = (unsigned char)(d & 255);
+		o[1] = (unsigned char)(d >> 8);
+	}
+}
+
 /* One block per row. Angles in double like the CPU backend's table, so both
  * backends rotate by the same F32 cos/sin. */
 __global__ static void k_rope_store(struct cuda_rope_args a)
@@ -133,23 +150,30 @@ __global__ static void k_rope_store(struct cuda_rope_args a)
 		x[ib] = x0 * s + x1 * c;
 	}
 	__syncthreads();
-	/* stored as F16 before attention reads them, so batch rows and cached
-	 * rows look the same to attention */
+	/* stored in the cache's type before attention reads them, so batch
+	 * rows and cached rows look the same to attention */
 	size_t slot = (size_t)(a.r0 + r);
-	__half *kd, *vd;
+	uint16_t *kd = a.k_scr, *vd = a.v_scr;
 	if (a.kv_write) {
 		slot += (size_t)*a.n_past;
-		kd = (__half *)a.k_cache;
-		vd = (__half *)a.v_cache;
-	} else {
-		kd = (__half *)a.k_scr;
-		vd = (__half *)a.v_scr;
+		kd = a.k_cache;
+		vd = a.v_cache;
 	}
-	kd += slot * kvd;
-	vd += slot * kvd;
-	for (int i = threadIdx.x; i < kvd; i += blockDim.x) {
-		kd[i] = __float2half_rn(k[i]);
-		vd[i] = __float2half_rn(v[i]);
+	kd += slot * a.kv_row;
+	vd += slot * a.kv_row;
+	if (!a.kv_q8) {
+		for (int i = threadIdx.x; i < kvd; i += blockDim.x) {
+			((__half *)kd)[i] = __float2half_rn(k[i]);
+			((__half *)vd)[i] = __float2half_rn(v[i]);
+		}
+		return;
+	}
+	/* a warp per Q8_0 block (K's, then V's) */
+	int nb = kvd / 32, lane = threadIdx.x % 32;
+	for (int bi = threadIdx.x / 32; bi < 2 * nb; bi += blockDim.x / 32) {
+		const float *x = bi < nb ? k + 32 * bi : v + 32 * (bi - nb);
+		unsigned char *o = (unsigned char *)(bi < nb ? kd : vd) + 34 * (bi % nb);
+		q8_store(x[lane], o, lane);
 	}
 }
 
@@ -180,26 +204,26 @@ extern "C" cudaError_t cuda_gather_rows(const uint16_t *src, const int32_t *ids,
 /* Thread e of layer l moves element e of every listed slot in list order:
  * the moves of one element never race with each other, and the order gives
  * the sequential semantics of kv_move. */
-__global__ static void k_kv_move(unsigned short *k, unsigned short *v, int n_ctx, int kv_dim,
+__global__ static void k_kv_move(unsigned short *k, unsigned short *v, int n_ctx, int kv_row,
                                  const int32_t *idx, int n)
 {
 	int e = blockIdx.x * blockDim.x + threadIdx.x, l = blockIdx.y;
-	if (e >= kv_dim)
+	if (e >= kv_row)
 		return;
-	size_t base = (size_t)l * n_ctx * kv_dim + e;
+	size_t base = (size_t)l * n_ctx * kv_row + e;
 	for (int i = 0; i < n; i++) {
-		size_t s = base + (size_t)idx[i] * kv_dim, d = base + (size_t)idx[n + i] * kv_dim;
+		size_t s = base + (size_t)idx[i] * kv_row, d = base + (size_t)idx[n + i] * kv_row;
 		k[d] = k[s];
 		v[d] = v[s];
 	}
 }
 
-extern "C" cudaError_t cuda_kv_move(uint16_t *k, uint16_t *v, int n_layer, int n_ctx, int kv_dim,
+extern "C" cudaError_t cuda_kv_move(uint16_t *k, uint16_t *v, int n_layer, int n_ctx, int kv_row,
                                     const int32_t *idx, int n, cudaStream_t st)
 {
 	if (n <= 0)
 		return cudaSuccess;
-	dim3 grid((unsigned)((kv_dim + 255) / 256), (unsigned)n_layer);
-	k_kv_move<<<grid, 256, 0, st>>>(k, v, n_ctx, kv_dim, idx, n);
+	dim3 grid((unsigned)((kv_row + 255) / 256), (unsigned)n_layer);
+	k_kv_move<<<grid, 256, 0, st>>>(k, v, n_ctx, kv_row, idx, n);
 	return cudaGetLastError();
 }

@@ -34,7 +34,7 @@ int cuda_attn_block(struct cuda_backend *be, const struct cuda_batch *b, int lay
                     struct skipper_error *err)
 {
 	const struct cuda_layer *D = &be->L[layer];
-	size_t ne = (size_t)be->n_embd, n_ctx = (size_t)be->base.n_ctx, kvd = (size_t)be->kv_dim;
+	size_t ne = (size_t)be->n_embd, n_ctx = (size_t)be->base.n_ctx, kvr = (size_t)be->kv_row;
 	int rc;
 
 	CU_TRY(cuda_rmsnorm(be->h, ne, NULL, be->norm_attn + layer * ne, be->n_embd, be->rms_eps,
@@ -44,10 +44,10 @@ int cuda_attn_block(struct cuda_backend *be, const struct cuda_batch *b, int lay
 		return rc;
 	float *q = be->qkv, *k = q + be->q_dim, *v = k + be->kv_dim;
 
-	uint16_t *kc = be->k_cache + (size_t)layer * n_ctx * kvd;
-	uint16_t *vc = be->v_cache + (size_t)layer * n_ctx * kvd;
-	uint16_t *ks = be->k_scr + (size_t)layer * be->scr_cap * kvd;
-	uint16_t *vs = be->v_scr + (size_t)layer * be->scr_cap * kvd;
+	uint16_t *kc = be->k_cache + (size_t)layer * n_ctx * kvr;
+	uint16_t *vc = be->v_cache + (size_t)layer * n_ctx * kvr;
+	uint16_t *ks = be->k_scr + (size_t)layer * be->scr_cap * kvr;
+	uint16_t *vs = be->v_scr + (size_t)layer * be->scr_cap * kvr;
 	struct cuda_rope_args ra = {
 		.q = q, .k = k, .v = v, .stride = be->qkv_w, .nr = nr, .r0 = r0, .n_head = be->n_head,
 		.n_kv = be->n_kv, .hd = be->hd, .rope_dim = be->rope_dim, .pairs = be->pairs,
@@ -55,13 +55,15 @@ int cuda_attn_block(struct cuda_backend *be, const struct cuda_batch *b, int lay
 		.q_norm = be->qk_norm ? be->qk_norm + (size_t)layer * 2 * be->hd : NULL,
 		.k_norm = be->qk_norm ? be->qk_norm + (size_t)layer * 2 * be->hd + be->hd : NULL,
 		.eps = be->rms_eps, .freq = be->freq, .pos = CUDA_P_POS(be->prm_d, CUDA_CHUNK), .n_past = be->prm_d,
-		.kv_write = b->kv_write, .k_cache = kc, .v_cache = vc, .k_scr = ks, .v_scr = vs,
+		.kv_write = b->kv_write, .kv_q8 = be->kv_q8, .kv_row = be->kv_row,
+		.k_cache = kc, .v_cache = vc, .k_scr = ks, .v_scr = vs,
 	};
 	CU_TRY(cuda_rope_store(&ra, be->st), "RoPE");
 	struct cuda_attn_args aa = {
 		.q = q, .q_stride = be->qkv_w, .out = be->att, .nr = nr, .r0 = r0, .n_head = be->n_head,
 		.n_kv = be->n_kv, .hd = be->hd, .scale = be->attn_scale, .n_past = be->prm_d, .parent = b->parent_d,
-		.kv_write = b->kv_write, .k_cache = kc, .v_cache = vc, .k_scr = ks, .v_scr = vs,
+		.kv_write = b->kv_write, .kv_q8 = be->kv_q8, .kv_row = be->kv_row,
+		.k_cache = kc, .v_cache = vc, .k_scr = ks, .v_scr = vs,
 	};
 	CU_TRY(cuda_attention(&aa, be->st), "attention");
 	/* residual add fused into the output projection */

@@ -38,7 +38,7 @@ int cuda_be_kv_move(struct skipper_backend *base, int seq, const int32_t *src, c
 	memcpy(be->idx_h + n, dst, (size_t)n * 4);
 	CU_TRY(cudaMemcpyAsync(be->idx_d, be->idx_h, 2 * (size_t)n * 4, cudaMemcpyHostToDevice, be->st),
 	       "copy kv_move slots");
-	CU_TRY(cuda_kv_move(be->k_cache, be->v_cache, be->n_layer, base->n_ctx, be->kv_dim, be->idx_d, n,
+	CU_TRY(cuda_kv_move(be->k_cache, be->v_cache, be->n_layer, base->n_ctx, be->kv_row, be->idx_d, n,
 	                    be->st),
 	       "kv_move");
 	CU_TRY(cudaStreamSynchronize(be->st), "kv_move");
@@ -53,9 +53,10 @@ int cuda_be_kv_read(struct skipper_backend *base, int seq, int layer, int slot, 
 	size_t kvd = (size_t)be->kv_dim;
 
 	CU_TRY(cudaSetDevice(be->dev), "cudaSetDevice");
-	size_t off = ((size_t)layer * base->n_ctx + (size_t)slot) * kvd;
-	CU_TRY(cuda_f16_to_f32(be->k_cache + off, (int64_t)kvd, be->kvr, be->st), "kv_read");
-	CU_TRY(cuda_f16_to_f32(be->v_cache + off, (int64_t)kvd, be->kvr + kvd, be->st), "kv_read");
+	size_t off = ((size_t)layer * base->n_ctx + (size_t)slot) * be->kv_row;
+	int type = be->kv_q8 ? SKIPPER_Q8_0 : SKIPPER_F16;
+	CU_TRY(cuda_to_f32(type, be->k_cache + off, (int64_t)kvd, be->kvr, be->st), "kv_read");
+	CU_TRY(cuda_to_f32(type, be->v_cache + off, (int64_t)kvd, be->kvr + kvd, be->st), "kv_read");
 	CU_TRY(cudaMemcpyAsync(be->kvr_h, be->kvr, 2 * kvd * 4, cudaMemcpyDeviceToHost, be->st),
 	       "kv_read");
 	CU_TRY(cudaStreamSynchronize(be->st), "kv_read");

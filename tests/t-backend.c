@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "base/error.h"
 #include "tap.h"
+#include "testbackend.h"
 #include "t-backend-model.h"
 #include "t-backend-util.h"
 
@@ -22,16 +23,11 @@
 
 #include "backend/cpu/cpu_backend.h"
 
-/* SKIPPER_TEST_KV=q8_0: every check on a q8_0 K/V cache (t-backend-kv-q8.sh) */
-static int kv_type(void)
-{
-	const char *e = getenv("SKIPPER_TEST_KV");
-	return e && !strcmp(e, "q8_0") ? SKIPPER_KV_Q8_0 : SKIPPER_KV_F16;
-}
 
 static struct skipper_backend *mk(const struct skipper_model_view *m, int threads)
 {
-	struct skipper_backend_opts o = { .n_ctx = NCTX, .n_threads = threads, .kv_type = kv_type() };
+	/* SKIPPER_TEST_KV=q8_0: every check on a q8_0 K/V cache (t-backend-kv-q8.sh) */
+	struct skipper_backend_opts o = { .n_ctx = NCTX, .n_threads = threads, .kv_type = test_kv_type() };
 	struct skipper_backend *be = NULL;
 	struct skipper_error err = { 0 };
 	if (skipper_backend_cpu_create(m, &o, &be, &err)) {
@@ -579,8 +575,8 @@ int main(void)
 		{ "q6_k qwen3", SKIPPER_Q6_K, SKIPPER_ARCH_QWEN3, 1 },
 	};
 	const char *isa = getenv("SKIPPER_CPU_ISA");
-	diag("kernels: %s, K/V cache %s", isa && *isa ? isa : "native", skipper_kv_type_name(kv_type()));
-	if (kv_type() == SKIPPER_KV_F16) { /* what does not depend on the cache, once */
+	diag("kernels: %s, K/V cache %s", isa && *isa ? isa : "native", skipper_kv_type_name(test_kv_type()));
+	if (test_kv_type() == SKIPPER_KV_F16) { /* what does not depend on the cache, once */
 		test_topk_ties();
 		test_argmax();
 		test_nonfinite();
@@ -601,7 +597,7 @@ int main(void)
 			o.n_ff = 512;
 			o.head_dim = 64;
 		}
-		if (kv_type() == SKIPPER_KV_Q8_0 && !o.head_dim)
+		if (test_kv_type() == SKIPPER_KV_Q8_0 && !o.head_dim)
 			o.head_dim = 32; /* q8_0 rows are whole blocks of 32 */
 		test_model(types[i].name, &o);
 	}

@@ -6,7 +6,7 @@
 # that says what is wrong: no device, no driver, a driver older than the
 # runtime, a model that does not fit in device memory. Then the Qwen
 # architectures on K-quants, through the GGUF loader: greedy SSD gives the
-# tokens plain decoding gives on them too.
+# tokens plain decoding gives on them too, and with a q8_0 K/V cache.
 set -u
 : "${top_builddir:=.}"
 S="$top_builddir/skipper"
@@ -28,7 +28,7 @@ refused() {
 	else fail "$what (exit $rc)"; fi
 }
 
-echo "1..12"
+echo "1..14"
 "$top_builddir/tests/gen-model" --out "$t/m.gguf" --layers 4 --embd 64 --ff 128 --heads 4 --kv-heads 2 \
 	--vocab 300 --redundant 1,2 >/dev/null 2>&1 || { echo "Bail out! gen-model failed"; exit 1; }
 
@@ -76,3 +76,16 @@ for am in qwen2:q4_k qwen3:q6_k; do
 		ok "$M ${am#*:}: greedy SSD (tree 3) gives the tokens of plain decoding ($drafted drafted)"
 	else fail "$M ${am#*:}: greedy SSD (drafted ${drafted:-?})"; fi
 done
+
+# a q8_0 K/V cache ([model] kv_type): SSD reproduces plain decoding with it
+M=qwen2
+gen --set model.kv_type=q8_0
+if [ $? -eq 0 ] && grep -q "^K/V cache .*q8_0" "$t/err"; then ok "q8_0 K/V cache on the CUDA backend"
+else fail "q8_0 K/V cache on the CUDA backend"; fi
+cp "$t/out" "$t/ar"
+gen --set model.kv_type=q8_0 --set policy.name=fixed --set fixed.attn=1 --set fixed.mlp=1 \
+	--set fixed.draft_length=4 --set fixed.tree=3 --set fixed.costs=false
+drafted=$(sed -n "s/^drafted\/accepted *\([0-9]*\).*/\1/p" "$t/err")
+if cmp -s "$t/out" "$t/ar" && [ "${drafted:-0}" -gt 0 ]; then
+	ok "q8_0 K/V cache: greedy SSD (tree 3) gives the tokens of plain decoding ($drafted drafted)"
+else fail "q8_0 K/V cache: greedy SSD (drafted ${drafted:-?})"; fi

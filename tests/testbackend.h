@@ -12,7 +12,8 @@
  *
  * SKIPPER_TEST_CUDA_STANDIN=cpu makes "CUDA" a second CPU backend: the GPU
  * tests' own logic then runs (and must pass) on any machine, so it is
- * checked by every `make check` rather than only where a GPU is. */
+ * checked by every `make check` rather than only where a GPU is.
+ * SKIPPER_TEST_KV=q8_0 gives test_backend_open's backends a q8_0 K/V cache. */
 #ifndef SKIPPER_TESTBACKEND_H
 #define SKIPPER_TESTBACKEND_H
 
@@ -42,6 +43,12 @@ static inline int test_cuda_standin(void)
 	return standin && !strcmp(standin, "cpu");
 }
 
+static inline int test_kv_type(void)
+{
+	const char *e = getenv("SKIPPER_TEST_KV");
+	return e && !strcmp(e, "q8_0") ? SKIPPER_KV_Q8_0 : SKIPPER_KV_F16;
+}
+
 /* Create a backend of the given kind or end the test file: SKIP (CUDA
  * unsupported, nothing reported yet) or Bail out (anything else). */
 static inline struct skipper_backend *test_backend_open(const struct skipper_model_view *m, int kind, int n_ctx,
@@ -49,7 +56,8 @@ static inline struct skipper_backend *test_backend_open(const struct skipper_mod
 {
 	if (kind == SKIPPER_BACKEND_CUDA && test_cuda_standin())
 		kind = SKIPPER_BACKEND_CPU;
-	struct skipper_backend_opts o = { .n_ctx = n_ctx, .n_threads = n_threads, .kind = kind };
+	struct skipper_backend_opts o = { .n_ctx = n_ctx, .n_threads = n_threads, .kind = kind,
+	                                  .kv_type = test_kv_type() };
 	struct skipper_backend *be = NULL;
 	struct skipper_error err = { 0 };
 	int rc = skipper_backend_create(m, &o, &be, &err);
