@@ -1,7 +1,7 @@
 /* The CUDA backend module: its entry point (the only exported symbol), the
  * device probe, creation and destruction, the vtable and the forward loop
- * (chunks of rows through the layers, then the head; the one-token step
- * replayed as a CUDA graph, cuda_graphs.c). The other operations live in
+ * (chunks of rows through the layers, then the head; calls of up to
+ * CUDA_GRAPH_ROWS rows replayed as CUDA graphs, cuda_graphs.c). The other operations live in
  * cuda_services.c, the weights in cuda_weights.c, the blocks in
  * cuda_layer.c, the head in cuda_head.c, the kernels in cuda_kernels_*.cu.
  *
@@ -324,7 +324,7 @@ static int cuda_create(const struct skipper_model_view *m, const struct skipper_
 		rc = cublas_fail(err, "cublasSetStream", bs);
 		goto fail;
 	}
-	be->graph_key_len = 2 * L + 5 * sizeof(int32_t);
+	be->graph_key_len = 2 * L + CUDA_GRAPH_FLAGS * sizeof(int32_t);
 	if (!(be->L = calloc(L, sizeof *be->L)) || !(be->graph_key = calloc(1, be->graph_key_len))) {
 		rc = cuda_failf(err, SKIPPER_ERR_NOMEM, "cuda backend: out of memory");
 		goto fail;
@@ -523,6 +523,7 @@ static int cuda_forward(struct skipper_backend *base, const struct skipper_forwa
 	if (!chain) {
 		if (fw->n > be->par_cap) {
 			CU_TRY(cudaStreamSynchronize(be->st), "parents");
+			cuda_graphs_clear(be); /* captured graphs read the old buffer */
 			cudaFree(be->par_d);
 			be->par_d = NULL;
 			be->par_cap = 0;
@@ -548,8 +549,8 @@ static int cuda_forward(struct skipper_backend *base, const struct skipper_forwa
 		}
 		int m = gather_head(be, fw, r0, nr, &cur);
 		int done = 0;
-		if (be->graphs_on && fw->n == 1 && !want_captures(fw)) {
-			if ((rc = cuda_run_graph(be, fw, &b, m, err)) < 0)
+		if (be->graphs_on && fw->n <= CUDA_GRAPH_ROWS && !want_captures(fw)) {
+			if ((rc = cuda_run_graph(be, fw, &b, nr, m, err)) < 0)
 				return rc;
 			done = rc;
 		}

@@ -30,7 +30,9 @@ _Static_assert(CUDA_MAX_TOPK >= SKIPPER_MAX_TOPK, "CUDA_MAX_TOPK below SKIPPER_M
 #define CUDA_CHUNK 256     /* rows per pass through the layers */
 #define CUDA_STAGE_BYTES ((size_t)64 << 20) /* weight upload staging on the device */
 #define CUDA_HEAD_CHUNK 64 /* rows per LM-head pass (always the skinny GEMM) */
-#define CUDA_GRAPHS 8      /* cached one-token graphs (one per skip mask) */
+#define CUDA_GRAPHS 16     /* cached graphs (one per skip mask, row count, head request) */
+#define CUDA_GRAPH_ROWS 32 /* calls of up to this many rows run as graphs: decode, drafts, verify */
+#define CUDA_GRAPH_FLAGS 7 /* int32 flags after the masks in a graph's key (cuda_graphs.c) */
 
 /* A BF16 matrix on the device: n rows of k. */
 struct cuda_w {
@@ -158,7 +160,8 @@ int cuda_dalloc(struct cuda_backend *be, void **p, size_t bytes, const char *wha
 /* cuda_backend.c: enqueue everything for rows [r0, r0 + nr) of the call
  * after the params block (already filled on the host) is copied up:
  * embeddings, layers with captures, and the first head pass of m rows.
- * Graph-capturable when no captures are asked for and nr <= CUDA_SKINNY_MAX. */
+ * Graph-capturable when no captures are asked for and nr <= CUDA_SKINNY_MAX
+ * (cuBLAS is never in a graph). */
 int cuda_enqueue_chunk(struct cuda_backend *be, const struct skipper_forward *fw, const struct cuda_batch *b, int r0,
                        int nr, int m, int want_logits, struct skipper_error *err);
 
@@ -187,12 +190,13 @@ int cuda_mlp_block(struct cuda_backend *be, int layer, int nr, struct skipper_er
 int cuda_head(struct cuda_backend *be, const int32_t *rows_d, int m, int k, int want_probs,
               int want_logits, int subset, struct skipper_error *err);
 
-/* cuda_graphs.c: replay (capturing first if needed) the one-token step of
- * fw with m head rows. 1 when the graph ran, 0 when graphs gave up (the
- * caller runs the step directly; any failure to capture switches graphs
- * off for this backend rather than failing the call), or a negative status. */
-int cuda_run_graph(struct cuda_backend *be, const struct skipper_forward *fw, const struct cuda_batch *b, int m,
-                   struct skipper_error *err);
+/* cuda_graphs.c: replay (capturing first if needed) the whole call fw of
+ * nr (<= CUDA_GRAPH_ROWS) rows with m head rows. 1 when the graph ran, 0
+ * when graphs gave up (the caller runs the call directly; any failure to
+ * capture switches graphs off for this backend rather than failing the
+ * call), or a negative status. */
+int cuda_run_graph(struct cuda_backend *be, const struct skipper_forward *fw, const struct cuda_batch *b, int nr,
+                   int m, struct skipper_error *err);
 void cuda_graphs_clear(struct cuda_backend *be);
 
 /* cuda_services.c: the operations besides forward (struct skipper_backend_ops). */
