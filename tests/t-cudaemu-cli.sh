@@ -59,6 +59,18 @@ refused $? "driver older than the runtime" "NVIDIA driver (CUDA 12.2) is older t
 SKIPPER_CUDAEMU_MEM_MIB=40 gen
 refused $? "model does not fit" "model needs [0-9.]* MiB + KV [0-9.]* MiB (n_ctx [0-9]*) + work [0-9.]* MiB, device .* has 40.0 MiB free"
 
+# greedy SSD (fixed mask, tree 3) gives what $t/ar holds: ssd_same LABEL [--set ...]
+ssd_same() {
+	label=$1
+	shift
+	gen --set policy.name=fixed --set fixed.attn=1 --set fixed.mlp=1 --set fixed.draft_length=4 \
+		--set fixed.tree=3 --set fixed.costs=false "$@"
+	drafted=$(sed -n "s/^drafted\/accepted *\([0-9]*\).*/\1/p" "$t/err")
+	if cmp -s "$t/out" "$t/ar" && [ "${drafted:-0}" -gt 0 ]; then
+		ok "$label: greedy SSD (tree 3) gives the tokens of plain decoding ($drafted drafted)"
+	else fail "$label: greedy SSD (drafted ${drafted:-?})"; fi
+}
+
 # 256 wide: the K-quants' super-blocks take whole rows
 for am in qwen2:q4_k qwen3:q6_k; do
 	M=${am%%:*}
@@ -69,12 +81,7 @@ for am in qwen2:q4_k qwen3:q6_k; do
 	if [ $? -eq 0 ] && grep -q "^backend .*cudaemu" "$t/err"; then ok "$M ${am#*:}: generates on the CUDA backend"
 	else fail "$M ${am#*:} on the CUDA backend"; fi
 	cp "$t/out" "$t/ar"
-	gen --set policy.name=fixed --set fixed.attn=1 --set fixed.mlp=1 --set fixed.draft_length=4 --set fixed.tree=3 \
-		--set fixed.costs=false
-	drafted=$(sed -n "s/^drafted\/accepted *\([0-9]*\).*/\1/p" "$t/err")
-	if cmp -s "$t/out" "$t/ar" && [ "${drafted:-0}" -gt 0 ]; then
-		ok "$M ${am#*:}: greedy SSD (tree 3) gives the tokens of plain decoding ($drafted drafted)"
-	else fail "$M ${am#*:}: greedy SSD (drafted ${drafted:-?})"; fi
+	ssd_same "$M ${am#*:}"
 done
 
 # a q8_0 K/V cache ([model] kv_type): SSD reproduces plain decoding with it
@@ -83,9 +90,4 @@ gen --set model.kv_type=q8_0
 if [ $? -eq 0 ] && grep -q "^K/V cache .*q8_0" "$t/err"; then ok "q8_0 K/V cache on the CUDA backend"
 else fail "q8_0 K/V cache on the CUDA backend"; fi
 cp "$t/out" "$t/ar"
-gen --set model.kv_type=q8_0 --set policy.name=fixed --set fixed.attn=1 --set fixed.mlp=1 \
-	--set fixed.draft_length=4 --set fixed.tree=3 --set fixed.costs=false
-drafted=$(sed -n "s/^drafted\/accepted *\([0-9]*\).*/\1/p" "$t/err")
-if cmp -s "$t/out" "$t/ar" && [ "${drafted:-0}" -gt 0 ]; then
-	ok "q8_0 K/V cache: greedy SSD (tree 3) gives the tokens of plain decoding ($drafted drafted)"
-else fail "q8_0 K/V cache: greedy SSD (drafted ${drafted:-?})"; fi
+ssd_same "q8_0 K/V cache" --set model.kv_type=q8_0
