@@ -2,6 +2,7 @@
  * kernels/bench/run.sh, not a test.
  *   bench-verify MODEL [--backend cpu|cuda|auto] [--prompt 128] [--tokens 128]
  *                [--sizes 1,2,4,8,16,32] [--reps 20] [--threads 0] [--draft-vocab N] [--profile]
+ *                [--kv f16|q8_0]
  * Prefills --prompt seeded random ids, decodes --tokens greedily one token
  * at a time as the engine's autoregressive loop does (KV written, top-1 of
  * the row), then times verify passes as the engine sends them: a chain of n
@@ -11,7 +12,8 @@
  * the layers' weight bytes), with the full LM head and, with --draft-vocab
  * N, with the head over N ids (which N ids does not change the cost).
  * --profile adds, per size, where a pass's time went (the backend's
- * --profile kinds, ms per pass). Prints key=value lines. */
+ * --profile kinds, ms per pass). --kv: the K/V cache's type ([model]
+ * kv_type). Prints key=value lines. */
 #include "build-config.h"
 
 #include <getopt.h>
@@ -106,10 +108,10 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "backend", 1, 0, 'b' }, { "prompt", 1, 0, 'p' }, { "tokens", 1, 0, 't' },
 		{ "sizes", 1, 0, 's' },   { "reps", 1, 0, 'r' },   { "threads", 1, 0, 'j' }, { "draft-vocab", 1, 0, 'v' },
-		{ "profile", 0, 0, 'P' }, { 0, 0, 0, 0 },
+		{ "profile", 0, 0, 'P' }, { "kv", 1, 0, 'k' }, { 0, 0, 0, 0 },
 	};
 	const char *backend = "cuda", *sizes = "1,2,4,8,16,32";
-	int np = 128, ntok = 128, reps = 20, threads = 0, draft_vocab = 0, profile = 0, c;
+	int np = 128, ntok = 128, reps = 20, threads = 0, draft_vocab = 0, profile = 0, kv = SKIPPER_KV_F16, c;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 'b': backend = optarg; break;
@@ -120,12 +122,16 @@ int main(int argc, char **argv)
 		case 'j': threads = atoi(optarg); break;
 		case 'v': draft_vocab = atoi(optarg); break;
 		case 'P': profile = 1; break;
+		case 'k':
+			kv = !strcmp(optarg, "q8_0") ? SKIPPER_KV_Q8_0 : !strcmp(optarg, "f16") ? SKIPPER_KV_F16 : -1;
+			break;
 		default: return 2;
 		}
 	}
-	if (optind + 1 != argc || np < 1 || ntok < 1 || reps < 1 || draft_vocab < 0) {
+	if (optind + 1 != argc || np < 1 || ntok < 1 || reps < 1 || draft_vocab < 0 || kv < 0) {
 		fprintf(stderr, "usage: bench-verify MODEL [--backend cpu|cuda|auto] [--prompt N] [--tokens N] "
-		                "[--sizes 1,2,4,...] [--reps N] [--threads N] [--draft-vocab N] [--profile]\n");
+		                "[--sizes 1,2,4,...] [--reps N] [--threads N] [--draft-vocab N] [--profile] "
+		                "[--kv f16|q8_0]\n");
 		return 2;
 	}
 
@@ -137,7 +143,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct skipper_backend_opts o = {
-		.n_ctx = np + ntok + MAXN + 8, .n_threads = threads,
+		.n_ctx = np + ntok + MAXN + 8, .n_threads = threads, .kv_type = kv,
 		.kind = !strcmp(backend, "cuda") ? SKIPPER_BACKEND_CUDA
 		        : !strcmp(backend, "cpu") ? SKIPPER_BACKEND_CPU : SKIPPER_BACKEND_AUTO,
 	};
@@ -145,7 +151,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench-verify: %s\n", err.msg);
 		return 1;
 	}
-	printf("backend=%s\n", be->ops->name);
+	printf("backend=%s kv=%s\n", be->ops->name, skipper_kv_type_name(kv));
 	if (profile && !be->ops->timing) {
 		fprintf(stderr, "bench-verify: backend %s has no --profile\n", be->ops->name);
 		return 1;
