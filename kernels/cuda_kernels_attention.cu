@@ -15,15 +15,11 @@
 #include <cuda_fp16.h>
 #include <math.h>
 
+#include "cuda_device.cuh"
 #include "cuda_kernels.h"
 
 #define ATT_WARPS 8
 #define DPL (CUDA_MAX_HEAD_DIM / 32) /* head dims per lane, at most */
-
-__device__ static float ld_f16(const unsigned char *p)
-{
-	return __half2float(__ushort_as_half((unsigned short)(p[0] | (p[1] << 8))));
-}
 
 /* Element lane + 32 j of head g in a cache row (d < hd): an F16 value, or
  * byte `lane` of Q8_0 block g hd / 32 + j times its scale. */
@@ -31,8 +27,7 @@ __device__ static float kv_elem(const uint16_t *row, int q8, int g, int hd, int 
 {
 	if (!q8)
 		return __half2float(((const __half *)row)[(size_t)g * hd + lane + 32 * j]);
-	const unsigned char *b = (const unsigned char *)row + 34 * ((size_t)g * hd / 32 + j);
-	return (float)(signed char)b[2 + lane] * ld_f16(b);
+	return q8_elem((const unsigned char *)row + 34 * ((size_t)g * hd / 32 + j), lane);
 }
 
 __global__ static void __launch_bounds__(ATT_WARPS * 32) k_attention(struct cuda_attn_args a)
@@ -81,11 +76,9 @@ __global__ static void __launch_bounds__(ATT_WARPS * 32) k_attention(struct cuda
 	}
 	if (a.kv_q8) /* hd % 32 == 0: whole blocks, one per j */
 		for (int j = 0; j < hd / 32; j++) {
-			float amax = fabsf(q[j]);
-			for (int off = 16; off > 0; off >>= 1)
-				amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-			float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-			q[j] = __half2float(__float2half_rn(amax / 127.0f)) * rintf(q[j] * id);
+			__half d;
+			float v = (float)q8_round(q[j], &d);
+			q[j] = __half2float(d) * v;
 		}
 	float m = -INFINITY, l = 0.0f;
 

@@ -9,16 +9,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "cuda_device.cuh"
 #include "cuda_kernels.h"
 #include "backend/backend_abi.h"
-
-/* Block bytes read one byte at a time: 18/20/22/34-byte blocks leave the
- * f16 scale only 2-aligned at best. */
-__device__ static float ld_f16(const unsigned char *p)
-{
-	unsigned short u = (unsigned short)(p[0] | (p[1] << 8));
-	return __half2float(__ushort_as_half(u));
-}
 
 __device__ static float mul(float a, float b) { return __fmul_rn(a, b); }
 __device__ static float mul_add(float a, float b, float c) { return __fadd_rn(__fmul_rn(a, b), c); }
@@ -203,8 +196,7 @@ __global__ static void k_to_f32(int type, const unsigned char *src, int64_t n, f
 	} else if (type == SKIPPER_F16) {
 		dst[i] = ld_f16(src + i * 2);
 	} else if (type == SKIPPER_Q8_0) {
-		const unsigned char *b = src + i / 32 * 34;
-		dst[i] = mul((float)(signed char)b[2 + i % 32], ld_f16(b));
+		dst[i] = q8_elem(src + i / 32 * 34, (int)(i % 32));
 	} else {
 		unsigned short u = (unsigned short)(src[i * 2] | (src[i * 2 + 1] << 8));
 		dst[i] = __bfloat162float(__ushort_as_bfloat16(u));

@@ -4,6 +4,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "cuda_device.cuh"
 #include "cuda_kernels.h"
 
 #define ROW_THREADS 256
@@ -95,19 +96,16 @@ __device__ static void head_norm(float *x, const float *w, int hd, float eps)
 }
 
 /* Lane `lane` of a warp holds element `lane` of a 32-value block: the Q8_0
- * block at o (f16 scale max |x| / 127, values x * 127 / max |x| rounded to
- * nearest even), as the CPU backend's q8_0 cache stores it. */
+ * block at o (f16 scale, then 32 int8), as the CPU backend's q8_0 cache
+ * stores it. */
 __device__ static void q8_store(float x, unsigned char *o, int lane)
 {
-	float amax = fabsf(x);
-	for (int off = 16; off > 0; off >>= 1)
-		amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
-	float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-	o[2 + lane] = (unsigned char)(signed char)rintf(x * id);
+	__half d;
+	o[2 + lane] = (unsigned char)(signed char)q8_round(x, &d);
 	if (lane == 0) {
-		unsigned short d = __half_as_ushort(__float2half_rn(amax / 127.0f));
-		o[0] = (unsigned char)(d & 255);
-		o[1] = (unsigned char)(d >> 8);
+		unsigned short u = __half_as_ushort(d);
+		o[0] = (unsigned char)(u & 255);
+		o[1] = (unsigned char)(u >> 8);
 	}
 }
 
