@@ -396,11 +396,12 @@ static void states(const char *label, struct skipper_backend *b, struct skipper_
 
 static void test_model(const char *label, const struct tm_opts *o)
 {
-	if (test_kv_type() == SKIPPER_KV_Q8_0 && (o->head_dim ? o->head_dim : 16) % 32) {
-		diag("%s: heads of %d: no q8_0 cache", label, o->head_dim ? o->head_dim : 16);
+	struct tm_model *tm = tm_build(o);
+	if (test_kv_type() == SKIPPER_KV_Q8_0 && tm->m.hp.head_dim % 32) {
+		diag("%s: heads of %d: no q8_0 cache", label, tm->m.hp.head_dim);
+		tm_free(tm);
 		return;
 	}
-	struct tm_model *tm = tm_build(o);
 	const struct skipper_model_view *m = &tm->m;
 	int V = m->hp.n_vocab;
 	struct tm_rng r = { o->seed + 77 };

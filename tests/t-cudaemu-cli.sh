@@ -28,7 +28,7 @@ refused() {
 	else fail "$what (exit $rc)"; fi
 }
 
-echo "1..14"
+echo "1..15"
 "$top_builddir/tests/gen-model" --out "$t/m.gguf" --layers 4 --embd 64 --ff 128 --heads 4 --kv-heads 2 \
 	--vocab 300 --redundant 1,2 >/dev/null 2>&1 || { echo "Bail out! gen-model failed"; exit 1; }
 
@@ -58,6 +58,8 @@ SKIPPER_CUDAEMU_DRIVER=12020 gen
 refused $? "driver older than the runtime" "NVIDIA driver (CUDA 12.2) is older than the CUDA runtime"
 SKIPPER_CUDAEMU_MEM_MIB=40 gen
 refused $? "model does not fit" "model needs [0-9.]* MiB + KV [0-9.]* MiB (n_ctx [0-9]*) + work [0-9.]* MiB, device .* has 40.0 MiB free"
+gen --set model.kv_type=q8_0
+refused $? "q8_0 cache on heads of 16" "cuda backend: a q8_0 K/V cache needs a head size that is a multiple of 32 (this model's is 16)"
 
 # greedy SSD (fixed mask, tree 3) gives what $t/ar holds: ssd_same LABEL [--set ...]
 ssd_same() {

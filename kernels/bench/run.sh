@@ -42,6 +42,20 @@ say() { echo "$*" | tee -a "$log" >&2; }
 # key=value lines of a command's output: val KEY FILE
 val() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" "$2" | head -n 1; }
 row() { echo "| $1 | $2 | $3 |" >>"$md"; }
+# the verify curve's rows from bench-verify's output: verify_rows FILE LABEL_SUFFIX N...
+verify_rows() {
+	f=$1 what=$2
+	shift 2
+	for n in "$@"; do
+		l=$(grep "^verify_n=$n " "$f")
+		[ -n "$l" ] || continue
+		ms=$(echo "$l" | sed 's/.*verify_ms=\([^ ]*\).*/\1/')
+		ratio=$(echo "$l" | sed 's/.*verify_ratio=\([^ ]*\).*/\1/')
+		note="median of $reps passes"
+		[ "$n" = 8 ] && note="$note; target <= 1.3x"
+		row "verify pass, $n tokens$what" "$ms ms = ${ratio}x one token" "$note"
+	done
+}
 
 {
 	echo "# skipper GPU benchmarks"
@@ -108,15 +122,7 @@ if [ -n "$ours" ]; then
 		row "HBM roofline B / weight bytes" "$roof tok/s" "$(awk -v W="$wbytes" 'BEGIN { printf "%.2f GB", W / 1e9 }') read per token"
 		row "**decode / roofline**" "**$(awk -v a="$ours" -v r="$roof" 'BEGIN { printf "%.1f %%", 100 * a / r }')**" "target >= 80 %"
 	fi
-	for n in 1 2 4 8 16 32; do
-		l=$(grep "^verify_n=$n " "$out/.verify")
-		[ -n "$l" ] || continue
-		ms=$(echo "$l" | sed 's/.*verify_ms=\([^ ]*\).*/\1/')
-		ratio=$(echo "$l" | sed 's/.*verify_ratio=\([^ ]*\).*/\1/')
-		note="median of $reps passes"
-		[ "$n" = 8 ] && note="$note; target <= 1.3x"
-		row "verify pass, $n tokens" "$ms ms = ${ratio}x one token" "$note"
-	done
+	verify_rows "$out/.verify" "" 1 2 4 8 16 32
 else
 	row "skipper decode ($be)" "n/a" "no model or the CUDA backend failed, see bench.log"
 fi
@@ -186,11 +192,7 @@ if [ -n "$qours" ]; then
 		qroof=$(awk -v B="$bw" -v W="$qbytes" 'BEGIN { printf "%.2f", B / W }')
 		row "**decode / roofline, Qwen 1.5B shape**" "**$(awk -v a="$qours" -v r="$qroof" 'BEGIN { printf "%.1f %%", 100 * a / r }')**" "roofline $qroof tok/s, $(awk -v W="$qbytes" 'BEGIN { printf "%.2f GB", W / 1e9 }') a token; target >= 70 %"
 	fi
-	for n in 2 4 8 16; do
-		l=$(grep "^verify_n=$n " "$out/.verify")
-		[ -n "$l" ] || continue
-		row "verify pass, $n tokens, Qwen 1.5B shape" "$(echo "$l" | sed 's/.*verify_ms=\([^ ]*\).*verify_ratio=\([^ ]*\).*/\1 ms = \2x one token/')" "median of $reps passes"
-	done
+	verify_rows "$out/.verify" ", Qwen 1.5B shape" 2 4 8 16
 else
 	row "skipper decode, Qwen 1.5B shape ($be)" "n/a" "no model or the backend failed, see bench.log"
 fi
