@@ -9,9 +9,17 @@
  * (cpu_kernels.pack) gets a second line, "+pk", over that layout: what a
  * model's matmuls run. ISA avxvnni is the AVX-VNNI table (on an AVX-512
  * CPU, its EVEX encoding). Under valgrind --tool=callgrind, with one row
- * count, the kernels' instructions can be counted (HACKING.md). */
+ * count, the kernels' instructions can be counted (HACKING.md). Each line
+ * ends with the multiply-adds per second at its last row count, and the
+ * table starts with each instruction set's peak of the integer
+ * multiply-adds its kernels are built on (independent chains in
+ * registers): how far a verify pass's rows are from their arithmetic
+ * bound. */
 #include "build-config.h"
 
+#ifdef SKIPPER_X86_64
+#include <immintrin.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +33,90 @@ static double now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+#ifdef SKIPPER_X86_64
+#define PEAK_REPS 4000000L
+
+/* Ten independent chains of one instruction S (a statement on a and w),
+ * enough to hide its latency; named variables, not an array, which GCC
+ * spills to the stack inside the loop; w opaque to the compiler, so
+ * nothing is hoisted. Sets t to the seconds taken. */
+#define PEAK_CHAINS(T, SET, ADD, S)                                                                          \
+	do {                                                                                                 \
+		T a0 = SET(1), a1 = SET(2), a2 = SET(3), a3 = SET(4), a4 = SET(5), a5 = SET(6), a6 = SET(7),  \
+		  a7 = SET(8), a8 = SET(9), a9 = SET(10), w = SET(0x03030303);                                \
+		double t0 = now();                                                                           \
+		for (long r = 0; r < PEAK_REPS; r++) {                                                       \
+			S(a0); S(a1); S(a2); S(a3); S(a4); S(a5); S(a6); S(a7); S(a8); S(a9);                \
+			__asm__ volatile("" : "+v"(w));                                                      \
+		}                                                                                            \
+		t = now() - t0;                                                                              \
+		T z = ADD(ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(a4, a5), ADD(a6, a7))), ADD(a8, a9));    \
+		__asm__ volatile("" : : "v"(z));                                                             \
+	} while (0)
+
+/* AVX2 has no int8 dot product: its 32 products are a vpmaddubsw (u8 x s8
+ * into pairs summed in 16 bits), which the kernels follow with vpmaddwd and
+ * vpaddd as rarely as they can; the bound is vpmaddubsw alone. */
+__attribute__((target("avx2"))) static double peak_avx2(void)
+{
+	double t;
+#define MADDUBS(a) a = _mm256_maddubs_epi16(a, w)
+	PEAK_CHAINS(__m256i, _mm256_set1_epi32, _mm256_add_epi32, MADDUBS);
+#undef MADDUBS
+	return 32.0 * 10 * PEAK_REPS / t;
+}
+
+/* vpdpbusd: 64 (zmm) or 32 (ymm) multiply-adds in one instruction */
+__attribute__((target("avx512f,avx512vnni"))) static double peak_avx512(void)
+{
+	double t;
+#define DPBUSD(a) a = _mm512_dpbusd_epi32(a, w, w)
+	PEAK_CHAINS(__m512i, _mm512_set1_epi32, _mm512_add_epi32, DPBUSD);
+#undef DPBUSD
+	return 64.0 * 10 * PEAK_REPS / t;
+}
+
+/* AVX-VNNI's VEX form, or on an AVX-512 CPU its EVEX form, in asm as the
+ * kernels write it (cpu_kernels_avx2.c, PK2_DPBUSD) */
+__attribute__((target("avx2"))) static double peak_avxvnni(int evex)
+{
+	double t;
+#define DPBUSD(a)                                                                \
+	do {                                                                     \
+		if (evex)                                                        \
+			__asm__("%{evex%} vpdpbusd %1, %1, %0" : "+x"(a) : "x"(w)); \
+		else                                                             \
+			__asm__("%{vex%} vpdpbusd %1, %1, %0" : "+x"(a) : "x"(w));  \
+	} while (0)
+	PEAK_CHAINS(__m256i, _mm256_set1_epi32, _mm256_add_epi32, DPBUSD);
+#undef DPBUSD
+	return 32.0 * 10 * PEAK_REPS / t;
+}
+#endif
+
+/* Integer multiply-adds per second the ISA's table peaks at (the best of
+ * five runs: a shared machine's other work only ever slows one), 0 where
+ * it has none of its own (generic) or this is not x86-64. */
+static double peak_int8(const char *isa)
+{
+	double best = 0;
+	for (int run = 0; run < 5; run++) {
+		double r = 0;
+#ifdef SKIPPER_X86_64
+		if (!strcmp(isa, "avx2"))
+			r = peak_avx2();
+		else if (!strcmp(isa, "avx512"))
+			r = peak_avx512();
+		else if (!strcmp(isa, "avxvnni"))
+			r = peak_avxvnni(!__builtin_cpu_supports("avxvnni"));
+#else
+		(void)isa;
+#endif
+		best = r > best ? r : best;
+	}
+	return best;
 }
 
 int main(int argc, char **argv)
@@ -53,6 +145,11 @@ int main(int argc, char **argv)
 		}
 	}
 
+	for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+		double pk = cpu_kernels_for(isas[i]) && strstr(want_i, isas[i]) ? peak_int8(isas[i]) : 0;
+		if (pk > 0)
+			printf("%-8s peak %.1f G int8 multiply-adds/s (independent chains in registers)\n", isas[i], pk / 1e9);
+	}
 	printf("%-6s %-8s", "type", "isa");
 	for (int r = 0; r < nrows; r++)
 		printf("  rows=%-2d GB/s  x1", rows[r]);
@@ -101,7 +198,7 @@ int main(int argc, char **argv)
 					mm = kt->matmul_packed[kind];
 				}
 				printf("%-6s %-8s", types[t].name, packed ? "+pk" : isas[i]);
-				double t1 = 0;
+				double t1 = 0, tl = 0;
 				for (int ri = 0; ri < nrows; ri++) {
 					double best = 1e9;
 					for (int rep = 0; rep < 3; rep++) {
@@ -112,8 +209,10 @@ int main(int argc, char **argv)
 					}
 					if (ri == 0)
 						t1 = best;
+					tl = best;
 					printf("  %12.2f %4.2f", (double)wrb * nc / best / 1e9, best / t1);
 				}
+				printf("  %d rows: %.1f GMAC/s", rows[nrows - 1], (double)rows[nrows - 1] * (double)k * nc / tl / 1e9);
 				printf("\n");
 				fflush(stdout);
 				free(pk);
