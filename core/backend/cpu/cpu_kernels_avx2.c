@@ -828,9 +828,13 @@ static TGT void a_round_f16(float *x, int n, float s)
  * integer dots go to memory (dot[][]), then every row's float arithmetic
  * runs over them, all rows at once (one row's chain of fused multiply-adds
  * alone waits on each one's latency): the AVX-512 kernels' arithmetic per
- * row and lane (scale, order, fused multiply-adds), so all these tables
- * give the same bits. The AVX-VNNI table runs the same kernels with
- * vpdpbusd (int32 sums: no bounds). */
+ * row and lane (scale, order, fused multiply-adds), so these tables give
+ * the same bits. The AVX-VNNI table runs the same kernels with vpdpbusd
+ * (int32 sums: no bounds). The K-quants on the AVX2 table are the
+ * exception: there the int16 sums meet their sub-blocks' scales in
+ * vpmaddwd (q4_K_packed_rows with enc 0, q6_K_scaled_rows), which the
+ * int32 sums of the VNNI tables cannot, and each row's super-block is
+ * converted to float once: their own bits, fewer instructions. */
 
 static TGT INL __m256i pk2_bcast32(const void *p)
 {
@@ -968,15 +972,26 @@ static TGT INL void pk2_quarter(int enc, __m256i v[4][2], const int8_t *x, int f
  * sums are done before the next row's), every row's dot of every sub-
  * block and half left in dot[][][] (exact, so the order leaves the bits
  * alone); then each row's float arithmetic from them, per half, in
- * pk_close's order. */
+ * pk_close's order. On the AVX2 table (enc 0) each sub-block's int16 sums
+ * (at most 30480) meet its scales (0..63) in vpmaddwd instead and add up
+ * in dot[0][][] (at most 2^25), converted once per half: that took the
+ * pass 7 % less time at one row, 2-3 % at 4 and 8. */
 static TGT INL void q4_K_packed_rows(int enc, int64_t nb, const uint8_t *w, const char *x, size_t xs, int R,
                                      float *y, size_t ys)
 {
 	pk2_zero(y, ys, R);
 	for (int64_t b = 0; b < nb; b++, w += PK_BLOCK) {
-		__m256i dot[8][2][PK2_MAXR], part[PK2_MAXR][2];
+		__m256i dot[8][2][PK2_MAXR], part[PK2_MAXR][2], sc16[8][2];
 		if (PK_BURST(R))
 			pk_prefetch(w, PK_BLOCK);
+		if (!enc)
+#pragma GCC unroll 8
+			for (int j = 0; j < 8; j++)
+#pragma GCC unroll 2
+				for (int h = 0; h < 2; h++) {
+					__m256i s = pk2_u8x8(w + PK_SC + 16 * j + 8 * h);
+					sc16[j][h] = _mm256_or_si256(s, _mm256_slli_epi32(s, 16));
+				}
 		for (int p = 0; p < 4; p++) {
 #pragma GCC unroll 2
 			for (int odd = 0; odd < 2; odd++) {
@@ -994,9 +1009,15 @@ static TGT INL void q4_K_packed_rows(int enc, int64_t nb, const uint8_t *w, cons
 						if (!qt) {
 							part[r][0] = t[0];
 							part[r][1] = t[1];
+						} else if (enc) {
+							dot[j][0][r] = t[0];
+							dot[j][1][r] = t[1];
 						} else {
-							dot[j][0][r] = enc ? t[0] : pk2_widen(t[0]);
-							dot[j][1][r] = enc ? t[1] : pk2_widen(t[1]);
+#pragma GCC unroll 2
+							for (int h = 0; h < 2; h++) {
+								__m256i d = _mm256_madd_epi16(t[h], sc16[j][h]);
+								dot[0][h][r] = j ? _mm256_add_epi32(dot[0][h][r], d) : d;
+							}
 						}
 					}
 				}
@@ -1006,7 +1027,7 @@ static TGT INL void q4_K_packed_rows(int enc, int64_t nb, const uint8_t *w, cons
 		for (int h = 0; h < 2; h++) {
 			__m256 sc[8], dv = pk2_f16x8(w + PK_D + 16 * h), mv = pk2_f16x8(w + PK_DMIN + 16 * h);
 #pragma GCC unroll 8
-			for (int j = 0; j < 8; j++)
+			for (int j = 0; j < 8 && enc; j++)
 				sc[j] = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(pk2_u8x8(w + PK_SC + 16 * j + 8 * h)));
 			__m256i mp[4];
 #pragma GCC unroll 4
@@ -1018,9 +1039,9 @@ static TGT INL void q4_K_packed_rows(int enc, int64_t nb, const uint8_t *w, cons
 			__m256 tmp[PK2_MAXR];
 #pragma GCC unroll 8
 			for (int r = 0; r < R; r++)
-				tmp[r] = _mm256_setzero_ps();
+				tmp[r] = enc ? _mm256_setzero_ps() : _mm256_mul_ps(_mm256_cvtepi32_ps(dot[0][h][r]), dv);
 #pragma GCC unroll 8
-			for (int j = 0; j < 8; j++)
+			for (int j = 0; j < 8 && enc; j++)
 #pragma GCC unroll 8
 				for (int r = 0; r < R; r++)
 					tmp[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[j][h][r]), sc[j], tmp[r]);
@@ -1067,27 +1088,6 @@ static TGT INL void p6_values(const uint8_t *ql, const uint8_t *qh, int st, int 
 		}
 }
 
-/* the integer dots of a Q6_K sub-block (its values v) with row x (the
- * sub-block's 16 activations), both halves: dot[h] */
-static TGT INL void p6_dot(int enc, __m256i v[4][2], const int8_t *x, __m256i dot[2])
-{
-	if (enc) {
-		pk2_quarter(enc, v, x, 1, dot);
-		return;
-	}
-#pragma GCC unroll 2
-	for (int gp = 0; gp < 2; gp++) {
-		__m256i b0 = pk2_bcast32(x + 8 * gp), b1 = pk2_bcast32(x + 8 * gp + 4);
-#pragma GCC unroll 2
-		for (int h = 0; h < 2; h++) {
-			/* two sums of 0..63 x -127..127 pairs: at most 32004 */
-			__m256i t = pk2_widen(_mm256_add_epi16(_mm256_maddubs_epi16(v[2 * gp][h], b0),
-			                                       _mm256_maddubs_epi16(v[2 * gp + 1][h], b1)));
-			dot[h] = gp ? _mm256_add_epi32(dot[h], t) : t;
-		}
-	}
-}
-
 /* 16 Q6_K rows (one packed group) against R <= 8 activation rows, a super-
  * block at a time: per step of pk_q6_step, sub-block a's values for every
  * row, then b's (8 values live, and each row's dots done before the next
@@ -1119,7 +1119,7 @@ static TGT INL void q6_K_packed_rows(int enc, int64_t nb, const uint8_t *w, cons
 #pragma GCC unroll 8
 					for (int r = 0; r < R; r++) {
 						__m256i d[2];
-						p6_dot(enc, v, pk_xrow(x, xs, r, b)->qs + 16 * sb, d);
+						pk2_quarter(enc, v, pk_xrow(x, xs, r, b)->qs + 16 * sb, 1, d);
 						dot[sb][0][r] = d[0];
 						dot[sb][1][r] = d[1];
 					}
@@ -1157,6 +1157,100 @@ static TGT INL void q6_K_packed_rows(int enc, int64_t nb, const uint8_t *w, cons
 			for (int r = 0; r < R; r++)
 				pk2_close(sp, 8, pk_xrow(x, xs, r, b)->bsums, d32, pk_xrow(x, xs, r, b), tmp[r],
 				          y + (size_t)r * ys + 8 * h);
+		}
+	}
+}
+
+/* The AVX2 table's Q6_K passes (no VNNI) scale each sub-block's integer
+ * sums in integers: vpmaddwd of the pair sums (at most 32004) against the
+ * sub-block's scale in both 16-bit halves of each weight row's lane,
+ * summed into one int32 per weight row and activation row for the whole
+ * super-block, the offset 32 taken off against the activation sums in
+ * integers too (|sum| < 2^29), then one conversion and one multiply-add
+ * per half. Exact until that conversion, so the order of the rows and
+ * sub-blocks and the pass size leave the bits alone; per sub-block, a
+ * widening, a conversion and a fused multiply-add became one vpmaddwd,
+ * and the dots no longer go to memory. The VNNI tables' int32 sums have no
+ * such multiply-add, so they keep the float arithmetic above, and these
+ * passes do not give their bits. */
+
+/* the int8 scales at p of 8 weight rows, each in both 16-bit halves of its lane */
+static TGT INL __m256i p6_scale_pairs(const uint8_t *p)
+{
+	__m256i s = pk2_i8x8(p);
+	return _mm256_blend_epi16(s, _mm256_slli_epi32(s, 16), 0xAA);
+}
+
+/* a row's half super-block done: its integer sum less 32 times the
+ * scales against its sub-blocks' sums (the offset pairs sp), times the
+ * half's d and the row's, onto its 8 outputs y */
+static TGT INL void p6_close_int(const __m256i sp[8], __m256i acc, __m256 dv, const struct cpu_q8k *xb, float *y)
+{
+	__m256i off = _mm256_madd_epi16(sp[0], pk2_bcast32(xb->bsums));
+#pragma GCC unroll 8
+	for (int j = 1; j < 8; j++)
+		off = _mm256_add_epi32(off, _mm256_madd_epi16(sp[j], pk2_bcast32(xb->bsums + 2 * j)));
+	__m256 sum = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc, _mm256_slli_epi32(off, 5)));
+	_mm256_storeu_ps(y, _mm256_fmadd_ps(sum, _mm256_mul_ps(dv, _mm256_set1_ps(xb->d)), _mm256_loadu_ps(y)));
+}
+
+/* 16 Q6_K rows against 2 <= R <= 8 activation rows, in q6_K_packed_rows'
+ * order of sub-blocks and rows */
+static TGT INL void q6_K_scaled_rows(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
+                                     size_t ys)
+{
+	pk2_zero(y, ys, R);
+	for (int64_t b = 0; b < nb; b++, w += P6_BLOCK) {
+		__m256i acc[2][PK2_MAXR], sc[16][2];
+		if (PK_BURST(R))
+			pk_prefetch(w, P6_BLOCK);
+#pragma GCC unroll 16
+		for (int j = 0; j < 16; j++)
+#pragma GCC unroll 2
+			for (int h = 0; h < 2; h++)
+				sc[j][h] = p6_scale_pairs(w + P6_SC + 16 * j + 8 * h);
+		for (int he = 0; he < 4; he++) {
+			int hh = he / 2, e = he % 2;
+			const uint8_t *lq = w + P6_Q + 12 * 64 * he;
+#pragma GCC unroll 2
+			for (int st = 0; st < 2; st++) {
+				int step = 4 * hh + 2 * e + st;
+				if (PK_SPREAD(R))
+					pk2_prefetch_slice(w, 2 * step, 4);
+#pragma GCC unroll 2
+				for (int sub = 0; sub < 2; sub++) {
+					int sb = 8 * hh + 2 * (st + 2 * sub) + e;
+					__m256i v[4][2];
+					p6_values(lq + 8 * 64 * st, lq + 4 * 64, st, sub, v);
+#pragma GCC unroll 8
+					for (int r = 0; r < R; r++) {
+						const int8_t *xp = pk_xrow(x, xs, r, b)->qs + 16 * sb;
+#pragma GCC unroll 2
+						for (int gp = 0; gp < 2; gp++) {
+							__m256i b0 = pk2_bcast32(xp + 8 * gp), b1 = pk2_bcast32(xp + 8 * gp + 4);
+#pragma GCC unroll 2
+							for (int h = 0; h < 2; h++) {
+								__m256i t = _mm256_madd_epi16(
+									_mm256_add_epi16(_mm256_maddubs_epi16(v[2 * gp][h], b0),
+									                 _mm256_maddubs_epi16(v[2 * gp + 1][h], b1)),
+									sc[sb][h]);
+								acc[h][r] = he || st || sub || gp ? _mm256_add_epi32(acc[h][r], t) : t;
+							}
+						}
+					}
+					if (PK_SPREAD(R) && !sub)
+						pk2_prefetch_slice(w, 2 * step + 1, 4);
+				}
+			}
+		}
+#pragma GCC unroll 2
+		for (int h = 0; h < 2; h++) {
+			__m256i sp[8];
+			p6_offsets(w, h, sp);
+			__m256 dv = pk2_f16x8(w + P6_D + 16 * h);
+#pragma GCC unroll 8
+			for (int r = 0; r < R; r++)
+				p6_close_int(sp, acc[h][r], dv, pk_xrow(x, xs, r, b), y + (size_t)r * ys + 8 * h);
 		}
 	}
 }
@@ -1342,11 +1436,6 @@ static TGT INL void q8_0_packed_rows(int enc, int64_t nb, const uint8_t *w, cons
 	{                                                                                                        \
 		q4_K_packed_rows(ENC, nb, w, x, xs, R, y, ys);                                                   \
 	}                                                                                                        \
-	static TGT INL void pk2_q6_K##SUF(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y, \
-	                                   size_t ys)                                                            \
-	{                                                                                                        \
-		q6_K_packed_rows(ENC, nb, w, x, xs, R, y, ys);                                                   \
-	}                                                                                                        \
 	static TGT INL void pk2_q8_0##SUF(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y, \
 	                                   size_t ys)                                                            \
 	{                                                                                                        \
@@ -1366,6 +1455,16 @@ PK2_ROWS(, 0)
 PK2_ROWS(_vex, 1)
 PK2_ROWS(_evex, 2)
 
+/* Q6_K's, the VNNI tables' only (the AVX2 one's: q6_K_scaled_rows) */
+#define PK2_Q6_ROWS(SUF, ENC)                                                                                \
+	static TGT INL void pk2_q6_K##SUF(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y, \
+	                                   size_t ys)                                                            \
+	{                                                                                                        \
+		q6_K_packed_rows(ENC, nb, w, x, xs, R, y, ys);                                                   \
+	}
+PK2_Q6_ROWS(_vex, 1)
+PK2_Q6_ROWS(_evex, 2)
+
 /* ---- passes of one row (decode; Q6_K also two): Q6_K, Q8_0, Q5_0 ----
  *
  * The passes above decode a block's values once for all their rows and
@@ -1375,27 +1474,28 @@ PK2_ROWS(_evex, 2)
  * 8 weight rows on its own, as the kernels of 1..4 rows did before, with
  * the same arithmetic. */
 
-/* 16 Q6_K rows against R <= 3 activation rows: per half and step, the
- * lines read once for both sub-blocks (pk_q6_step's values and order) */
-static TGT INL void q6_K_packed_few(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
+/* 16 Q6_K rows against one activation row, the arithmetic of
+ * q6_K_scaled_rows: per half and step of pk_q6_step, the lines read once
+ * for both sub-blocks */
+static TGT INL void q6_K_scaled_one(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
                                     size_t ys)
 {
 	const __m256i low = _mm256_set1_epi8(0x0F), high = _mm256_set1_epi8((char)0xF0), m33 = _mm256_set1_epi8(0x33);
-	pk2_zero(y, ys, R);
+	const struct cpu_q8k *xr = pk_xrow(x, xs, 0, 0);
+	(void)R;
+	pk2_zero(y, ys, 1);
 	for (int64_t b = 0; b < nb; b++, w += P6_BLOCK) {
 		if (cpu_pk_prefetch)
 			pk_prefetch(w, P6_BLOCK);
 		for (int h = 0; h < 2; h++) {
-			__m256 tmp[3], dv = pk2_f16x8(w + P6_D + 16 * h);
+			__m256i acc = _mm256_setzero_si256();
 			const uint8_t *lq = w + P6_Q + 32 * h;
-#pragma GCC unroll 3
-			for (int r = 0; r < R; r++)
-				tmp[r] = _mm256_setzero_ps();
 #pragma GCC unroll 8
 			for (int step = 0; step < 8; step++) {
 				int hh = step / 4, e = step / 2 % 2, st = step % 2;
 				int sab[2] = { 8 * hh + 2 * st + e, 8 * hh + 2 * (st + 2) + e };
-				__m256i d[2][3];
+				__m256i sc[2] = { p6_scale_pairs(w + P6_SC + 16 * sab[0] + 8 * h),
+				                  p6_scale_pairs(w + P6_SC + 16 * sab[1] + 8 * h) };
 #pragma GCC unroll 2
 				for (int gp = 0; gp < 2; gp++) {
 					__m256i v[2][2];
@@ -1413,32 +1513,19 @@ static TGT INL void q6_K_packed_few(int64_t nb, const uint8_t *w, const char *x,
 						                          _mm256_and_si256(qh, high));
 					}
 #pragma GCC unroll 2
-					for (int sub = 0; sub < 2; sub++)
-#pragma GCC unroll 3
-						for (int r = 0; r < R; r++) {
-							const int8_t *xp = pk_xrow(x, xs, r, b)->qs + 16 * sab[sub] + 8 * gp;
-							__m256i t = pk2_widen(
-								_mm256_add_epi16(_mm256_maddubs_epi16(v[sub][0], pk2_bcast32(xp)),
-								                 _mm256_maddubs_epi16(v[sub][1], pk2_bcast32(xp + 4))));
-							d[sub][r] = gp ? _mm256_add_epi32(d[sub][r], t) : t;
-							PK2_KEEP(d[sub][r]);
-						}
-				}
-#pragma GCC unroll 2
-				for (int sub = 0; sub < 2; sub++) {
-					__m256 sc = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(pk2_i8x8(w + P6_SC + 16 * sab[sub] + 8 * h)));
-#pragma GCC unroll 3
-					for (int r = 0; r < R; r++)
-						tmp[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d[sub][r]), sc, tmp[r]);
+					for (int sub = 0; sub < 2; sub++) {
+						const int8_t *xp = xr[b].qs + 16 * sab[sub] + 8 * gp;
+						acc = _mm256_add_epi32(
+							acc, _mm256_madd_epi16(
+								     _mm256_add_epi16(_mm256_maddubs_epi16(v[sub][0], pk2_bcast32(xp)),
+								                      _mm256_maddubs_epi16(v[sub][1], pk2_bcast32(xp + 4))),
+								     sc[sub]));
+					}
 				}
 			}
 			__m256i sp[8];
 			p6_offsets(w, h, sp);
-			__m256 d32 = _mm256_mul_ps(dv, _mm256_set1_ps(32.0f));
-#pragma GCC unroll 3
-			for (int r = 0; r < R; r++)
-				pk2_close(sp, 8, pk_xrow(x, xs, r, b)->bsums, d32, pk_xrow(x, xs, r, b), tmp[r],
-				          y + (size_t)r * ys + 8 * h);
+			p6_close_int(sp, acc, pk2_f16x8(w + P6_D + 16 * h), xr + b, y + 8 * h);
 		}
 	}
 }
@@ -1541,7 +1628,7 @@ ONE_ROW(q5_0_one_row, blk32_packed_one(P2_Q5_0, nb, w, x, y))
 	}
 
 AVX2_PACKED_MATMUL(mm_q4_K_packed, pk2_q4_K, pk2_q4_K, 0, 256)
-AVX2_PACKED_MATMUL(mm_q6_K_packed, pk2_q6_K, q6_K_packed_few, 3, 256)
+AVX2_PACKED_MATMUL(mm_q6_K_packed, q6_K_scaled_rows, q6_K_scaled_one, 1, 256)
 AVX2_PACKED_MATMUL(mm_q8_0_packed, pk2_q8_0, q8_0_one_row, 1, 64)
 AVX2_PACKED_MATMUL(mm_q5_0_packed, pk2_q5_0, q5_0_one_row, 1, 64)
 AVX2_PACKED_MATMUL(mm_q4_1_packed, pk2_q4_1, pk2_q4_1, 0, 64)
