@@ -1465,14 +1465,15 @@ PK2_ROWS(_evex, 2)
 PK2_Q6_ROWS(_vex, 1)
 PK2_Q6_ROWS(_evex, 2)
 
-/* ---- passes of one row (decode; Q6_K also two): Q6_K, Q8_0, Q5_0 ----
+/* ---- passes of one row (decode): Q6_K, Q8_0, Q5_0 ----
  *
  * The passes above decode a block's values once for all their rows and
  * arrange the work so that rows share it; at one row that costs more than
- * it saves (in cache, Q6_K's one-row pass took 15 % longer, its two-row
- * pass 6 %, Q8_0's one-row pass 4 %, Q5_0's 2 %). These take each half of
- * 8 weight rows on its own, as the kernels of 1..4 rows did before, with
- * the same arithmetic. */
+ * it saves (in cache, Q6_K's one-row pass took 15 % longer, Q8_0's 4 %,
+ * Q5_0's 2 %; Q6_K's two-row pass, 6 % longer in the float arithmetic,
+ * is faster there since its sub-blocks are scaled in integers).
+ * These take each half of 8 weight rows on its own, as the kernels of
+ * 1..4 rows did before, with the same arithmetic. */
 
 /* 16 Q6_K rows against one activation row, the arithmetic of
  * q6_K_scaled_rows: per half and step of pk_q6_step, the lines read once
@@ -1482,8 +1483,7 @@ static TGT INL void q6_K_scaled_one(int64_t nb, const uint8_t *w, const char *x,
 {
 	const __m256i low = _mm256_set1_epi8(0x0F), high = _mm256_set1_epi8((char)0xF0), m33 = _mm256_set1_epi8(0x33);
 	const struct cpu_q8k *xr = pk_xrow(x, xs, 0, 0);
-	(void)R;
-	pk2_zero(y, ys, 1);
+	pk2_zero(y, ys, R);
 	for (int64_t b = 0; b < nb; b++, w += P6_BLOCK) {
 		if (cpu_pk_prefetch)
 			pk_prefetch(w, P6_BLOCK);
