@@ -974,8 +974,8 @@ static TGT INL void pk2_quarter(int enc, __m256i v[4][2], const int8_t *x, int f
  * alone); then each row's float arithmetic from them, per half, in
  * pk_close's order. On the AVX2 table (enc 0) each sub-block's int16 sums
  * (at most 30480) meet its scales (0..63) in vpmaddwd instead and add up
- * in dot[0][][] (at most 2^25), converted once per half: that took the
- * pass 7 % less time at one row, 2-3 % at 4 and 8. */
+ * in dot[0][][] (at most 2^25), converted once per half, which leaves
+ * out a conversion and a fused multiply-add per sub-block and half. */
 static TGT INL void q4_K_packed_rows(int enc, int64_t nb, const uint8_t *w, const char *x, size_t xs, int R,
                                      float *y, size_t ys)
 {
