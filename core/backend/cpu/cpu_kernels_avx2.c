@@ -832,7 +832,7 @@ static TGT void a_round_f16(float *x, int n, float s)
  * the same bits. The AVX-VNNI table runs the same kernels with vpdpbusd
  * (int32 sums: no bounds). The K-quants on the AVX2 table are the
  * exception: there the int16 sums meet their sub-blocks' scales in
- * vpmaddwd (q4_K_packed_rows with enc 0, q6_K_scaled_rows), which the
+ * vpmaddwd (q4_K_packed_rows and q6_K_packed_rows with enc 0), which the
  * int32 sums of the VNNI tables cannot, and each row's super-block is
  * converted to float once: their own bits, fewer instructions. */
 
@@ -1088,20 +1088,60 @@ static TGT INL void p6_values(const uint8_t *ql, const uint8_t *qh, int st, int 
 		}
 }
 
-/* 16 Q6_K rows (one packed group) against R <= 8 activation rows, a super-
- * block at a time: per step of pk_q6_step, sub-block a's values for every
- * row, then b's (8 values live, and each row's dots done before the next
- * row's), every row's dot of every sub-block left in dot[][][]; then each
- * row's float arithmetic from them, per half, in pk_q6_step's order and
- * pk_close's. */
+/* On the AVX2 table (enc 0, no VNNI) the Q6_K passes scale each sub-
+ * block's integer sums in integers: vpmaddwd of the pair sums (at most
+ * 32004) against the sub-block's scale in both 16-bit halves of each
+ * weight row's lane, summed into one int32 per weight row and activation
+ * row for the whole super-block, the offset 32 taken off against the
+ * activation sums in integers too (|sum| < 2^29), then one conversion and
+ * one multiply-add per half. Exact until that conversion, so the order of
+ * the rows and sub-blocks and the pass size leave the bits alone; per
+ * sub-block, a widening, a conversion and a fused multiply-add became one
+ * vpmaddwd, and the dots no longer go to memory. The VNNI tables' int32
+ * sums have no such multiply-add, so they keep the float arithmetic, and
+ * the two do not give the same bits. */
+
+/* the int8 scales at p of 8 weight rows, each in both 16-bit halves of its lane */
+static TGT INL __m256i p6_scale_pairs(const uint8_t *p)
+{
+	__m256i s = pk2_i8x8(p);
+	return _mm256_blend_epi16(s, _mm256_slli_epi32(s, 16), 0xAA);
+}
+
+/* a row's half super-block done in integers: its sum less 32 times the
+ * scales against its sub-blocks' sums (the offset pairs sp), times the
+ * half's d and the row's, onto its 8 outputs y */
+static TGT INL void p6_close_int(const __m256i sp[8], __m256i acc, __m256 dv, const struct cpu_q8k *xb, float *y)
+{
+	__m256i off = _mm256_madd_epi16(sp[0], pk2_bcast32(xb->bsums));
+#pragma GCC unroll 8
+	for (int j = 1; j < 8; j++)
+		off = _mm256_add_epi32(off, _mm256_madd_epi16(sp[j], pk2_bcast32(xb->bsums + 2 * j)));
+	__m256 sum = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc, _mm256_slli_epi32(off, 5)));
+	_mm256_storeu_ps(y, _mm256_fmadd_ps(sum, _mm256_mul_ps(dv, _mm256_set1_ps(xb->d)), _mm256_loadu_ps(y)));
+}
+
+/* 16 Q6_K rows (one packed group) against R <= 8 activation rows (AVX2:
+ * 2 <= R), a super-block at a time: per step of pk_q6_step, sub-block a's
+ * values for every row, then b's (8 values live, and each row's dots done
+ * before the next row's). VNNI: every row's dot of every sub-block left in
+ * dot[][][], then each row's float arithmetic from them, per half, in
+ * pk_q6_step's order and pk_close's. AVX2: each row's scaled sums added
+ * up in acc[][] and closed by p6_close_int. */
 static TGT INL void q6_K_packed_rows(int enc, int64_t nb, const uint8_t *w, const char *x, size_t xs, int R,
                                      float *y, size_t ys)
 {
 	pk2_zero(y, ys, R);
 	for (int64_t b = 0; b < nb; b++, w += P6_BLOCK) {
-		__m256i dot[16][2][PK2_MAXR];
+		__m256i dot[16][2][PK2_MAXR], acc[2][PK2_MAXR], sc16[16][2];
 		if (PK_BURST(R))
 			pk_prefetch(w, P6_BLOCK);
+		if (!enc)
+#pragma GCC unroll 16
+			for (int j = 0; j < 16; j++)
+#pragma GCC unroll 2
+				for (int h = 0; h < 2; h++)
+					sc16[j][h] = p6_scale_pairs(w + P6_SC + 16 * j + 8 * h);
 		/* steps 4 hh + 2 e + st, lines 12 (2 hh + e) on (p6_ql_line, p6_qh_line) */
 		for (int he = 0; he < 4; he++) {
 			int hh = he / 2, e = he % 2;
@@ -1118,10 +1158,26 @@ static TGT INL void q6_K_packed_rows(int enc, int64_t nb, const uint8_t *w, cons
 					p6_values(lq + 8 * 64 * st, lq + 4 * 64, st, sub, v);
 #pragma GCC unroll 8
 					for (int r = 0; r < R; r++) {
-						__m256i d[2];
-						pk2_quarter(enc, v, pk_xrow(x, xs, r, b)->qs + 16 * sb, 1, d);
-						dot[sb][0][r] = d[0];
-						dot[sb][1][r] = d[1];
+						const int8_t *xp = pk_xrow(x, xs, r, b)->qs + 16 * sb;
+						if (enc) {
+							__m256i d[2];
+							pk2_quarter(enc, v, xp, 1, d);
+							dot[sb][0][r] = d[0];
+							dot[sb][1][r] = d[1];
+							continue;
+						}
+#pragma GCC unroll 2
+						for (int gp = 0; gp < 2; gp++) {
+							__m256i b0 = pk2_bcast32(xp + 8 * gp), b1 = pk2_bcast32(xp + 8 * gp + 4);
+#pragma GCC unroll 2
+							for (int h = 0; h < 2; h++) {
+								__m256i t = _mm256_madd_epi16(
+									_mm256_add_epi16(_mm256_maddubs_epi16(v[2 * gp][h], b0),
+									                 _mm256_maddubs_epi16(v[2 * gp + 1][h], b1)),
+									sc16[sb][h]);
+								acc[h][r] = he || st || sub || gp ? _mm256_add_epi32(acc[h][r], t) : t;
+							}
+						}
 					}
 					if (PK_SPREAD(R) && !sub)
 						pk2_prefetch_slice(w, 2 * step + 1, 4);
@@ -1131,11 +1187,17 @@ static TGT INL void q6_K_packed_rows(int enc, int64_t nb, const uint8_t *w, cons
 #pragma GCC unroll 2
 		for (int h = 0; h < 2; h++) {
 			__m256 sc[16], dv = pk2_f16x8(w + P6_D + 16 * h);
+			__m256i sp[8];
+			p6_offsets(w, h, sp);
+			if (!enc) {
+#pragma GCC unroll 8
+				for (int r = 0; r < R; r++)
+					p6_close_int(sp, acc[h][r], dv, pk_xrow(x, xs, r, b), y + (size_t)r * ys + 8 * h);
+				continue;
+			}
 #pragma GCC unroll 16
 			for (int j = 0; j < 16; j++)
 				sc[j] = _mm256_mul_ps(dv, _mm256_cvtepi32_ps(pk2_i8x8(w + P6_SC + 16 * j + 8 * h)));
-			__m256i sp[8];
-			p6_offsets(w, h, sp);
 			__m256 d32 = _mm256_mul_ps(dv, _mm256_set1_ps(32.0f));
 			/* every row's chain of multiply-adds at once: one row's alone
 			 * would wait on each one's latency */
@@ -1157,100 +1219,6 @@ static TGT INL void q6_K_packed_rows(int enc, int64_t nb, const uint8_t *w, cons
 			for (int r = 0; r < R; r++)
 				pk2_close(sp, 8, pk_xrow(x, xs, r, b)->bsums, d32, pk_xrow(x, xs, r, b), tmp[r],
 				          y + (size_t)r * ys + 8 * h);
-		}
-	}
-}
-
-/* The AVX2 table's Q6_K passes (no VNNI) scale each sub-block's integer
- * sums in integers: vpmaddwd of the pair sums (at most 32004) against the
- * sub-block's scale in both 16-bit halves of each weight row's lane,
- * summed into one int32 per weight row and activation row for the whole
- * super-block, the offset 32 taken off against the activation sums in
- * integers too (|sum| < 2^29), then one conversion and one multiply-add
- * per half. Exact until that conversion, so the order of the rows and
- * sub-blocks and the pass size leave the bits alone; per sub-block, a
- * widening, a conversion and a fused multiply-add became one vpmaddwd,
- * and the dots no longer go to memory. The VNNI tables' int32 sums have no
- * such multiply-add, so they keep the float arithmetic above, and these
- * passes do not give their bits. */
-
-/* the int8 scales at p of 8 weight rows, each in both 16-bit halves of its lane */
-static TGT INL __m256i p6_scale_pairs(const uint8_t *p)
-{
-	__m256i s = pk2_i8x8(p);
-	return _mm256_blend_epi16(s, _mm256_slli_epi32(s, 16), 0xAA);
-}
-
-/* a row's half super-block done: its integer sum less 32 times the
- * scales against its sub-blocks' sums (the offset pairs sp), times the
- * half's d and the row's, onto its 8 outputs y */
-static TGT INL void p6_close_int(const __m256i sp[8], __m256i acc, __m256 dv, const struct cpu_q8k *xb, float *y)
-{
-	__m256i off = _mm256_madd_epi16(sp[0], pk2_bcast32(xb->bsums));
-#pragma GCC unroll 8
-	for (int j = 1; j < 8; j++)
-		off = _mm256_add_epi32(off, _mm256_madd_epi16(sp[j], pk2_bcast32(xb->bsums + 2 * j)));
-	__m256 sum = _mm256_cvtepi32_ps(_mm256_sub_epi32(acc, _mm256_slli_epi32(off, 5)));
-	_mm256_storeu_ps(y, _mm256_fmadd_ps(sum, _mm256_mul_ps(dv, _mm256_set1_ps(xb->d)), _mm256_loadu_ps(y)));
-}
-
-/* 16 Q6_K rows against 2 <= R <= 8 activation rows, in q6_K_packed_rows'
- * order of sub-blocks and rows */
-static TGT INL void q6_K_scaled_rows(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
-                                     size_t ys)
-{
-	pk2_zero(y, ys, R);
-	for (int64_t b = 0; b < nb; b++, w += P6_BLOCK) {
-		__m256i acc[2][PK2_MAXR], sc[16][2];
-		if (PK_BURST(R))
-			pk_prefetch(w, P6_BLOCK);
-#pragma GCC unroll 16
-		for (int j = 0; j < 16; j++)
-#pragma GCC unroll 2
-			for (int h = 0; h < 2; h++)
-				sc[j][h] = p6_scale_pairs(w + P6_SC + 16 * j + 8 * h);
-		for (int he = 0; he < 4; he++) {
-			int hh = he / 2, e = he % 2;
-			const uint8_t *lq = w + P6_Q + 12 * 64 * he;
-#pragma GCC unroll 2
-			for (int st = 0; st < 2; st++) {
-				int step = 4 * hh + 2 * e + st;
-				if (PK_SPREAD(R))
-					pk2_prefetch_slice(w, 2 * step, 4);
-#pragma GCC unroll 2
-				for (int sub = 0; sub < 2; sub++) {
-					int sb = 8 * hh + 2 * (st + 2 * sub) + e;
-					__m256i v[4][2];
-					p6_values(lq + 8 * 64 * st, lq + 4 * 64, st, sub, v);
-#pragma GCC unroll 8
-					for (int r = 0; r < R; r++) {
-						const int8_t *xp = pk_xrow(x, xs, r, b)->qs + 16 * sb;
-#pragma GCC unroll 2
-						for (int gp = 0; gp < 2; gp++) {
-							__m256i b0 = pk2_bcast32(xp + 8 * gp), b1 = pk2_bcast32(xp + 8 * gp + 4);
-#pragma GCC unroll 2
-							for (int h = 0; h < 2; h++) {
-								__m256i t = _mm256_madd_epi16(
-									_mm256_add_epi16(_mm256_maddubs_epi16(v[2 * gp][h], b0),
-									                 _mm256_maddubs_epi16(v[2 * gp + 1][h], b1)),
-									sc[sb][h]);
-								acc[h][r] = he || st || sub || gp ? _mm256_add_epi32(acc[h][r], t) : t;
-							}
-						}
-					}
-					if (PK_SPREAD(R) && !sub)
-						pk2_prefetch_slice(w, 2 * step + 1, 4);
-				}
-			}
-		}
-#pragma GCC unroll 2
-		for (int h = 0; h < 2; h++) {
-			__m256i sp[8];
-			p6_offsets(w, h, sp);
-			__m256 dv = pk2_f16x8(w + P6_D + 16 * h);
-#pragma GCC unroll 8
-			for (int r = 0; r < R; r++)
-				p6_close_int(sp, acc[h][r], dv, pk_xrow(x, xs, r, b), y + (size_t)r * ys + 8 * h);
 		}
 	}
 }
@@ -1436,6 +1404,11 @@ static TGT INL void q8_0_packed_rows(int enc, int64_t nb, const uint8_t *w, cons
 	{                                                                                                        \
 		q4_K_packed_rows(ENC, nb, w, x, xs, R, y, ys);                                                   \
 	}                                                                                                        \
+	static TGT INL void pk2_q6_K##SUF(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y, \
+	                                   size_t ys)                                                            \
+	{                                                                                                        \
+		q6_K_packed_rows(ENC, nb, w, x, xs, R, y, ys);                                                   \
+	}                                                                                                        \
 	static TGT INL void pk2_q8_0##SUF(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y, \
 	                                   size_t ys)                                                            \
 	{                                                                                                        \
@@ -1455,16 +1428,6 @@ PK2_ROWS(, 0)
 PK2_ROWS(_vex, 1)
 PK2_ROWS(_evex, 2)
 
-/* Q6_K's, the VNNI tables' only (the AVX2 one's: q6_K_scaled_rows) */
-#define PK2_Q6_ROWS(SUF, ENC)                                                                                \
-	static TGT INL void pk2_q6_K##SUF(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y, \
-	                                   size_t ys)                                                            \
-	{                                                                                                        \
-		q6_K_packed_rows(ENC, nb, w, x, xs, R, y, ys);                                                   \
-	}
-PK2_Q6_ROWS(_vex, 1)
-PK2_Q6_ROWS(_evex, 2)
-
 /* ---- passes of one row (decode): Q6_K, Q8_0, Q5_0 ----
  *
  * The passes above decode a block's values once for all their rows and
@@ -1476,8 +1439,8 @@ PK2_Q6_ROWS(_evex, 2)
  * 1..4 rows did before, with the same arithmetic. */
 
 /* 16 Q6_K rows against one activation row, the arithmetic of
- * q6_K_scaled_rows: per half and step of pk_q6_step, the lines read once
- * for both sub-blocks */
+ * q6_K_packed_rows with enc 0: per half and step of pk_q6_step, the
+ * lines read once for both sub-blocks */
 static TGT INL void q6_K_scaled_one(int64_t nb, const uint8_t *w, const char *x, size_t xs, int R, float *y,
                                     size_t ys)
 {
@@ -1628,7 +1591,7 @@ ONE_ROW(q5_0_one_row, blk32_packed_one(P2_Q5_0, nb, w, x, y))
 	}
 
 AVX2_PACKED_MATMUL(mm_q4_K_packed, pk2_q4_K, pk2_q4_K, 0, 256)
-AVX2_PACKED_MATMUL(mm_q6_K_packed, q6_K_scaled_rows, q6_K_scaled_one, 1, 256)
+AVX2_PACKED_MATMUL(mm_q6_K_packed, pk2_q6_K, q6_K_scaled_one, 1, 256)
 AVX2_PACKED_MATMUL(mm_q8_0_packed, pk2_q8_0, q8_0_one_row, 1, 64)
 AVX2_PACKED_MATMUL(mm_q5_0_packed, pk2_q5_0, q5_0_one_row, 1, 64)
 AVX2_PACKED_MATMUL(mm_q4_1_packed, pk2_q4_1, pk2_q4_1, 0, 64)
