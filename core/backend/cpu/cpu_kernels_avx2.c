@@ -532,7 +532,7 @@ static TGT INL void widen_row(const uint8_t *row, int kt, int d, float *out)
 {
 	if (kt == CPU_KV_F16) {
 		for (int e = 0; e < d; e += 8)
-			_mm256_storeu_ps(out + e, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * e))));
+			_mm256_storeu_ps(out + e, load_kv(row, CPU_KV_F16, d, e));
 		return;
 	}
 	for (int b = 0; b < d / 32; b++) {
