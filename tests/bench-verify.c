@@ -2,12 +2,16 @@
  * kernels/bench/run.sh, not a test.
  *   bench-verify MODEL [--backend cpu|cuda|auto] [--prompt 128] [--tokens 128]
  *                [--sizes 1,2,4,8,16,32] [--reps 20] [--threads 0] [--draft-vocab N] [--profile]
- *                [--kv f16|q8_0]
- * Prefills --prompt seeded random ids, decodes --tokens greedily one token
- * at a time as the engine's autoregressive loop does (KV written, top-1 of
- * the row), then times verify passes as the engine sends them: a chain of n
- * rows after the committed context, KV written, every row's top-1; the
- * median of --reps passes per size. Then a draft step's cost as a fraction
+ *                [--kv f16|q8_0] [--fill N]
+ * Prefills --prompt seeded random ids (with --fill N, only the first N, whose
+ * K/V slots are then copied over the rest: a long context's passes timed
+ * after seconds of set-up instead of minutes of prefill; what attention
+ * costs does not depend on what the slots hold, once they are written),
+ * decodes --tokens greedily one token at a time as the engine's
+ * autoregressive loop does (KV written, top-1 of the row), then times
+ * verify passes as the engine sends them: a chain of n rows after the
+ * committed context, KV written, every row's top-1; the median of --reps
+ * passes per size. Then a draft step's cost as a fraction
  * of a full one-token step: one row with every other layer skipped (half of
  * the layers' weight bytes), with the full LM head and, with --draft-vocab
  * N, with the head over N ids (which N ids does not change the cost).
@@ -103,15 +107,33 @@ static void print_timing(struct skipper_backend *be, long n)
 	printf(" wait_ms=%.3f\n", p.wait[m] * per);
 }
 
+/* Whether --fill wrote slot `slot`: its K/V in the last layer, read back,
+ * are those of the slot it copies. */
+static int fill_check(struct skipper_backend *be, const struct skipper_model *m, int fill, int slot)
+{
+	size_t n = (size_t)m->view.hp.n_head_kv * (size_t)m->view.hp.head_dim;
+	float *a = calloc(4 * n, sizeof *a);
+	struct skipper_error err = { 0 };
+	int layer = m->view.hp.n_layer - 1, rc = -1;
+	if (a && !skipper_backend_kv_read(be, 0, layer, slot % fill, a, a + n, &err) &&
+	    !skipper_backend_kv_read(be, 0, layer, slot, a + 2 * n, a + 3 * n, &err))
+		rc = memcmp(a, a + 2 * n, 2 * n * sizeof *a) ? -1 : 0;
+	if (rc)
+		fprintf(stderr, "bench-verify: --fill: slot %d does not hold slot %d's K/V%s%s\n", slot, slot % fill,
+		        err.msg[0] ? ": " : "", err.msg);
+	free(a);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "backend", 1, 0, 'b' }, { "prompt", 1, 0, 'p' }, { "tokens", 1, 0, 't' },
 		{ "sizes", 1, 0, 's' },   { "reps", 1, 0, 'r' },   { "threads", 1, 0, 'j' }, { "draft-vocab", 1, 0, 'v' },
-		{ "profile", 0, 0, 'P' }, { "kv", 1, 0, 'k' }, { 0, 0, 0, 0 },
+		{ "profile", 0, 0, 'P' }, { "kv", 1, 0, 'k' }, { "fill", 1, 0, 'f' }, { 0, 0, 0, 0 },
 	};
 	const char *backend = "cuda", *sizes = "1,2,4,8,16,32";
-	int np = 128, ntok = 128, reps = 20, threads = 0, draft_vocab = 0, profile = 0, kv = SKIPPER_KV_F16, c;
+	int np = 128, ntok = 128, reps = 20, threads = 0, draft_vocab = 0, profile = 0, kv = SKIPPER_KV_F16, fill = 0, c;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 'b': backend = optarg; break;
@@ -122,16 +144,18 @@ int main(int argc, char **argv)
 		case 'j': threads = atoi(optarg); break;
 		case 'v': draft_vocab = atoi(optarg); break;
 		case 'P': profile = 1; break;
+		case 'f': fill = atoi(optarg); break;
 		case 'k':
 			kv = !strcmp(optarg, "q8_0") ? SKIPPER_KV_Q8_0 : !strcmp(optarg, "f16") ? SKIPPER_KV_F16 : -1;
 			break;
 		default: return 2;
 		}
 	}
-	if (optind + 1 != argc || np < 1 || ntok < 1 || reps < 1 || draft_vocab < 0 || kv < 0) {
+	if (optind + 1 != argc || np < 1 || ntok < 1 || reps < 1 || draft_vocab < 0 || kv < 0 || fill < 0 ||
+	    fill > np) {
 		fprintf(stderr, "usage: bench-verify MODEL [--backend cpu|cuda|auto] [--prompt N] [--tokens N] "
 		                "[--sizes 1,2,4,...] [--reps N] [--threads N] [--draft-vocab N] [--profile] "
-		                "[--kv f16|q8_0]\n");
+		                "[--kv f16|q8_0] [--fill N <= --prompt]\n");
 		return 2;
 	}
 
@@ -164,10 +188,27 @@ int main(int argc, char **argv)
 		tok[i] = (int32_t)((s >> 33) % (uint64_t)m->view.hp.n_vocab);
 	}
 	double t0 = now();
-	if (step(be, tok, np, 0, 0, ids))
+	int pre = fill ? fill : np;
+	if (step(be, tok, pre, 0, 0, ids))
 		return 1;
 	double t1 = now();
-	printf("prefill_tokens=%d prefill_s=%.6f\n", np, t1 - t0);
+	printf("prefill_tokens=%d prefill_s=%.6f\n", pre, t1 - t0);
+	for (int at = pre; at < np; at += MAXN) {
+		int32_t src[MAXN], dst[MAXN], n = np - at < MAXN ? np - at : MAXN;
+		for (int i = 0; i < n; i++) {
+			src[i] = (at + i) % fill;
+			dst[i] = at + i;
+		}
+		if (skipper_backend_kv_move(be, 0, src, dst, n, &err)) {
+			fprintf(stderr, "bench-verify: --fill: %s\n", err.msg);
+			return 1;
+		}
+	}
+	if (pre < np) {
+		if (fill_check(be, m, fill, np - 1))
+			return 1;
+		printf("filled_tokens=%d\n", np - fill);
+	}
 
 	/* the first steps are not timed: lazy setup (graphs, clocks) is not decode speed */
 	int32_t next = ids[0];
