@@ -32,6 +32,7 @@ struct result {
 	struct skipper_batch *cancel_b;
 	uint64_t cancel_id;
 	int cancel_after, seen;
+	int hold;                 /* on_text waits (under *mu) while it is set */
 	pthread_mutex_t *mu;
 	pthread_cond_t *cv;
 	struct skipper_run_stats st;
@@ -46,6 +47,12 @@ static int on_text(void *ctx, const char *text, size_t len, int32_t tok)
 	}
 	if (r->cancel_after && ++r->seen == r->cancel_after)
 		skipper_batch_cancel(r->cancel_b, r->cancel_id);
+	if (r->mu) {
+		pthread_mutex_lock(r->mu);
+		while (r->hold)
+			pthread_cond_wait(r->cv, r->mu);
+		pthread_mutex_unlock(r->mu);
+	}
 	return r->stop_after && ++r->pieces >= r->stop_after;
 }
 
@@ -107,6 +114,9 @@ static struct skipper_session *open_session(const char *model, const char *polic
 	return s;
 }
 
+/* the next request submitted is held at its first text (struct result) */
+static int hold_next;
+
 /* key: the request's history key (NULL: none); stop_after: see struct
  * result; temperature > 0: sampled, with a fixed seed */
 static void submit_with(struct skipper_batch *b, struct skipper_session *s, const char *text, struct result *r,
@@ -116,6 +126,8 @@ static void submit_with(struct skipper_batch *b, struct skipper_session *s, cons
 	size_t n;
 	struct skipper_batch_request q = { .on_text = on_text, .on_done = on_done, .ctx = r, .history_key = key };
 	memset(r, 0, sizeof *r);
+	r->hold = hold_next;
+	hold_next = 0;
 	r->stop_after = stop_after;
 	r->mu = &mu;
 	r->cv = &cv;
@@ -257,9 +269,15 @@ static void limits(const char *model)
 	submit_with(b, s, prompts[3], &stopper, &id[3], 200, NULL, 3, 0);
 	wait_done(&stopper);
 	ok(stopper.finish == SKIPPER_FINISH_STOP && stopper.pieces == 3, "on_text asking to stop ends it (finish stop)");
-	/* stop without draining: a long request is cancelled */
+	/* stop without draining: a long request is cancelled (held at its
+	 * first text until the stop, else this tiny model may finish it first) */
+	hold_next = 1;
 	submit(b, s, prompts[4], &r[0], &id[0], 200);
 	skipper_batch_stop(b, 0);
+	pthread_mutex_lock(&mu);
+	r[0].hold = 0;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
 	pthread_join(t, NULL);
 	ok(r[0].done && r[0].finish == SKIPPER_FINISH_CANCELLED, "stop without draining cancels what runs");
 	{
@@ -408,6 +426,87 @@ static void lookup_learns(const char *model, const char *cache)
 	   (unsigned long long)m.accepted[1]);
 }
 
+/* The public generate call tells a long prompt's reading to the session's
+ * progress hook as "prompt" in tokens (skipper(3)): from 0 to the whole,
+ * in order, finished on the last call, with the text of a session without
+ * the hook; a stop from the hook fails the call with
+ * SKIPPER_ERR_INTERRUPTED. */
+static struct {
+	int calls, last, total, in_order, finished, other, stop;
+} heard;
+
+static int hear(void *ctx, const char *what, long long done, long long total, int finished)
+{
+	(void)ctx;
+	if (!what || strcmp(what, "prompt")) {
+		heard.other++;
+		return 0;
+	}
+	heard.in_order &= done > heard.last;
+	heard.calls++;
+	heard.last = (int)done;
+	heard.total = (int)total;
+	heard.finished += finished;
+	return heard.stop;
+}
+
+static void prompt_progress(const char *dir)
+{
+	enum { N = 1300 };
+	char path[600], set[700];
+	struct skipper_test_model_opts o;
+	struct skipper_session_hooks hooks = { .progress = hear };
+	struct skipper_session *s[2];
+	struct skipper_generate_params p;
+	struct result r[2];
+	int32_t prompt[N];
+	int rc;
+
+	snprintf(path, sizeof path, "%s/long-model.gguf", dir);
+	skipper_test_model_defaults(&o);
+	o.n_layer = 2;
+	o.seed = 5;
+	o.n_ctx = 2048;
+	if (skipper_test_model_write(path, &o))
+		BAIL("cannot write the test model");
+	for (int k = 0; k < 2; k++) {
+		struct skipper_config *cfg;
+		snprintf(set, sizeof set, "model.path=%s", path);
+		if (skipper_config_new(&cfg, &err) || skipper_config_set(cfg, set, &err) ||
+		    skipper_config_set(cfg, "model.threads=2", &err) || skipper_config_set(cfg, "policy.name=none", &err) ||
+		    skipper_session_open(cfg, k ? &hooks : NULL, &s[k], &err))
+			BAIL(err.msg);
+		skipper_config_free(cfg);
+	}
+	for (int i = 0; i < N; i++)
+		prompt[i] = (int32_t)(3 + (i * 7919) % 200);
+	skipper_session_defaults(s[0], &p);
+	p.max_tokens = 6;
+	p.temperature = 0;
+	heard = (__typeof__(heard)){ .last = -1, .in_order = 1 };
+	for (int k = 0; k < 2; k++) {
+		memset(&r[k], 0, sizeof r[k]);
+		if (skipper_session_generate_ids(s[k], prompt, N, &p, on_text, &r[k], &err))
+			BAIL(err.msg);
+	}
+	ok(heard.calls == 4 && heard.last == N && heard.total == N && heard.in_order && heard.finished == 1 &&
+	   !heard.other, "a %d-token prompt told to the progress hook as \"prompt\": %d calls, last %d of %d, finished once",
+	   N, heard.calls, heard.last, heard.total);
+	ok(r[0].len > 0 && r[0].len == r[1].len && !memcmp(r[0].text, r[1].text, r[0].len),
+	   "the same text as without the hook (%zu bytes)", r[0].len);
+	/* another prompt: the session holds this one's K/V now (prefix cache) */
+	for (int i = 0; i < N; i++)
+		prompt[i] = (int32_t)(3 + (i * 7907) % 200);
+	heard = (__typeof__(heard)){ .last = -1, .in_order = 1, .stop = 1 };
+	memset(&r[1], 0, sizeof r[1]);
+	rc = skipper_session_generate_ids(s[1], prompt, N, &p, on_text, &r[1], &err);
+	ok(rc == SKIPPER_ERR_INTERRUPTED && r[1].len == 0 && heard.calls == 1,
+	   "a stop from the hook: SKIPPER_ERR_INTERRUPTED, no text (%s)", err.msg);
+	for (int k = 0; k < 2; k++)
+		skipper_session_close(s[k]);
+	unlink(path);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/t-batch-XXXXXX", cache[] = "/tmp/t-batch-cache-XXXXXX";
@@ -436,6 +535,7 @@ int main(void)
 	history_scopes(path);
 	skip_drafts(path, cache);
 	lookup_learns(path, cache);
+	prompt_progress(cache);
 	unlink(path);
 	{
 		char cmd[100];

@@ -61,6 +61,12 @@ int cli_fail(const struct skipper_error *err, int status);
  * or SIGTERM came (cli_install_signals). */
 extern const struct skipper_session_hooks cli_hooks;
 
+/* skipper_engine_set_progress's teller for a command (arg unused): on a
+ * terminal, a line that follows a long prompt's prefill (percent, tokens,
+ * rate, time left), at most ten times a second; after SIGINT or SIGTERM,
+ * a stop. */
+int cli_prompt_progress(void *arg, int done, int total);
+
 /* Open the session of a model-using command (cfg read during the call;
  * flags: the members of struct skipper_session_opts beyond the hooks).
  * Prints errors; returns an exit code. */

@@ -284,6 +284,7 @@ int cmd_generate(int argc, char **argv)
 	}
 	if (opt.timing)
 		s->be->ops->timing(s->be, 1, NULL);
+	skipper_engine_set_progress(s->engine, cli_prompt_progress, NULL);
 	rc = skipper_engine_generate(s->engine, ids, (int)n_ids, &s->gen, on_token, &o, &st, &err);
 	size_t n = skipper_detok_flush(&o.dt, buf, sizeof buf);
 	if (o.stream)

@@ -42,6 +42,8 @@ static int progress(void *arg, const char *file, long long done, long long total
 	double t = now_s(), rate;
 	char d[32], tt[32], r[32], eta[32] = "";
 
+	if (file && !strcmp(file, "prompt"))
+		return cli_prompt_progress(NULL, (int)done, (int)total);
 	if (cli_interrupted)
 		return 1;
 	bar->tty = isatty(STDERR_FILENO);
@@ -84,6 +86,43 @@ static void log_line(void *arg, int level, const char *msg)
 }
 
 const struct skipper_session_hooks cli_hooks = { .log = log_line, .progress = progress };
+
+int cli_prompt_progress(void *arg, int done, int total)
+{
+	struct bar *bar = &bar_state;
+	double t = now_s();
+
+	if (cli_interrupted) {
+		if (bar->tty && bar->start != 0) /* the error goes on a line of its own */
+			fputc('\n', stderr);
+		bar->start = 0;
+		return 1;
+	}
+	bar->tty = isatty(STDERR_FILENO);
+	if (!bar->tty)
+		return 0;
+	if (bar->start == 0 || done < bar->start_bytes) {
+		bar->start = t;
+		bar->start_bytes = done;
+		bar->last = 0;
+	}
+	if (done < total && t - bar->last < 0.1)
+		return 0;
+	bar->last = t;
+	double rate = t > bar->start ? (done - bar->start_bytes) / (t - bar->start) : 0;
+	char eta[32] = "";
+	if (done < total && rate > 0) {
+		long s = (long)((total - done) / rate);
+		snprintf(eta, sizeof eta, "  ETA %ld:%02ld", s / 60, s % 60);
+	}
+	fprintf(stderr, "\r\033[Kreading the prompt %3d%%  %d / %d tokens  %.0f tok/s%s", (int)(100.0 * done / total), done,
+	        total, rate, eta);
+	if (done >= total) {
+		fputc('\n', stderr);
+		bar->start = 0;
+	}
+	return 0;
+}
 
 int cli_exit_code(int status)
 {

@@ -23,6 +23,12 @@ void skipper_engine_set_clock(struct skipper_engine *e, double (*now)(void *ctx)
 	e->pace.clock_ctx = ctx;
 }
 
+void skipper_engine_set_progress(struct skipper_engine *e, int (*tell)(void *ctx, int done, int total), void *ctx)
+{
+	e->progress = tell;
+	e->progress_ctx = ctx;
+}
+
 void skipper_engine_free(struct skipper_engine *e)
 {
 	if (!e)

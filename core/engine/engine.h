@@ -168,6 +168,18 @@ int skipper_engine_prompt_mean(struct skipper_engine *e, const int32_t *prompt, 
  * the guard decides does not depend on the machine or its load. */
 void skipper_engine_set_clock(struct skipper_engine *e, double (*now)(void *ctx), void *ctx);
 
+/* A prompt longer than two pieces of SKIPPER_PREFILL_PIECE tokens is
+ * prefilled piece by piece, `tell(ctx, done, total)` called before the
+ * first and after each with the prompt's tokens done so far, and once
+ * more at the end (done == total; a prompt the engine already holds in
+ * part starts with that part done); non-zero from it stops the request
+ * with SKIPPER_ERR_INTERRUPTED.
+ * The pieces give the bits of one pass (the backends are batch-invariant).
+ * NULL (the default): one pass, nothing told. A command that draws a
+ * progress line sets it: a 32K-token prompt takes minutes on a CPU. */
+#define SKIPPER_PREFILL_PIECE 512
+void skipper_engine_set_progress(struct skipper_engine *e, int (*tell)(void *ctx, int done, int total), void *ctx);
+
 /* The cost curve of this engine's backend and model on this machine
  * (struct skipper_costs, skipper/policy.h): read from the cost_cache file
  * when that holds one for the same backend, model shape and draft head,

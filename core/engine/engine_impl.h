@@ -182,6 +182,8 @@ struct skipper_engine {
 	} batch;
 	int seq;              /* the backend's KV sequence */
 	int prefix_cache;     /* skipper_engine_opts.prefix_cache */
+	int (*progress)(void *ctx, int done, int total); /* skipper_engine_set_progress */
+	void *progress_ctx;
 	/* the request in progress */
 	struct round_ctx r;
 	struct skipper_gen_params gp;

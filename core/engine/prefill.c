@@ -84,6 +84,32 @@ int engine_reusable(struct skipper_engine *e, const int32_t *prompt, int n_promp
 	return n;
 }
 
+/* e->progress told that `done` of the prompt's total tokens are read:
+ * SKIPPER_ERR_INTERRUPTED where it answers stop. */
+static int tell(struct skipper_engine *e, int done, int total, struct skipper_error *err)
+{
+	if (!e->progress(e->progress_ctx, done, total))
+		return SKIPPER_OK;
+	return skipper_fail(err, SKIPPER_ERR_INTERRUPTED, "interrupted while reading the prompt (%d of %d tokens)", done,
+	                    total);
+}
+
+/* Slots [from, to) of the prompt written in pieces of
+ * SKIPPER_PREFILL_PIECE tokens (KV only, nothing read out), told before
+ * the first and after each; total: the prompt's length. */
+static int prefill_pieces(struct skipper_engine *e, const int32_t *prompt, int from, int to, int total,
+                          struct skipper_error *err)
+{
+	int rc = tell(e, from, total, err);
+	for (int at = from; at < to && !rc; at += SKIPPER_PREFILL_PIECE) {
+		int n = to - at < SKIPPER_PREFILL_PIECE ? to - at : SKIPPER_PREFILL_PIECE;
+		struct skipper_forward fw = { .n = n, .tokens = prompt + at, .seq = e->seq, .n_past = at, .kv_write = 1 };
+		if (!(rc = skipper_backend_forward(e->be, &fw, err)))
+			rc = tell(e, at + n, total, err);
+	}
+	return rc;
+}
+
 /* The one full-model prefill of a request. Its last row gives the first
  * token (top-1 in e->vb.top[0], logits in e->vb.logits when sampling). Captures
  * what the policy needs from this pass: the last *st_rows prompt rows at
@@ -108,6 +134,15 @@ int engine_prefill(struct skipper_engine *e, const int32_t *prompt, int n_prompt
 		return skipper_fail(err, SKIPPER_ERR_NOMEM, "out of memory");
 	if (mean && split > 0)
 		rc = forward_last_layer(e, prompt, split, 0, lastcap, err);
+	/* a long prompt told as it goes: all but its last piece (and the rows
+	 * the policy captures) in pieces ahead of the main pass; not where the
+	 * mean wants every row's last layer */
+	int ahead = n_prompt - (n_rows > SKIPPER_PREFILL_PIECE ? n_rows : SKIPPER_PREFILL_PIECE),
+	    told = !rc && e->progress && !mean && ahead - split >= SKIPPER_PREFILL_PIECE;
+	if (told) {
+		rc = prefill_pieces(e, prompt, split, ahead, n_prompt, err);
+		split = ahead;
+	}
 	if (!rc) {
 		int32_t last = n_prompt - 1 - split, n = n_prompt - split, lastl = e->n_layer - 1, *rows = e->vb.rows;
 		struct skipper_forward fw = {
@@ -150,5 +185,7 @@ int engine_prefill(struct skipper_engine *e, const int32_t *prompt, int n_prompt
 	}
 	free(lastcap);
 	*st_rows = n_rows;
+	if (!rc && told)
+		rc = tell(e, n_prompt, n_prompt, err);
 	return rc;
 }

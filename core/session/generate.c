@@ -34,6 +34,13 @@ static int on_token(void *user, int32_t tok)
 	return o->cb ? o->cb(o->ctx, buf, n, tok) : 0;
 }
 
+/* A long prompt's prefill to the hooks' progress, as "prompt" in tokens */
+static int tell_prompt(void *ctx, int done, int total)
+{
+	const struct skipper_session *s = ctx;
+	return s->hooks.progress(s->hooks.ctx, "prompt", done, total, done >= total);
+}
+
 int skipper_session_generate_ids(struct skipper_session *s, const int32_t *prompt, size_t n_prompt,
                                  const struct skipper_generate_params *params, skipper_text_cb cb, void *ctx,
                                  struct skipper_error *err)
@@ -54,6 +61,7 @@ int skipper_session_generate_ids(struct skipper_session *s, const int32_t *promp
 		return skipper_fail(err, SKIPPER_ERR_RANGE, "prompt of %zu tokens does not fit the context of %d", n_prompt,
 		                    s->be->n_ctx);
 	skipper_detok_init(&o.dt, s->tok, 0);
+	skipper_engine_set_progress(s->engine, s->hooks.progress ? tell_prompt : NULL, s);
 	rc = skipper_engine_generate(s->engine, prompt, (int)n_prompt, &gp, on_token, &o, &s->last, err);
 	size_t n = skipper_detok_flush(&o.dt, buf, sizeof buf);
 	if (!rc && n && cb)

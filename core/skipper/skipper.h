@@ -75,7 +75,9 @@ struct skipper_session_hooks {
 	/* A line for a person (no trailing newline): a warning, a note such as
 	 * "measuring what verification costs (once)", a policy's own line. */
 	void (*log)(void *ctx, int level, const char *msg);
-	/* Long work: `what` (a file being downloaded, ...) done of total units
+	/* Long work: `what` (a file being downloaded: bytes; "prompt": the
+	 * tokens of a prompt of 1024 or more being read by
+	 * skipper_session_generate*, told every 512) done of total units
 	 * (total 0: unknown), finished = 1 on its last call; what NULL: nothing
 	 * to show, the work only asks whether to go on. Non-zero stops the work
 	 * (the call fails with SKIPPER_ERR_INTERRUPTED). */
