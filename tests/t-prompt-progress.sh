@@ -40,7 +40,7 @@ else
 	sed 's/^/# /' "$out/lines" | tail -5
 fi
 
-# 2. not on a pipe, the same text
+# 2. on a pipe: no line, the same text
 $run >"$out/text" 2>"$out/err"
 rc=$?
 if [ $rc = 0 ] && ! grep -q 'reading the prompt' "$out/err" && [ -s "$out/text" ] &&
