@@ -93,8 +93,9 @@ static const char *prompts[N_REQ] = {
 	"one two one two one", "aaaa bbbb aaaa", "lorem ipsum lorem", "qwerty qwerty",
 };
 
-/* policy, and each of more[] up to a NULL: --set settings */
-static struct skipper_session *open_session(const char *model, const char *policy, const char *const *more)
+/* policy, and each of more[] up to a NULL: --set settings; hooks may be NULL */
+static struct skipper_session *open_session_with(const char *model, const char *policy, const char *const *more,
+                                                 const struct skipper_session_hooks *hooks)
 {
 	struct skipper_config *cfg;
 	struct skipper_session *s;
@@ -108,10 +109,15 @@ static struct skipper_session *open_session(const char *model, const char *polic
 	for (; more && *more; more++)
 		if (skipper_config_set(cfg, *more, &err))
 			BAIL(err.msg);
-	if (skipper_session_open(cfg, NULL, &s, &err))
+	if (skipper_session_open(cfg, hooks, &s, &err))
 		BAIL(err.msg);
 	skipper_config_free(cfg);
 	return s;
+}
+
+static struct skipper_session *open_session(const char *model, const char *policy, const char *const *more)
+{
+	return open_session_with(model, policy, more, NULL);
 }
 
 /* the next request submitted is held at its first text (struct result) */
@@ -453,7 +459,8 @@ static int hear(void *ctx, const char *what, long long done, long long total, in
 static void prompt_progress(const char *dir)
 {
 	enum { N = 1300 };
-	char path[600], set[700];
+	static const char *const ctx[] = { "model.ctx=2048", NULL };
+	char path[600];
 	struct skipper_test_model_opts o;
 	struct skipper_session_hooks hooks = { .progress = hear };
 	struct skipper_session *s[2];
@@ -469,15 +476,8 @@ static void prompt_progress(const char *dir)
 	o.n_ctx = 2048;
 	if (skipper_test_model_write(path, &o))
 		BAIL("cannot write the test model");
-	for (int k = 0; k < 2; k++) {
-		struct skipper_config *cfg;
-		snprintf(set, sizeof set, "model.path=%s", path);
-		if (skipper_config_new(&cfg, &err) || skipper_config_set(cfg, set, &err) ||
-		    skipper_config_set(cfg, "model.threads=2", &err) || skipper_config_set(cfg, "policy.name=none", &err) ||
-		    skipper_session_open(cfg, k ? &hooks : NULL, &s[k], &err))
-			BAIL(err.msg);
-		skipper_config_free(cfg);
-	}
+	for (int k = 0; k < 2; k++)
+		s[k] = open_session_with(path, "policy.name=none", ctx, k ? &hooks : NULL);
 	for (int i = 0; i < N; i++)
 		prompt[i] = (int32_t)(3 + (i * 7919) % 200);
 	skipper_session_defaults(s[0], &p);

@@ -34,45 +34,64 @@ static struct bar {
 	long long start_bytes;
 } bar_state;
 
-/* Drawn on stderr, only on a terminal, at most ten times a second; a
- * signal stops the work. */
-static int progress(void *arg, const char *file, long long done, long long total, int finished)
+/* The line of long work on stderr, only on a terminal, at most ten times a
+ * second: a file's bytes, or with tokens a prompt's tokens being read. A
+ * signal stops the work, the line drawn so far ended so that the error
+ * goes on one of its own. */
+static int draw(const char *file, long long done, long long total, int finished, int tokens)
 {
 	struct bar *bar = &bar_state;
 	double t = now_s(), rate;
 	char d[32], tt[32], r[32], eta[32] = "";
 
-	if (file && !strcmp(file, "prompt"))
-		return cli_prompt_progress(NULL, (int)done, (int)total);
-	if (cli_interrupted)
+	if (cli_interrupted) {
+		if (bar->tty && bar->start != 0)
+			fputc('\n', stderr);
+		bar->start = 0;
 		return 1;
+	}
 	bar->tty = isatty(STDERR_FILENO);
 	if (!file || !bar->tty)
 		return 0;
 	if (bar->start == 0 || done < bar->start_bytes) {
 		bar->start = t;
 		bar->start_bytes = done;
+		bar->last = 0;
 	}
 	if (!finished && t - bar->last < 0.1)
 		return 0;
 	bar->last = t;
 	rate = t > bar->start ? (double)(done - bar->start_bytes) / (t - bar->start) : 0;
-	human(d, sizeof d, (double)done);
-	human(tt, sizeof tt, total > 0 ? (double)total : 0);
-	human(r, sizeof r, rate);
 	if (total > 0 && rate > 0 && !finished) {
-		long s = (long)((double)(total - done) / rate);
-		snprintf(eta, sizeof eta, " ETA %ld:%02ld", s / 60, s % 60);
+		long sec = (long)((double)(total - done) / rate);
+		snprintf(eta, sizeof eta, "%s ETA %ld:%02ld", tokens ? " " : "", sec / 60, sec % 60);
 	}
-	if (total > 0)
-		fprintf(stderr, "\r\033[K%-32.32s %3d%% %s / %s  %s/s%s", file, (int)(100.0 * done / total), d, tt, r, eta);
-	else
-		fprintf(stderr, "\r\033[K%-32.32s %s  %s/s", file, d, r);
+	if (tokens) {
+		fprintf(stderr, "\r\033[K%s %3d%%  %lld / %lld tokens  %.0f tok/s%s", file, (int)(100.0 * done / total), done,
+		        total, rate, eta);
+	} else {
+		human(d, sizeof d, (double)done);
+		human(tt, sizeof tt, total > 0 ? (double)total : 0);
+		human(r, sizeof r, rate);
+		if (total > 0)
+			fprintf(stderr, "\r\033[K%-32.32s %3d%% %s / %s  %s/s%s", file, (int)(100.0 * done / total), d, tt, r,
+			        eta);
+		else
+			fprintf(stderr, "\r\033[K%-32.32s %s  %s/s", file, d, r);
+	}
 	if (finished) {
 		fputc('\n', stderr);
 		bar->start = 0;
 	}
 	return 0;
+}
+
+/* The session's progress hook: downloads, and "prompt" in tokens */
+static int progress(void *arg, const char *file, long long done, long long total, int finished)
+{
+	if (file && !strcmp(file, "prompt"))
+		return cli_prompt_progress(arg, (int)done, (int)total);
+	return draw(file, done, total, finished, 0);
 }
 
 /* A note or a policy's line; a progress bar cut short is ended first. */
@@ -89,39 +108,7 @@ const struct skipper_session_hooks cli_hooks = { .log = log_line, .progress = pr
 
 int cli_prompt_progress(void *arg, int done, int total)
 {
-	struct bar *bar = &bar_state;
-	double t = now_s();
-
-	if (cli_interrupted) {
-		if (bar->tty && bar->start != 0) /* the error goes on a line of its own */
-			fputc('\n', stderr);
-		bar->start = 0;
-		return 1;
-	}
-	bar->tty = isatty(STDERR_FILENO);
-	if (!bar->tty)
-		return 0;
-	if (bar->start == 0 || done < bar->start_bytes) {
-		bar->start = t;
-		bar->start_bytes = done;
-		bar->last = 0;
-	}
-	if (done < total && t - bar->last < 0.1)
-		return 0;
-	bar->last = t;
-	double rate = t > bar->start ? (done - bar->start_bytes) / (t - bar->start) : 0;
-	char eta[32] = "";
-	if (done < total && rate > 0) {
-		long s = (long)((total - done) / rate);
-		snprintf(eta, sizeof eta, "  ETA %ld:%02ld", s / 60, s % 60);
-	}
-	fprintf(stderr, "\r\033[Kreading the prompt %3d%%  %d / %d tokens  %.0f tok/s%s", (int)(100.0 * done / total), done,
-	        total, rate, eta);
-	if (done >= total) {
-		fputc('\n', stderr);
-		bar->start = 0;
-	}
-	return 0;
+	return draw("reading the prompt", done, total, done >= total, 1);
 }
 
 int cli_exit_code(int status)
