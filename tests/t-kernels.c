@@ -290,7 +290,7 @@ static uint16_t f16(float x) { return cpu_f32_to_f16(x); }
 /* Attention over NKEY keys for NQ queries of head size d in cache layout
  * ct (f16: 8 is a masked tail on AVX-512, 64 and 128 its register paths,
  * 72 both; q8_0: 32 and 96 through memory after the register path). */
-#define NQ 7
+#define NQ 13
 #define NKEY 150
 static void test_attn(const char *isa, const struct cpu_kernels *kt, int ct, int d)
 {
@@ -324,9 +324,16 @@ static void test_attn(const char *isa, const struct cpu_kernels *kt, int ct, int
 			for (int e = 0; e < d; e++)
 				ref += (double)q[i * d + e] * cpu_kv_elem(k + j * ks, ct, d, e);
 			err_s = fmax(err_s, fabs(s[i * NKEY + j] - ref * 0.125));
-			/* one query, one key per call */
-			kt->attn_scores[ct](q + i * d, 1, k + j * ks, 1, ks, d, 0.125f, s1 + i * NKEY + j, NKEY);
 		}
+	/* the first m queries alone (1, one group of 6 and 11: the kernels
+	 * take queries in groups of up to 3 or 6) */
+	for (int m = 1; m < NQ; m += 5) {
+		kt->attn_scores[ct](q, m, k, NKEY, ks, d, 0.125f, s1, NKEY);
+		same &= !memcmp(s, s1, sizeof(float) * (size_t)m * NKEY);
+	}
+	for (int i = 0; i < NQ; i++)
+		for (int j = 0; j < NKEY; j++)
+			kt->attn_scores[ct](q + i * d, 1, k + j * ks, 1, ks, d, 0.125f, s1 + i * NKEY + j, NKEY);
 	same &= !memcmp(s, s1, sizeof(float) * NQ * NKEY);
 	for (int i = 0; i < NQ * NKEY; i++)
 		p[i] = s[i] - 1.0f;

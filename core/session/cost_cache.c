@@ -20,7 +20,7 @@
 /* Bump when a kernel's speed or the way curves are timed changes within a
  * release (a packed layout, a new ISA path, paired timing): curves cached by
  * the earlier build are then measured again rather than trusted. */
-#define COST_CURVE_REVISION 20
+#define COST_CURVE_REVISION 21
 
 char *session_cost_cache(struct skipper_session *s, int draft_head)
 {

@@ -563,56 +563,91 @@ static TGT INL void scores_g(const float *q, int G, const uint8_t *k, int kt, in
 		s[(size_t)g * ss] = hsum8(acc[g]) * scale;
 }
 
-/* The 8 sums of a[0..7] in one vector, each in hsum8's order (lane i plus
- * lane i + 4, then + 2, then + 1), so that a score is the same bits
- * whichever path computed it. The pairing leaves the sum of a[2 L] in lane
- * L and of a[2 L + 1] in lane 4 + L (L < 4): callers pass the keys in that
- * order. */
-static TGT INL __m256 hsum8x8(const __m256 *a)
+/* hsum8's order for 8 vectors (slots) at once, in two parts: fold4 takes a
+ * quarter of them (slots 4t .. 4t + 3) through the first two stages (lane i
+ * plus lane i + 4, then + 2), fold8 the two quarters through the last (+ 1),
+ * so that a score is the same bits whichever path computed it. Slot 2L's
+ * sum lands in lane L and slot 2L + 1's in lane 4 + L (L < 4): callers put
+ * the keys in that order. */
+static TGT INL __m256 fold4(const __m256 *a)
 {
-	__m256 b[4], c[2];
-#pragma GCC unroll 4
-	for (int i = 0; i < 4; i++)
-		b[i] = _mm256_add_ps(_mm256_permute2f128_ps(a[2 * i], a[2 * i + 1], 0x20),
-		                     _mm256_permute2f128_ps(a[2 * i], a[2 * i + 1], 0x31));
-#pragma GCC unroll 2
-	for (int i = 0; i < 2; i++)
-		c[i] = _mm256_add_ps(_mm256_shuffle_ps(b[2 * i], b[2 * i + 1], 0x44),
-		                     _mm256_shuffle_ps(b[2 * i], b[2 * i + 1], 0xee));
+	__m256 b0 = _mm256_add_ps(_mm256_permute2f128_ps(a[0], a[1], 0x20), _mm256_permute2f128_ps(a[0], a[1], 0x31));
+	__m256 b1 = _mm256_add_ps(_mm256_permute2f128_ps(a[2], a[3], 0x20), _mm256_permute2f128_ps(a[2], a[3], 0x31));
+	return _mm256_add_ps(_mm256_shuffle_ps(b0, b1, 0x44), _mm256_shuffle_ps(b0, b1, 0xee));
+}
+
+static TGT INL __m256 fold8(const __m256 *c)
+{
 	return _mm256_add_ps(_mm256_shuffle_ps(c[0], c[1], 0x88), _mm256_shuffle_ps(c[0], c[1], 0xdd));
 }
 
+/* Scores of G <= 3 queries against the 8 keys widened into kf, every
+ * running sum in a register: a key's 8-element piece is loaded once and
+ * met by the G queries' pieces, also in registers (one operand read from
+ * memory per multiply-add, the bound of a query at a time, became one per
+ * G), a quarter of 4 slots at a time, which fold4 folds at once. */
+static TGT INL void scores_8g(const float *q, int G, const float *kf, int d, float scale, float *s, int ss, int nk)
+{
+	__m256 c[3][2];
+	for (int t = 0; t < 2; t++) {
+		__m256 acc[3][4];
+#pragma GCC unroll 3
+		for (int g = 0; g < G; g++)
+#pragma GCC unroll 4
+			for (int l = 0; l < 4; l++)
+				acc[g][l] = _mm256_setzero_ps();
+		for (int e = 0; e < d; e += 8) {
+			__m256 qv[3];
+#pragma GCC unroll 3
+			for (int g = 0; g < G; g++)
+				qv[g] = _mm256_loadu_ps(q + (size_t)g * d + e);
+#pragma GCC unroll 4
+			for (int l = 0; l < 4; l++) {
+				__m256 kv = _mm256_loadu_ps(kf + (size_t)(4 * t + l) * d + e);
+#pragma GCC unroll 3
+				for (int g = 0; g < G; g++)
+					acc[g][l] = _mm256_fmadd_ps(qv[g], kv, acc[g][l]);
+			}
+		}
+#pragma GCC unroll 3
+		for (int g = 0; g < G; g++)
+			c[g][t] = fold4(acc[g]);
+	}
+#pragma GCC unroll 3
+	for (int g = 0; g < G; g++) {
+		__m256 r = _mm256_mul_ps(fold8(c[g]), _mm256_set1_ps(scale));
+		if (nk == 8) {
+			_mm256_storeu_ps(s + (size_t)g * ss, r);
+		} else {
+			float tmp[8];
+			_mm256_storeu_ps(tmp, r);
+			memcpy(s + (size_t)g * ss, tmp, (size_t)nk * sizeof *tmp);
+		}
+	}
+}
+
 /* Scores of every query against nk <= 8 keys, the keys widened once into
- * kf (in address order): per query 8 running sums, one reduction and one
- * store instead of a horizontal sum and a store per key. */
+ * kf (in address order), the queries in groups of up to 3 of nearly equal
+ * size (7 as 2, 2 and 3). */
 static TGT INL void scores_8(const float *q, int nq, const uint8_t *k, int kt, int nk, size_t ks, int d,
                              float scale, float *s, int ss, float *kf)
 {
 	for (int key = 0; key < 8; key++) {
-		int j = key < 4 ? 2 * key : 2 * (key - 4) + 1; /* see hsum8x8 */
+		int j = key < 4 ? 2 * key : 2 * (key - 4) + 1; /* see fold4 */
 		if (key < nk)
 			widen_row(k + (size_t)key * ks, kt, d, kf + (size_t)j * d);
 		else
 			memset(kf + (size_t)j * d, 0, (size_t)d * sizeof *kf);
 	}
-	for (int g = 0; g < nq; g++) {
-		__m256 acc[8];
-#pragma GCC unroll 8
-		for (int j = 0; j < 8; j++)
-			acc[j] = _mm256_setzero_ps();
-		for (int e = 0; e < d; e += 8) {
-			__m256 qv = _mm256_loadu_ps(q + (size_t)g * d + e);
-#pragma GCC unroll 8
-			for (int j = 0; j < 8; j++)
-				acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kf + (size_t)j * d + e), acc[j]);
-		}
-		__m256 r = _mm256_mul_ps(hsum8x8(acc), _mm256_set1_ps(scale));
-		if (nk == 8) {
-			_mm256_storeu_ps(s + (size_t)g * ss, r);
-		} else {
-			float t[8];
-			_mm256_storeu_ps(t, r);
-			memcpy(s + (size_t)g * ss, t, (size_t)nk * sizeof *t);
+	int ng = (nq + 2) / 3;
+	for (int i = 0; i < ng; i++) {
+		int g0 = i * nq / ng, G = (i + 1) * nq / ng - g0;
+		const float *qi = q + (size_t)g0 * d;
+		float *si = s + (size_t)g0 * ss;
+		switch (G) {
+		case 3: scores_8g(qi, 3, kf, d, scale, si, ss, nk); break;
+		case 2: scores_8g(qi, 2, kf, d, scale, si, ss, nk); break;
+		default: scores_8g(qi, 1, kf, d, scale, si, ss, nk); break;
 		}
 	}
 }

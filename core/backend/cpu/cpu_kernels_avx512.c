@@ -562,11 +562,17 @@ static TGT INL __m512 load_f16(const uint16_t *x, __mmask16 m)
 	return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x));
 }
 
+/* keys widened to floats by the scores (d floats a row): a layout of this
+ * file's, not of the cache */
+#define KV_WIDE (-1)
+
 /* Elements e .. e + 15 of a cache row of d elements (masked by m) as
  * floats: a q8_0 value times its block's scale is exact in a float. kt is
  * a constant wherever this is inlined. */
 static TGT INL __m512 load_kv(const uint8_t *row, int kt, int d, int e, __mmask16 m)
 {
+	if (kt == KV_WIDE)
+		return _mm512_maskz_loadu_ps(m, (const float *)row + e);
 	if (kt == CPU_KV_F16)
 		return load_f16((const uint16_t *)row + e, m);
 	uint16_t h;
@@ -592,82 +598,133 @@ static TGT INL void scores_g(const float *q, int G, const uint8_t *k, int kt, in
 		s[(size_t)g * ss] = hsum16(acc[g]) * scale;
 }
 
-/* The 16 sums of a[0..15] in one vector, each in hsum16's order (lane i
- * plus lane i + 8, then + 4, + 2, + 1), so that a score is the same bits
- * whichever path computed it. The pairing leaves sum 4t + L of the a in
- * lane 4L + t: callers pass the keys in that order. */
-static TGT INL __m512 hsum16x16(const __m512 *a)
+/* hsum16's order for 16 vectors at once, in two parts: fold4 takes a
+ * quarter of them through the first two stages (lane i plus lane i + 8,
+ * then + 4), fold16 the four quarters through the last two (+ 2, + 1), so
+ * that a score is the same bits whichever path computed it. Vector L of
+ * quarter t ends in lane 4L + t. */
+static TGT INL __m512 fold4(const __m512 *a)
 {
-	__m512 b[8], c[4], d[2];
-#pragma GCC unroll 8
-	for (int i = 0; i < 8; i++)
-		b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x44),
-		                     _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xee));
-#pragma GCC unroll 4
-	for (int i = 0; i < 4; i++)
-		c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0x88),
-		                     _mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0xdd));
-#pragma GCC unroll 2
-	for (int i = 0; i < 2; i++)
-		d[i] = _mm512_add_ps(_mm512_shuffle_ps(c[2 * i], c[2 * i + 1], 0x44),
-		                     _mm512_shuffle_ps(c[2 * i], c[2 * i + 1], 0xee));
-	return _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xdd));
+	__m512 b0 = _mm512_add_ps(_mm512_shuffle_f32x4(a[0], a[1], 0x44), _mm512_shuffle_f32x4(a[0], a[1], 0xee));
+	__m512 b1 = _mm512_add_ps(_mm512_shuffle_f32x4(a[2], a[3], 0x44), _mm512_shuffle_f32x4(a[2], a[3], 0xee));
+	return _mm512_add_ps(_mm512_shuffle_f32x4(b0, b1, 0x88), _mm512_shuffle_f32x4(b0, b1, 0xdd));
 }
 
-/* Scores of every query against nk <= 16 keys, the keys widened once into
- * kf: per query 16 running sums, one reduction and one store instead of a
- * horizontal sum and a store per key. */
-static TGT INL void scores_16(const float *q, int nq, const uint8_t *k, int kt, int nk, size_t ks, int d,
-                              float scale, float *s, int ss, float *kf)
+static TGT INL __m512 fold16(const __m512 *c)
 {
-	/* the keys in address order (the hardware prefetcher follows it), key
-	 * 4L + t into slot 4t + L (see hsum16x16); the block after next asked
-	 * for meanwhile: a long context's keys come from memory */
-	for (int key = 0; key < 16; key++) {
-		int j = (key & 3) * 4 + (key >> 2);
+	__m512 d0 = _mm512_add_ps(_mm512_shuffle_ps(c[0], c[1], 0x44), _mm512_shuffle_ps(c[0], c[1], 0xee));
+	__m512 d1 = _mm512_add_ps(_mm512_shuffle_ps(c[2], c[3], 0x44), _mm512_shuffle_ps(c[2], c[3], 0xee));
+	return _mm512_add_ps(_mm512_shuffle_ps(d0, d1, 0x88), _mm512_shuffle_ps(d0, d1, 0xdd));
+}
+
+/* Scores of G <= 6 queries against 16 keys with every running sum in a
+ * register: per 16-element piece, 4 keys are widened into registers and
+ * met by the G queries' pieces, also in registers, so the 4 G
+ * multiply-adds read nothing more from memory (with the keys widened into
+ * a scratch first, every multiply-add read one operand from it, and the
+ * loads bound the pass). A quarter's 4 keys (4t .. 4t + 3, in address
+ * order) are folded as soon as they are done; each sum still takes its
+ * multiply-adds in element order. pf, where not NULL, is a block of 16 keys of pfs bytes each to
+ * ask for meanwhile, a quarter per quarter: a long context's keys come
+ * from memory, and asked for all at once the block's lines were slower. */
+static TGT INL void scores_16(const float *q, int G, const uint8_t *k, int kt, size_t ks, int d, float scale,
+                              float *s, int ss, const uint8_t *pf, size_t pfs)
+{
+	__m512 c[6][4];
+	for (int t = 0; t < 4; t++) {
+		if (pf)
+			for (size_t b = 4 * t * pfs; b < 4 * (t + 1) * pfs; b += 64)
+				_mm_prefetch((const char *)(pf + b), _MM_HINT_T0);
+		__m512 acc[6][4];
+#pragma GCC unroll 6
+		for (int g = 0; g < G; g++)
+#pragma GCC unroll 4
+			for (int l = 0; l < 4; l++)
+				acc[g][l] = _mm512_setzero_ps();
 		for (int e = 0; e < d; e += 16) {
-			__mmask16 m = tail16(d - e); /* not into the next slot: slots are not written in order */
-			_mm512_mask_storeu_ps(kf + (size_t)j * d + e, m,
-			                      key < nk ? load_kv(k + (size_t)key * ks, kt, d, e, m) : _mm512_setzero_ps());
+			__mmask16 m = tail16(d - e);
+			__m512 kv[4];
+#pragma GCC unroll 4
+			for (int l = 0; l < 4; l++)
+				kv[l] = load_kv(k + (size_t)(4 * t + l) * ks, kt, d, e, m);
+#pragma GCC unroll 6
+			for (int g = 0; g < G; g++) {
+				__m512 qv = _mm512_maskz_loadu_ps(m, q + (size_t)g * d + e);
+#pragma GCC unroll 4
+				for (int l = 0; l < 4; l++)
+					acc[g][l] = _mm512_fmadd_ps(qv, kv[l], acc[g][l]);
+			}
 		}
-		for (size_t e = 0; e < ks; e += 64)
-			_mm_prefetch((const char *)(k + (size_t)(key + 32) * ks + e), _MM_HINT_T0);
+#pragma GCC unroll 6
+		for (int g = 0; g < G; g++)
+			c[g][t] = fold4(acc[g]);
 	}
-	for (int g = 0; g < nq; g++) {
-		__m512 acc[16];
-#pragma GCC unroll 16
-		for (int j = 0; j < 16; j++)
-			acc[j] = _mm512_setzero_ps();
-		for (int e = 0; e < d; e += 16) {
-			__m512 qv = _mm512_maskz_loadu_ps(tail16(d - e), q + (size_t)g * d + e);
-#pragma GCC unroll 16
-			for (int j = 0; j < 16; j++)
-				acc[j] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(kf + (size_t)j * d + e), acc[j]);
+	/* key 4t + L's sum is in lane 4L + t */
+	const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+#pragma GCC unroll 6
+	for (int g = 0; g < G; g++)
+		_mm512_storeu_ps(s + (size_t)g * ss,
+		                 _mm512_mul_ps(_mm512_permutexvar_ps(order, fold16(c[g])), _mm512_set1_ps(scale)));
+}
+
+/* Every query against 16 keys, in groups of up to 6 queries of nearly
+ * equal size (7 as 4 and 3). The block after next is asked for while the
+ * first group runs. With more than one group, q8_0 keys are widened into
+ * kf once, where each group would scale them again; f16's conversion
+ * costs less than the scratch's stores and loads. */
+static TGT INL void scores_block(const float *q, int nq, const uint8_t *k, int kt, size_t ks, int d, float scale,
+                                 float *s, int ss, float *kf)
+{
+	const uint8_t *pf = k + 32 * ks;
+	size_t pfs = ks;
+	int ng = (nq + 5) / 6;
+	if (kt == CPU_KV_Q8_0 && ng > 1) {
+		for (int key = 0; key < 16; key++) {
+			for (int e = 0; e < d; e += 16)
+				_mm512_mask_storeu_ps(kf + (size_t)key * d + e, tail16(d - e),
+				                      load_kv(k + (size_t)key * ks, kt, d, e, tail16(d - e)));
+			for (size_t b = 0; b < ks; b += 64)
+				_mm_prefetch((const char *)(pf + key * ks + b), _MM_HINT_T0);
 		}
-		_mm512_mask_storeu_ps(s + (size_t)g * ss, tail16(nk), _mm512_mul_ps(hsum16x16(acc), _mm512_set1_ps(scale)));
+		pf = NULL;
+		k = (const uint8_t *)kf;
+		ks = (size_t)d * sizeof *kf;
+		kt = KV_WIDE;
+	}
+	for (int i = 0; i < ng; i++) {
+		int g0 = i * nq / ng, G = (i + 1) * nq / ng - g0;
+		const float *qi = q + (size_t)g0 * d;
+		float *si = s + (size_t)g0 * ss;
+		/* the common head sizes as constants */
+#define SCORES_G(n)                                                                                  \
+	case n:                                                                                      \
+		if (d == 128)                                                                        \
+			scores_16(qi, n, k, kt, ks, 128, scale, si, ss, pf, pfs);                    \
+		else if (d == 64)                                                                    \
+			scores_16(qi, n, k, kt, ks, 64, scale, si, ss, pf, pfs);                     \
+		else                                                                                 \
+			scores_16(qi, n, k, kt, ks, d, scale, si, ss, pf, pfs);                      \
+		break;
+		switch (G) {
+			SCORES_G(6)
+			SCORES_G(5)
+			SCORES_G(4)
+			SCORES_G(3)
+			SCORES_G(2)
+			SCORES_G(1)
+		}
+#undef SCORES_G
+		pf = NULL;
 	}
 }
 
 static TGT INL void attn_scores_kt(const float *q, int nq, const uint8_t *k, int kt, int n, size_t ks, int d,
                                    float scale, float *s, int ss)
 {
-	/* a head size not a multiple of 16 reads a slot's last piece on into
-	 * the next one (met by zeros of q); past the last slot, zeros */
-	float kf[16 * CPU_MAX_HEAD_DIM + 16];
-	_mm512_storeu_ps(kf + 16 * d, _mm512_setzero_ps());
+	float kf[16 * CPU_MAX_HEAD_DIM];
 	int j = 0;
-	/* blocks of 16 keys while there are enough of them to fill one */
-	for (; n - j >= 8; j += 16) {
-		int nk = n - j < 16 ? n - j : 16;
-		/* the common head sizes as constants: the 16 keys' slots are then
-		 * one base register and fixed offsets, not 16 pointers */
-		if (d == 128)
-			scores_16(q, nq, k + (size_t)j * ks, kt, nk, ks, 128, scale, s + j, ss, kf);
-		else if (d == 64)
-			scores_16(q, nq, k + (size_t)j * ks, kt, nk, ks, 64, scale, s + j, ss, kf);
-		else
-			scores_16(q, nq, k + (size_t)j * ks, kt, nk, ks, d, scale, s + j, ss, kf);
-	}
+	for (; n - j >= 16; j += 16)
+		scores_block(q, nq, k + (size_t)j * ks, kt, ks, d, scale, s + j, ss, kf);
 	for (; j < n; j++)
 		for (int i = 0; i < nq; i += 4) {
 			const float *qi = q + (size_t)i * d;
