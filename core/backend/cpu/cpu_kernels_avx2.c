@@ -583,9 +583,9 @@ static TGT INL __m256 fold8(const __m256 *c)
 
 /* Scores of G <= 3 queries against the 8 keys widened into kf, every
  * running sum in a register: a key's 8-element piece is loaded once and
- * met by the G queries' pieces, also in registers (one operand read from
- * memory per multiply-add, the bound of a query at a time, became one per
- * G), a quarter of 4 slots at a time, which fold4 folds at once. */
+ * met by the G queries' pieces, also in registers, so 4 G multiply-adds
+ * take 4 + G loads where a query at a time took one each; a quarter of 4
+ * slots at a time, which fold4 folds at once. */
 static TGT INL void scores_8g(const float *q, int G, const float *kf, int d, float scale, float *s, int ss, int nk)
 {
 	__m256 c[3][2];

@@ -670,8 +670,8 @@ static TGT INL void scores_16(const float *q, int G, const uint8_t *k, int kt, s
 /* Every query against 16 keys, in groups of up to 6 queries of nearly
  * equal size (7 as 4 and 3). The block after next is asked for while the
  * first group runs. With more than one group, q8_0 keys are widened into
- * kf once, where each group would scale them again; f16's conversion
- * costs less than the scratch's stores and loads. */
+ * kf once, where each group would widen and scale them again; f16 keys
+ * are converted by each group, one instruction a piece. */
 static TGT INL void scores_block(const float *q, int nq, const uint8_t *k, int kt, size_t ks, int d, float scale,
                                  float *s, int ss, float *kf)
 {
