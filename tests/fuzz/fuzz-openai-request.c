@@ -130,10 +130,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memcpy(text + n, r.msgs[i].content, strlen(r.msgs[i].content));
 			n += strlen(r.msgs[i].content);
 		}
+		text[n] = '\0'; /* check_stops compares stops at its end */
 	} else if (r.prompt) {
 		n = strlen(r.prompt);
 		CHECK((text = malloc(n + 1)));
-		memcpy(text, r.prompt, n);
+		memcpy(text, r.prompt, n + 1);
 	} else {
 		CHECK(r.n_prompt_ids >= 1);
 		for (size_t i = 0; i < r.n_prompt_ids; i++)
